@@ -1,0 +1,71 @@
+-- Accounts, agents, their backlog and activity.
+
+CREATE TABLE secrets (
+    name        TEXT PRIMARY KEY,
+    value       TEXT NOT NULL,
+    created_at  TIMESTAMPTZ NOT NULL
+);
+
+CREATE TABLE users (
+    id             TEXT PRIMARY KEY,
+    email          TEXT NOT NULL,
+    email_key      TEXT NOT NULL UNIQUE,
+    name           TEXT NOT NULL,
+    password_hash  TEXT NOT NULL,
+    token_version  BIGINT NOT NULL DEFAULT 0,
+    created_at     TIMESTAMPTZ NOT NULL,
+    updated_at     TIMESTAMPTZ NOT NULL
+);
+
+CREATE TABLE agents (
+    owner_id                TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+    id                      TEXT NOT NULL,
+    name                    TEXT NOT NULL,
+    status                  TEXT NOT NULL CHECK (status IN ('active', 'idle', 'vacation', 'error')),
+    status_before_vacation  TEXT CHECK (status_before_vacation IN ('active', 'idle', 'vacation', 'error')),
+    channel                 TEXT NOT NULL,
+    role_prompt             TEXT NOT NULL,
+    throttle_seconds        DOUBLE PRECISION NOT NULL DEFAULT 0,
+    workspace               TEXT,
+    model                   TEXT,
+    created_at              TIMESTAMPTZ NOT NULL,
+    updated_at              TIMESTAMPTZ NOT NULL,
+    PRIMARY KEY (owner_id, id)
+);
+
+CREATE INDEX agents_by_owner_created ON agents (owner_id, created_at);
+
+CREATE TABLE tasks (
+    id             TEXT PRIMARY KEY,
+    owner_id       TEXT NOT NULL,
+    agent_id       TEXT NOT NULL,
+    title          TEXT NOT NULL,
+    description    TEXT,
+    priority       INTEGER NOT NULL DEFAULT 0,
+    status         TEXT NOT NULL CHECK (status IN ('queued', 'in_progress', 'complete', 'failed')),
+    result         TEXT,
+    error          TEXT,
+    attempts       INTEGER NOT NULL DEFAULT 0,
+    input_tokens   BIGINT,
+    output_tokens  BIGINT,
+    created_at     TIMESTAMPTZ NOT NULL,
+    updated_at     TIMESTAMPTZ NOT NULL,
+    started_at     TIMESTAMPTZ,
+    completed_at   TIMESTAMPTZ,
+    FOREIGN KEY (owner_id, agent_id) REFERENCES agents (owner_id, id) ON DELETE CASCADE
+);
+
+CREATE INDEX tasks_by_agent_status ON tasks (owner_id, agent_id, status, priority DESC, created_at);
+
+CREATE TABLE activity (
+    id          BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    owner_id    TEXT NOT NULL,
+    agent_id    TEXT NOT NULL,
+    action      TEXT NOT NULL,
+    details     TEXT NOT NULL,
+    task_id     TEXT,
+    created_at  TIMESTAMPTZ NOT NULL,
+    FOREIGN KEY (owner_id, agent_id) REFERENCES agents (owner_id, id) ON DELETE CASCADE
+);
+
+CREATE INDEX activity_by_agent ON activity (owner_id, agent_id, id);

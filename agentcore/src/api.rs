@@ -1,0 +1,261 @@
+//! The wire format of the HTTP API: request bodies as clients send them, and the response
+//! envelopes. Requests keep every field optional so that one pass can report every problem;
+//! `parse` turns them into domain inputs or a [`ValidationErrors`] naming each bad field.
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::domain::activity::ActivityEntry;
+use crate::domain::agent::{AgentFields, AgentId, AgentPatch, AgentStatus, AgentSummary, NewAgent};
+use crate::domain::task::{NewTask, Task, TaskFields, TaskPatch};
+use crate::domain::user::{Credentials, Email, NewUser, Password, UserName};
+use crate::error::ValidationErrors;
+
+/// Distinguishes an absent field (`None`) from an explicit `null` (`Some(None)`).
+fn nullable<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(deserializer).map(Some)
+}
+
+fn required<'a>(errors: &mut ValidationErrors, field: &str, value: &'a Option<String>) -> Option<&'a str> {
+    if value.is_none() {
+        errors.add(field, "is required");
+    }
+    value.as_deref()
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct RegisterRequest {
+    pub email: Option<String>,
+    pub password: Option<String>,
+    pub name: Option<String>,
+}
+
+impl RegisterRequest {
+    pub fn parse(&self) -> Result<NewUser, ValidationErrors> {
+        let mut errors = ValidationErrors::new();
+        let email = required(&mut errors, "email", &self.email).and_then(|v| errors.check("email", Email::parse(v)));
+        let password =
+            required(&mut errors, "password", &self.password).and_then(|v| errors.check("password", Password::parse(v)));
+        let name = required(&mut errors, "name", &self.name).and_then(|v| errors.check("name", UserName::parse(v)));
+        match (email, password, name) {
+            (Some(email), Some(password), Some(name)) if errors.is_empty() => Ok(NewUser { email, password, name }),
+            _ => Err(errors),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct LoginRequest {
+    pub email: Option<String>,
+    pub password: Option<String>,
+}
+
+impl LoginRequest {
+    pub fn parse(&self) -> Result<Credentials, ValidationErrors> {
+        let mut errors = ValidationErrors::new();
+        let email = required(&mut errors, "email", &self.email);
+        let password = required(&mut errors, "password", &self.password);
+        match (email, password) {
+            (Some(email), Some(password)) => {
+                Ok(Credentials { email: email.to_owned(), password: password.into() })
+            }
+            _ => Err(errors),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct CreateAgentRequest {
+    pub id: Option<String>,
+    pub name: Option<String>,
+    pub role_prompt: Option<String>,
+    pub channel: Option<String>,
+    pub workspace: Option<String>,
+    pub throttle_seconds: Option<f64>,
+    pub model: Option<String>,
+}
+
+impl CreateAgentRequest {
+    pub fn parse(&self) -> Result<NewAgent, ValidationErrors> {
+        let mut e = ValidationErrors::new();
+        let id = required(&mut e, "id", &self.id).and_then(|v| e.check("id", AgentId::parse(v)));
+        let name = required(&mut e, "name", &self.name).and_then(|v| e.check("name", AgentFields::name(v)));
+        let role_prompt = required(&mut e, "role_prompt", &self.role_prompt)
+            .and_then(|v| e.check("role_prompt", AgentFields::role_prompt(v)));
+        let channel =
+            required(&mut e, "channel", &self.channel).and_then(|v| e.check("channel", AgentFields::channel(v)));
+        let workspace = self.workspace.as_deref().map(|v| e.check("workspace", AgentFields::workspace(v)));
+        let throttle = e.check("throttle_seconds", AgentFields::throttle_seconds(self.throttle_seconds.unwrap_or(0.0)));
+        let model = self.model.as_deref().map(|v| e.check("model", AgentFields::model(v)));
+        match (id, name, role_prompt, channel, throttle) {
+            (Some(id), Some(name), Some(role_prompt), Some(channel), Some(throttle_seconds)) if e.is_empty() => {
+                Ok(NewAgent {
+                    id,
+                    name,
+                    role_prompt,
+                    channel,
+                    workspace: workspace.flatten(),
+                    throttle_seconds,
+                    model: model.flatten(),
+                })
+            }
+            _ => Err(e),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct UpdateAgentRequest {
+    pub name: Option<String>,
+    pub role_prompt: Option<String>,
+    pub channel: Option<String>,
+    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<Option<String>>,
+    pub status: Option<String>,
+    pub throttle_seconds: Option<f64>,
+    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "Option::is_none")]
+    pub model: Option<Option<String>>,
+}
+
+impl UpdateAgentRequest {
+    pub fn parse(&self) -> Result<AgentPatch, ValidationErrors> {
+        let mut e = ValidationErrors::new();
+        let patch = AgentPatch {
+            name: self.name.as_deref().and_then(|v| e.check("name", AgentFields::name(v))),
+            role_prompt: self.role_prompt.as_deref().and_then(|v| e.check("role_prompt", AgentFields::role_prompt(v))),
+            channel: self.channel.as_deref().and_then(|v| e.check("channel", AgentFields::channel(v))),
+            workspace: self.workspace.as_ref().and_then(|v| match v {
+                None => Some(None),
+                Some(v) => e.check("workspace", AgentFields::workspace(v)).map(Some),
+            }),
+            status: self.status.as_deref().and_then(|v| e.check("status", v.parse::<AgentStatus>())),
+            throttle_seconds: self
+                .throttle_seconds
+                .and_then(|v| e.check("throttle_seconds", AgentFields::throttle_seconds(v))),
+            model: self.model.as_ref().and_then(|v| match v {
+                None => Some(None),
+                Some(v) => e.check("model", AgentFields::model(v)).map(Some),
+            }),
+        };
+        if e.is_empty() { Ok(patch) } else { Err(e) }
+    }
+}
+
+/// The optional body of `POST .../vacation`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct VacationRequest {
+    pub enabled: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct CreateTaskRequest {
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub priority: Option<i64>,
+}
+
+impl CreateTaskRequest {
+    pub fn parse(&self) -> Result<NewTask, ValidationErrors> {
+        let mut e = ValidationErrors::new();
+        let title = required(&mut e, "title", &self.title).and_then(|v| e.check("title", TaskFields::title(v)));
+        let description = self.description.as_deref().map(|v| e.check("description", TaskFields::description(v)));
+        let priority = e.check("priority", TaskFields::priority(self.priority.unwrap_or(0)));
+        match (title, priority) {
+            (Some(title), Some(priority)) if e.is_empty() => {
+                Ok(NewTask { title, description: description.flatten().filter(|d| !d.is_empty()), priority })
+            }
+            _ => Err(e),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct UpdateTaskRequest {
+    pub title: Option<String>,
+    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "Option::is_none")]
+    pub description: Option<Option<String>>,
+    pub priority: Option<i64>,
+}
+
+impl UpdateTaskRequest {
+    pub fn parse(&self) -> Result<TaskPatch, ValidationErrors> {
+        let mut e = ValidationErrors::new();
+        let patch = TaskPatch {
+            title: self.title.as_deref().and_then(|v| e.check("title", TaskFields::title(v))),
+            description: self.description.as_ref().and_then(|v| match v.as_deref() {
+                None | Some("") => Some(None),
+                Some(v) => e.check("description", TaskFields::description(v)).map(Some),
+            }),
+            priority: self.priority.and_then(|v| e.check("priority", TaskFields::priority(v))),
+        };
+        if e.is_empty() { Ok(patch) } else { Err(e) }
+    }
+}
+
+/// `{"agents": [...]}`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AgentList {
+    pub agents: Vec<AgentSummary>,
+}
+
+/// `{"tasks": [...]}`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TaskList {
+    pub tasks: Vec<Task>,
+}
+
+/// `{"entries": [...]}`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ActivityList {
+    pub entries: Vec<ActivityEntry>,
+}
+
+/// `{"status": "started", "agent_id": "..."}` and the like.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentStatusResponse {
+    pub status: String,
+    pub agent_id: String,
+}
+
+/// `{"deleted": "<id>"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Deleted {
+    pub deleted: String,
+}
+
+/// `{"status": "..."}`, e.g. `logged_out`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusResponse {
+    pub status: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_bad_field_is_reported_at_once() {
+        let request = CreateAgentRequest {
+            id: Some("Bad Id".into()),
+            name: Some(String::new()),
+            throttle_seconds: Some(-1.0),
+            model: Some("gpt".into()),
+            ..Default::default()
+        };
+        let errors = request.parse().unwrap_err();
+        let fields: Vec<&str> = errors.fields().keys().map(String::as_str).collect();
+        assert_eq!(fields, ["channel", "id", "model", "name", "role_prompt", "throttle_seconds"]);
+        assert_eq!(errors.fields()["channel"], "is required");
+    }
+
+    #[test]
+    fn null_clears_and_absence_keeps() {
+        let cleared: UpdateAgentRequest = serde_json::from_str(r#"{"model": null}"#).unwrap();
+        assert_eq!(cleared.parse().unwrap().model, Some(None));
+        let kept: UpdateAgentRequest = serde_json::from_str("{}").unwrap();
+        assert_eq!(kept.parse().unwrap(), AgentPatch::default());
+    }
+}

@@ -1,0 +1,84 @@
+//! Registering, logging in and out, and recognising tokens.
+
+use serde::{Deserialize, Serialize};
+
+use super::{unauthorized_unless, Core, Principal};
+use crate::domain::user::{Credentials, NewUser, User, UserId};
+use crate::domain::now;
+use crate::error::{Error, Result};
+use crate::store::UserRecord;
+
+/// What registering or logging in returns: a token and who it belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Session {
+    pub access_token: String,
+    pub token_type: String,
+    pub user: User,
+}
+
+impl Core {
+    /// Creates an account. A second account for the same email (in any letter case) is
+    /// `email_taken`, even when both registrations race.
+    pub async fn register(&self, input: NewUser) -> Result<Session> {
+        let password_hash = self.auth().hash_password(input.password.expose()).await?;
+        let record = UserRecord {
+            id: UserId::generate(),
+            email: input.email.as_str().to_owned(),
+            email_key: input.email.key(),
+            name: input.name.as_str().to_owned(),
+            password_hash,
+            token_version: 0,
+            created_at: now(),
+        };
+        self.store().insert_user(&record).await?;
+        tracing::info!(user_id = %record.id, "user registered");
+        self.session(&record)
+    }
+
+    /// Exchanges an email and password for a token. Every failure is the same 401, and takes
+    /// as long whether or not the email exists.
+    pub async fn login(&self, credentials: Credentials) -> Result<Session> {
+        let key = credentials.email.trim().to_lowercase();
+        let record = self.store().user_by_email_key(&key).await?;
+        let hash = record.as_ref().map(|r| r.password_hash.clone());
+        if !self.auth().verify_password(&credentials.password, hash).await? {
+            return Err(Error::Unauthorized);
+        }
+        self.session(&unauthorized_unless(record)?)
+    }
+
+    /// The caller behind a bearer token: signed by this service, unexpired, not revoked.
+    pub async fn authenticate(&self, token: &str) -> Result<Principal> {
+        let claims = self.auth().verify(token)?;
+        let user_id = UserId::parse(&claims.sub).map_err(|_| Error::Unauthorized)?;
+        let record = unauthorized_unless(self.store().user_by_id(&user_id).await?)?;
+        if record.token_version != claims.ver {
+            return Err(Error::Unauthorized);
+        }
+        Ok(Principal { user_id })
+    }
+
+    pub async fn me(&self, who: &Principal) -> Result<User> {
+        let record = unauthorized_unless(self.store().user_by_id(&who.user_id).await?)?;
+        Ok(user_of(&record))
+    }
+
+    /// Revokes every token of the caller, on every device.
+    pub async fn logout(&self, who: &Principal) -> Result<()> {
+        let version = self.store().bump_token_version(&who.user_id).await?;
+        tracing::info!(user_id = %who.user_id, token_version = version, "tokens revoked");
+        Ok(())
+    }
+
+    fn session(&self, record: &UserRecord) -> Result<Session> {
+        Ok(Session {
+            access_token: self.auth().issue(&record.id, record.token_version)?,
+            token_type: "Bearer".into(),
+            user: user_of(record),
+        })
+    }
+}
+
+fn user_of(record: &UserRecord) -> User {
+    User { id: record.id.clone(), email: record.email.clone(), name: record.name.clone() }
+}

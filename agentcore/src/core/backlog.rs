@@ -1,0 +1,140 @@
+//! The backlog of each agent, and its activity log.
+
+use super::{Core, Principal};
+use crate::domain::activity::{Action, ActivityEntry, ActivityQuery, NewActivity};
+use crate::domain::agent::AgentId;
+use crate::domain::now;
+use crate::domain::task::{NewTask, Task, TaskId, TaskPatch, TaskStatus};
+use crate::error::{Conflict, Error, Result};
+use crate::store::{TaskChange, TaskWrite};
+
+impl Core {
+    /// Queues a task at the end of its priority.
+    pub async fn add_task(&self, who: &Principal, agent: &AgentId, task: NewTask) -> Result<Task> {
+        let at = now();
+        let task = Task {
+            id: TaskId::generate(),
+            agent_id: agent.clone(),
+            title: task.title,
+            description: task.description,
+            priority: task.priority,
+            status: TaskStatus::Queued,
+            result: None,
+            error: None,
+            attempts: 0,
+            created_at: at,
+            updated_at: at,
+            started_at: None,
+            completed_at: None,
+            usage: None,
+        };
+        let activity = NewActivity::for_task(
+            Action::TaskAdded,
+            task.id.as_str(),
+            format!("Task '{}' added with priority {}.", task.title, task.priority),
+        );
+        self.store().insert_task(&who.user_id, &task, &activity).await?;
+        Ok(task)
+    }
+
+    /// The agent's tasks in creation order, optionally only those in one status.
+    pub async fn tasks(&self, who: &Principal, agent: &AgentId, status: Option<TaskStatus>) -> Result<Vec<Task>> {
+        let mut tasks = self.store().tasks(&who.user_id, agent, status).await?;
+        tasks.sort_by(|a, b| a.created_at.cmp(&b.created_at).then_with(|| a.id.cmp(&b.id)));
+        Ok(tasks)
+    }
+
+    pub async fn task(&self, who: &Principal, agent: &AgentId, id: &TaskId) -> Result<Task> {
+        self.store().task(&who.user_id, agent, id).await
+    }
+
+    /// Changes a queued task; any other status is `task_not_editable`.
+    pub async fn update_task(&self, who: &Principal, agent: &AgentId, id: &TaskId, patch: TaskPatch) -> Result<Task> {
+        self.store()
+            .update_task(&who.user_id, agent, id, &|current| {
+                require(current, TaskStatus::Queued, "edited")?;
+                let mut next = current.clone();
+                if let Some(title) = &patch.title {
+                    next.title.clone_from(title);
+                }
+                if let Some(description) = &patch.description {
+                    next.description.clone_from(description);
+                }
+                if let Some(priority) = patch.priority {
+                    next.priority = priority;
+                }
+                next.updated_at = now();
+                let activity = NewActivity::for_task(
+                    Action::TaskUpdated,
+                    id.as_str(),
+                    format!("Task '{}' updated.", next.title),
+                );
+                Ok(TaskChange { write: TaskWrite::Update(next), activity: vec![activity] })
+            })
+            .await
+    }
+
+    /// Removes a task that is not in progress.
+    pub async fn delete_task(&self, who: &Principal, agent: &AgentId, id: &TaskId) -> Result<()> {
+        self.store()
+            .update_task(&who.user_id, agent, id, &|current| {
+                if current.status == TaskStatus::InProgress {
+                    return Err(Error::conflict(
+                        Conflict::TaskNotEditable,
+                        format!("Task '{id}' is in progress and cannot be deleted until it finishes."),
+                    ));
+                }
+                let activity = NewActivity::for_task(
+                    Action::TaskDeleted,
+                    id.as_str(),
+                    format!("Task '{}' deleted.", current.title),
+                );
+                Ok(TaskChange { write: TaskWrite::Delete, activity: vec![activity] })
+            })
+            .await?;
+        Ok(())
+    }
+
+    /// Queues a failed task again, with its attempts, error and timings reset.
+    pub async fn retry_task(&self, who: &Principal, agent: &AgentId, id: &TaskId) -> Result<Task> {
+        self.store()
+            .update_task(&who.user_id, agent, id, &|current| {
+                require(current, TaskStatus::Failed, "retried")?;
+                let next = Task {
+                    status: TaskStatus::Queued,
+                    error: None,
+                    result: None,
+                    attempts: 0,
+                    started_at: None,
+                    completed_at: None,
+                    usage: None,
+                    updated_at: now(),
+                    ..current.clone()
+                };
+                let activity = NewActivity::for_task(
+                    Action::TaskRetried,
+                    id.as_str(),
+                    format!("Task '{}' queued again after failing.", current.title),
+                );
+                Ok(TaskChange { write: TaskWrite::Update(next), activity: vec![activity] })
+            })
+            .await
+    }
+
+    /// The agent's activity, newest first.
+    pub async fn activity(&self, who: &Principal, agent: &AgentId, query: &ActivityQuery) -> Result<Vec<ActivityEntry>> {
+        self.store().activity(&who.user_id, agent, query).await
+    }
+}
+
+/// `task_not_editable` unless the task is in `status`.
+fn require(task: &Task, status: TaskStatus, verb: &str) -> Result<()> {
+    if task.status == status {
+        Ok(())
+    } else {
+        Err(Error::conflict(
+            Conflict::TaskNotEditable,
+            format!("Task '{}' is {} and can only be {verb} while {status}.", task.id, task.status),
+        ))
+    }
+}

@@ -1,0 +1,156 @@
+//! The activity log: what happened to an agent, newest first.
+
+use std::fmt;
+use std::str::FromStr;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// The kinds of entry. The words are part of the contract.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    AgentCreated,
+    AgentUpdated,
+    AgentStarted,
+    AgentStopped,
+    VacationStarted,
+    VacationEnded,
+    StatusChanged,
+    TaskAdded,
+    TaskUpdated,
+    TaskDeleted,
+    TaskRetried,
+    TaskStarted,
+    TaskCompleted,
+    TaskFailed,
+    AgentError,
+    MessageSent,
+    PostFailed,
+}
+
+impl Action {
+    pub const ALL: [Action; 17] = [
+        Action::AgentCreated,
+        Action::AgentUpdated,
+        Action::AgentStarted,
+        Action::AgentStopped,
+        Action::VacationStarted,
+        Action::VacationEnded,
+        Action::StatusChanged,
+        Action::TaskAdded,
+        Action::TaskUpdated,
+        Action::TaskDeleted,
+        Action::TaskRetried,
+        Action::TaskStarted,
+        Action::TaskCompleted,
+        Action::TaskFailed,
+        Action::AgentError,
+        Action::MessageSent,
+        Action::PostFailed,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::AgentCreated => "agent_created",
+            Action::AgentUpdated => "agent_updated",
+            Action::AgentStarted => "agent_started",
+            Action::AgentStopped => "agent_stopped",
+            Action::VacationStarted => "vacation_started",
+            Action::VacationEnded => "vacation_ended",
+            Action::StatusChanged => "status_changed",
+            Action::TaskAdded => "task_added",
+            Action::TaskUpdated => "task_updated",
+            Action::TaskDeleted => "task_deleted",
+            Action::TaskRetried => "task_retried",
+            Action::TaskStarted => "task_started",
+            Action::TaskCompleted => "task_completed",
+            Action::TaskFailed => "task_failed",
+            Action::AgentError => "agent_error",
+            Action::MessageSent => "message_sent",
+            Action::PostFailed => "post_failed",
+        }
+    }
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Action {
+    type Err = String;
+
+    fn from_str(value: &str) -> Result<Self, String> {
+        Action::ALL
+            .into_iter()
+            .find(|action| action.as_str() == value)
+            .ok_or_else(|| format!("unknown activity action '{value}'"))
+    }
+}
+
+/// An entry to write: what happened, in a sentence, and the task it concerns if any.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewActivity {
+    pub action: Action,
+    pub details: String,
+    pub task_id: Option<String>,
+}
+
+impl NewActivity {
+    pub fn new(action: Action, details: impl Into<String>) -> Self {
+        Self { action, details: details.into(), task_id: None }
+    }
+
+    pub fn for_task(action: Action, task_id: &str, details: impl Into<String>) -> Self {
+        Self { action, details: details.into(), task_id: Some(task_id.to_owned()) }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActivityEntry {
+    pub timestamp: DateTime<Utc>,
+    pub action: Action,
+    pub details: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+}
+
+/// Which page of the log to read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ActivityQuery {
+    pub limit: u32,
+    pub before: Option<DateTime<Utc>>,
+}
+
+impl ActivityQuery {
+    pub const DEFAULT_LIMIT: u32 = 30;
+    pub const MAX_LIMIT: u32 = 1000;
+
+    pub fn limit(value: i64) -> Result<u32, String> {
+        u32::try_from(value)
+            .ok()
+            .filter(|limit| (1..=Self::MAX_LIMIT).contains(limit))
+            .ok_or_else(|| format!("must be an integer from 1 to {}", Self::MAX_LIMIT))
+    }
+}
+
+impl Default for ActivityQuery {
+    fn default() -> Self {
+        Self { limit: Self::DEFAULT_LIMIT, before: None }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_action_reads_back_from_its_word() {
+        for action in Action::ALL {
+            assert_eq!(action.as_str().parse::<Action>().unwrap(), action);
+            assert_eq!(serde_json::to_value(action).unwrap(), action.as_str());
+        }
+    }
+}

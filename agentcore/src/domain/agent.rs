@@ -1,0 +1,262 @@
+//! Agents: their identity, configuration and status.
+
+use std::fmt;
+use std::str::FromStr;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::task::{BacklogSummary, Task};
+use super::text;
+
+/// An agent's id: a slug chosen by its owner, unique per user.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct AgentId(String);
+
+impl AgentId {
+    pub const MAX_CHARS: usize = 63;
+
+    /// `^[a-z0-9][a-z0-9_-]{0,62}$`.
+    pub fn parse(value: &str) -> Result<Self, String> {
+        let mut chars = value.chars();
+        let first_ok = chars.next().is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+        let rest_ok =
+            chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+        if first_ok && rest_ok && value.len() <= Self::MAX_CHARS {
+            Ok(Self(value.to_owned()))
+        } else {
+            Err("must be 1 to 63 lowercase letters, digits, '-' or '_', starting with a letter or digit".into())
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for AgentId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Where an agent is in its life. The runtime pulls tasks only for `Active` agents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AgentStatus {
+    Active,
+    Idle,
+    Vacation,
+    Error,
+}
+
+impl AgentStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentStatus::Active => "active",
+            AgentStatus::Idle => "idle",
+            AgentStatus::Vacation => "vacation",
+            AgentStatus::Error => "error",
+        }
+    }
+}
+
+impl fmt::Display for AgentStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for AgentStatus {
+    type Err = String;
+
+    fn from_str(value: &str) -> Result<Self, String> {
+        match value {
+            "active" => Ok(AgentStatus::Active),
+            "idle" => Ok(AgentStatus::Idle),
+            "vacation" => Ok(AgentStatus::Vacation),
+            "error" => Ok(AgentStatus::Error),
+            _ => Err("must be one of active, idle, vacation, error".into()),
+        }
+    }
+}
+
+/// Validated agent fields; each `parse` states the contract's bounds.
+#[derive(Debug)]
+pub struct AgentFields;
+
+impl AgentFields {
+    pub fn name(value: &str) -> Result<String, String> {
+        text::non_blank_line(value, 100)
+    }
+
+    pub fn role_prompt(value: &str) -> Result<String, String> {
+        if value.trim().is_empty() {
+            return Err("must not be empty".into());
+        }
+        text::text(value, 1, 32_000)
+    }
+
+    pub fn channel(value: &str) -> Result<String, String> {
+        text::non_blank_line(value, 100)
+    }
+
+    pub fn workspace(value: &str) -> Result<String, String> {
+        text::line(value, 1, 100)
+    }
+
+    /// Seconds between tasks: a finite number from 0 to 86,400.
+    pub fn throttle_seconds(value: f64) -> Result<f64, String> {
+        if value.is_finite() && (0.0..=86_400.0).contains(&value) {
+            Ok(value)
+        } else {
+            Err("must be a number from 0 to 86400".into())
+        }
+    }
+
+    /// `echo`, `openai:<model>` or `anthropic:<model>`.
+    pub fn model(value: &str) -> Result<String, String> {
+        let invalid = || Err("must be 'echo', 'openai:<model>' or 'anthropic:<model>'".to_string());
+        if value == "echo" {
+            return Ok(value.to_owned());
+        }
+        match value.split_once(':') {
+            Some(("openai" | "anthropic", model))
+                if !model.is_empty()
+                    && text::char_len(model) <= 200
+                    && !model.chars().any(|c| c.is_control() || c.is_whitespace()) =>
+            {
+                Ok(value.to_owned())
+            }
+            _ => invalid(),
+        }
+    }
+}
+
+/// What creating an agent needs, already validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewAgent {
+    pub id: AgentId,
+    pub name: String,
+    pub role_prompt: String,
+    pub channel: String,
+    pub workspace: Option<String>,
+    pub throttle_seconds: f64,
+    pub model: Option<String>,
+}
+
+/// A partial update: `None` leaves a field as it is. For the nullable fields the inner `None`
+/// clears the value.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AgentPatch {
+    pub name: Option<String>,
+    pub role_prompt: Option<String>,
+    pub channel: Option<String>,
+    pub workspace: Option<Option<String>>,
+    pub status: Option<AgentStatus>,
+    pub throttle_seconds: Option<f64>,
+    pub model: Option<Option<String>>,
+}
+
+/// Filters for listing agents.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AgentFilter {
+    pub workspace: Option<String>,
+    pub status: Option<AgentStatus>,
+}
+
+/// An agent as stored, with the counts of its backlog.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Agent {
+    pub id: AgentId,
+    pub name: String,
+    pub status: AgentStatus,
+    pub channel: String,
+    pub role_prompt: String,
+    pub throttle_seconds: f64,
+    pub workspace: Option<String>,
+    pub model: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub backlog_summary: BacklogSummary,
+    /// The status to restore when vacation ends; only set while on vacation.
+    #[serde(skip)]
+    pub status_before_vacation: Option<AgentStatus>,
+}
+
+/// One agent in a list: everything but the (possibly long) role prompt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentSummary {
+    pub id: AgentId,
+    pub name: String,
+    pub status: AgentStatus,
+    pub channel: String,
+    pub throttle_seconds: f64,
+    pub workspace: Option<String>,
+    pub model: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub backlog_summary: BacklogSummary,
+}
+
+impl From<Agent> for AgentSummary {
+    fn from(agent: Agent) -> Self {
+        Self {
+            id: agent.id,
+            name: agent.name,
+            status: agent.status,
+            channel: agent.channel,
+            throttle_seconds: agent.throttle_seconds,
+            workspace: agent.workspace,
+            model: agent.model,
+            created_at: agent.created_at,
+            updated_at: agent.updated_at,
+            backlog_summary: agent.backlog_summary,
+        }
+    }
+}
+
+/// The single-agent view: the agent and its whole backlog.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentDetail {
+    #[serde(flatten)]
+    pub agent: Agent,
+    /// In progress first, then queued in run order, then finished ones newest first.
+    pub backlog: Vec<Task>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_follow_the_contract_pattern() {
+        for good in ["a", "0", "writer-1", "a_b", &"a".repeat(63)] {
+            assert!(AgentId::parse(good).is_ok(), "{good:?} was refused");
+        }
+        for bad in ["", "-a", "_a", "A", "a b", "a.b", "é", &"a".repeat(64)] {
+            assert!(AgentId::parse(bad).is_err(), "{bad:?} was accepted");
+        }
+    }
+
+    #[test]
+    fn throttle_is_bounded_and_finite() {
+        assert!(AgentFields::throttle_seconds(0.0).is_ok());
+        assert!(AgentFields::throttle_seconds(0.5).is_ok());
+        assert!(AgentFields::throttle_seconds(86_400.0).is_ok());
+        assert!(AgentFields::throttle_seconds(-1.0).is_err());
+        assert!(AgentFields::throttle_seconds(86_400.5).is_err());
+        assert!(AgentFields::throttle_seconds(f64::NAN).is_err());
+    }
+
+    #[test]
+    fn model_names_name_a_provider() {
+        for good in ["echo", "openai:gpt-4o-mini", "anthropic:claude-sonnet-4", "openai:llama3.1:8b"] {
+            assert!(AgentFields::model(good).is_ok(), "{good:?} was refused");
+        }
+        for bad in ["", "gpt-4o", "openai:", "mistral:large", "openai:a b"] {
+            assert!(AgentFields::model(bad).is_err(), "{bad:?} was accepted");
+        }
+    }
+}

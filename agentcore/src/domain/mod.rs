@@ -1,0 +1,16 @@
+//! The domain: values parsed once at the edge, and the types the facade returns.
+
+pub mod activity;
+pub mod agent;
+pub mod status;
+pub mod task;
+pub(crate) mod text;
+pub mod user;
+
+use chrono::{DateTime, SubsecRound, Utc};
+
+/// The current time at the precision every backend stores (microseconds), so what is written
+/// reads back equal.
+pub fn now() -> DateTime<Utc> {
+    Utc::now().trunc_subsecs(6)
+}

@@ -1,0 +1,144 @@
+//! The backlog: tasks an agent works through one at a time.
+
+use std::fmt;
+use std::str::FromStr;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::agent::AgentId;
+use super::text;
+
+/// A task's id: a UUID v7 in its hyphenated text form.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct TaskId(String);
+
+impl TaskId {
+    pub(crate) fn generate() -> Self {
+        Self(uuid::Uuid::now_v7().to_string())
+    }
+
+    /// Any text is a possible id to look up; ids that were never issued simply match nothing.
+    pub fn parse(value: &str) -> Result<Self, String> {
+        text::line(value, 1, 64).map(Self)
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for TaskId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatus {
+    Queued,
+    InProgress,
+    Complete,
+    Failed,
+}
+
+impl TaskStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskStatus::Queued => "queued",
+            TaskStatus::InProgress => "in_progress",
+            TaskStatus::Complete => "complete",
+            TaskStatus::Failed => "failed",
+        }
+    }
+}
+
+impl fmt::Display for TaskStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for TaskStatus {
+    type Err = String;
+
+    fn from_str(value: &str) -> Result<Self, String> {
+        match value {
+            "queued" => Ok(TaskStatus::Queued),
+            "in_progress" => Ok(TaskStatus::InProgress),
+            "complete" => Ok(TaskStatus::Complete),
+            "failed" => Ok(TaskStatus::Failed),
+            _ => Err("must be one of queued, in_progress, complete, failed".into()),
+        }
+    }
+}
+
+/// Validated task fields.
+#[derive(Debug)]
+pub struct TaskFields;
+
+impl TaskFields {
+    pub fn title(value: &str) -> Result<String, String> {
+        text::non_blank_line(value, 200)
+    }
+
+    pub fn description(value: &str) -> Result<String, String> {
+        text::text(value, 0, 20_000)
+    }
+
+    /// Any 32-bit integer; higher runs first.
+    pub fn priority(value: i64) -> Result<i32, String> {
+        i32::try_from(value).map_err(|_| "must be an integer from -2147483648 to 2147483647".into())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewTask {
+    pub title: String,
+    pub description: Option<String>,
+    pub priority: i32,
+}
+
+/// A partial update of a queued task. `description: Some(None)` clears it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TaskPatch {
+    pub title: Option<String>,
+    pub description: Option<Option<String>>,
+    pub priority: Option<i32>,
+}
+
+/// Token counts reported by the model provider for a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Task {
+    pub id: TaskId,
+    pub agent_id: AgentId,
+    pub title: String,
+    pub description: Option<String>,
+    pub priority: i32,
+    pub status: TaskStatus,
+    pub result: Option<String>,
+    pub error: Option<String>,
+    pub attempts: i32,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub started_at: Option<DateTime<Utc>>,
+    pub completed_at: Option<DateTime<Utc>>,
+    pub usage: Option<Usage>,
+}
+
+/// How many tasks of an agent are in each state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BacklogSummary {
+    pub queued: i64,
+    pub in_progress: i64,
+    pub complete: i64,
+    pub failed: i64,
+}

@@ -1,0 +1,189 @@
+//! Accounts: who a user is and what they typed to become one.
+
+use std::fmt;
+
+use secrecy::{ExposeSecret, SecretString};
+use serde::{Deserialize, Serialize};
+
+use super::text;
+
+/// A user's id: a UUID (v7, so ids sort by creation) in its hyphenated text form.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct UserId(String);
+
+impl UserId {
+    pub(crate) fn generate() -> Self {
+        Self(uuid::Uuid::now_v7().to_string())
+    }
+
+    /// Accepts only the canonical form ids are issued in.
+    pub fn parse(value: &str) -> Result<Self, String> {
+        match uuid::Uuid::try_parse(value) {
+            Ok(id) if id.hyphenated().to_string() == value => Ok(Self(value.to_owned())),
+            _ => Err("must be a user id".into()),
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub(crate) fn from_trusted(value: String) -> Self {
+        Self(value)
+    }
+}
+
+impl fmt::Display for UserId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// An e-mail address, trimmed and checked. Compared case-insensitively through [`Email::key`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Email(String);
+
+impl Email {
+    pub fn parse(value: &str) -> Result<Self, String> {
+        let value = value.trim();
+        if value.is_empty() {
+            return Err("must not be empty".into());
+        }
+        if text::char_len(value) > 254 {
+            return Err("must be at most 254 characters".into());
+        }
+        let invalid = || Err("must be a valid e-mail address".to_string());
+        let Some((local, domain)) = value.rsplit_once('@') else {
+            return invalid();
+        };
+        let local_ok = !local.is_empty()
+            && local.len() <= 64
+            && !local.starts_with('.')
+            && !local.ends_with('.')
+            && !local.contains("..")
+            && local.chars().all(|c| {
+                c.is_alphanumeric() || "!#$%&'*+-/=?^_`{|}~.".contains(c) || !c.is_ascii()
+            });
+        let labels: Vec<&str> = domain.split('.').collect();
+        let domain_ok = labels.len() >= 2
+            && labels.iter().all(|label| {
+                !label.is_empty()
+                    && label.len() <= 63
+                    && !label.starts_with('-')
+                    && !label.ends_with('-')
+                    && label.chars().all(|c| c.is_alphanumeric() || c == '-')
+            });
+        if local_ok && domain_ok { Ok(Self(value.to_owned())) } else { invalid() }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The form used for uniqueness and look-ups.
+    pub fn key(&self) -> String {
+        self.0.to_lowercase()
+    }
+}
+
+/// A password as typed: 8 to 1,024 characters. Never logged, never printed.
+#[derive(Debug, Clone)]
+pub struct Password(SecretString);
+
+impl Password {
+    pub const MIN_CHARS: usize = 8;
+    pub const MAX_CHARS: usize = 1024;
+
+    pub fn parse(value: &str) -> Result<Self, String> {
+        let len = text::char_len(value);
+        if len < Self::MIN_CHARS {
+            return Err(format!("must be at least {} characters", Self::MIN_CHARS));
+        }
+        if len > Self::MAX_CHARS {
+            return Err(format!("must be at most {} characters", Self::MAX_CHARS));
+        }
+        Ok(Self(SecretString::from(value)))
+    }
+
+    pub(crate) fn expose(&self) -> &str {
+        self.0.expose_secret()
+    }
+}
+
+/// A display name: 1 to 100 characters on one line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserName(String);
+
+impl UserName {
+    pub fn parse(value: &str) -> Result<Self, String> {
+        text::non_blank_line(value.trim(), 100).map(Self)
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// What registration needs.
+#[derive(Debug, Clone)]
+pub struct NewUser {
+    pub email: Email,
+    pub password: Password,
+    pub name: UserName,
+}
+
+/// Credentials for logging in. The email is only trimmed: a malformed one simply matches nobody.
+#[derive(Debug, Clone)]
+pub struct Credentials {
+    pub email: String,
+    pub password: SecretString,
+}
+
+/// A user as the API shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct User {
+    pub id: UserId,
+    pub email: String,
+    pub name: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn emails_are_trimmed_and_keyed_case_insensitively() {
+        let email = Email::parse("  Ada@Example.COM ").unwrap();
+        assert_eq!(email.as_str(), "Ada@Example.COM");
+        assert_eq!(email.key(), "ada@example.com");
+    }
+
+    #[test]
+    fn malformed_emails_are_refused() {
+        for bad in ["", "ada", "ada@", "@example.com", "ada@example", "a b@example.com",
+            "ada@exa mple.com", "ada@-example.com", "ada..b@example.com", "ada@example..com"]
+        {
+            assert!(Email::parse(bad).is_err(), "{bad:?} was accepted");
+        }
+        for good in ["ada@example.com", "a.b+tag@mail.example.co.uk", "x@b-c.io"] {
+            assert!(Email::parse(good).is_ok(), "{good:?} was refused");
+        }
+    }
+
+    #[test]
+    fn passwords_have_bounds_in_characters() {
+        assert!(Password::parse("1234567").is_err());
+        assert!(Password::parse("12345678").is_ok());
+        assert!(Password::parse(&"x".repeat(1024)).is_ok());
+        assert!(Password::parse(&"x".repeat(1025)).is_err());
+    }
+
+    #[test]
+    fn user_ids_must_be_canonical() {
+        let id = UserId::generate();
+        assert_eq!(UserId::parse(id.as_str()).unwrap(), id);
+        assert!(UserId::parse(&id.as_str().to_uppercase()).is_err());
+        assert!(UserId::parse("nope").is_err());
+    }
+}

@@ -1,0 +1,236 @@
+//! The one error type of the facade.
+//!
+//! Every operation returns [`Error`]. Its [`Error::code`] is the stable, snake_case word clients
+//! match on; transports (HTTP in `agentd`, exit codes in `agentctl`) map the variant, never the
+//! message. Internal causes are kept for logging and never shown to a caller.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// What a caller can get wrong, field by field: field name to the problem, in sentences.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ValidationErrors(BTreeMap<String, String>);
+
+impl ValidationErrors {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// One problem with one field.
+    pub fn single(field: impl Into<String>, problem: impl Into<String>) -> Self {
+        let mut errors = Self::new();
+        errors.add(field, problem);
+        errors
+    }
+
+    /// Records a problem; the first one reported for a field wins.
+    pub fn add(&mut self, field: impl Into<String>, problem: impl Into<String>) {
+        self.0.entry(field.into()).or_insert_with(|| problem.into());
+    }
+
+    /// Keeps the parsed value, or records why it was refused.
+    pub fn check<T>(&mut self, field: &str, parsed: Result<T, String>) -> Option<T> {
+        match parsed {
+            Ok(value) => Some(value),
+            Err(problem) => {
+                self.add(field, problem);
+                None
+            }
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn fields(&self) -> &BTreeMap<String, String> {
+        &self.0
+    }
+
+    /// `Ok(())` when nothing was recorded.
+    pub fn into_result(self) -> Result<(), Error> {
+        if self.is_empty() { Ok(()) } else { Err(Error::Validation(self)) }
+    }
+}
+
+impl fmt::Display for ValidationErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut first = true;
+        for (field, problem) in &self.0 {
+            if !first {
+                f.write_str("; ")?;
+            }
+            write!(f, "{field}: {problem}")?;
+            first = false;
+        }
+        Ok(())
+    }
+}
+
+/// The kinds of resource a lookup can miss.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resource {
+    Agent,
+    Task,
+    Connection,
+    Mapping,
+    Template,
+}
+
+impl Resource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Resource::Agent => "agent",
+            Resource::Task => "task",
+            Resource::Connection => "connection",
+            Resource::Mapping => "mapping",
+            Resource::Template => "template",
+        }
+    }
+}
+
+/// Requests that clash with the current state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Conflict {
+    AgentExists,
+    EmailTaken,
+    AgentNotMapped,
+    TaskNotEditable,
+}
+
+impl Conflict {
+    pub fn code(self) -> &'static str {
+        match self {
+            Conflict::AgentExists => "agent_exists",
+            Conflict::EmailTaken => "email_taken",
+            Conflict::AgentNotMapped => "agent_not_mapped",
+            Conflict::TaskNotEditable => "task_not_editable",
+        }
+    }
+}
+
+/// Every way an operation of the facade can fail.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The input was refused; nothing changed.
+    #[error("validation failed: {0}")]
+    Validation(ValidationErrors),
+
+    /// Missing, malformed, unknown or revoked credentials. Deliberately says nothing more.
+    #[error("authentication required")]
+    Unauthorized,
+
+    /// The caller may not do this, although the resource exists and is theirs to see.
+    #[error("{0}")]
+    Forbidden(String),
+
+    /// The resource does not exist for this caller (another user's resources do not exist).
+    #[error("{resource} not found: {id}", resource = .resource.as_str())]
+    NotFound { resource: Resource, id: String },
+
+    /// The request clashes with the current state; the message says how.
+    #[error("{message}")]
+    Conflict { kind: Conflict, message: String },
+
+    /// The user's plan allows no more of this.
+    #[error("the {plan} plan allows {limit} agents")]
+    PlanLimitReached { plan: String, limit: u32 },
+
+    /// A feature whose settings are missing; the message names the setting.
+    #[error("{0}")]
+    NotConfigured(String),
+
+    /// An outside service (Discord, Stripe, a model provider) failed; the message says which.
+    #[error("{0}")]
+    Upstream(String),
+
+    /// Something on our side broke. The cause is for the logs only.
+    #[error("internal error: {0}")]
+    Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl Error {
+    /// The stable snake_case code clients match on.
+    pub fn code(&self) -> String {
+        match self {
+            Error::Validation(_) => "validation_failed".into(),
+            Error::Unauthorized => "unauthorized".into(),
+            Error::Forbidden(_) => "forbidden".into(),
+            Error::NotFound { resource, .. } => format!("{}_not_found", resource.as_str()),
+            Error::Conflict { kind, .. } => kind.code().into(),
+            Error::PlanLimitReached { .. } => "plan_limit_reached".into(),
+            Error::NotConfigured(_) => "not_configured".into(),
+            Error::Upstream(_) => "upstream_error".into(),
+            Error::Internal(_) => "internal".into(),
+        }
+    }
+
+    pub fn not_found(resource: Resource, id: impl Into<String>) -> Self {
+        Error::NotFound { resource, id: id.into() }
+    }
+
+    pub fn conflict(kind: Conflict, message: impl Into<String>) -> Self {
+        Error::Conflict { kind, message: message.into() }
+    }
+
+    pub fn internal(cause: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        Error::Internal(cause.into())
+    }
+
+    /// A message fit for a person. Internal causes are replaced by a generic sentence.
+    pub fn public_message(&self) -> String {
+        match self {
+            Error::Validation(_) => "The request has invalid fields.".into(),
+            Error::Unauthorized => {
+                "Authentication required: log in again to get a fresh token.".into()
+            }
+            Error::NotFound { resource, id } => {
+                format!("No {} with id '{id}'.", resource.as_str())
+            }
+            Error::PlanLimitReached { plan, limit } => format!(
+                "The {plan} plan allows {limit} agents; delete one or upgrade the plan to create more."
+            ),
+            Error::Internal(_) => "Something went wrong on our side.".into(),
+            other => other.to_string(),
+        }
+    }
+}
+
+impl From<ValidationErrors> for Error {
+    fn from(errors: ValidationErrors) -> Self {
+        Error::Validation(errors)
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_the_contract_words() {
+        assert_eq!(Error::not_found(Resource::Agent, "x").code(), "agent_not_found");
+        assert_eq!(Error::not_found(Resource::Task, "x").code(), "task_not_found");
+        assert_eq!(Error::conflict(Conflict::EmailTaken, "m").code(), "email_taken");
+        assert_eq!(
+            Error::PlanLimitReached { plan: "free".into(), limit: 3 }.code(),
+            "plan_limit_reached"
+        );
+    }
+
+    #[test]
+    fn internal_causes_never_reach_the_public_message() {
+        let error = Error::internal("connection refused at 10.0.0.3:5432 password=hunter2");
+        assert!(!error.public_message().contains("hunter2"));
+        assert_eq!(error.code(), "internal");
+    }
+
+    #[test]
+    fn the_first_problem_of_a_field_is_kept() {
+        let mut errors = ValidationErrors::new();
+        errors.add("name", "is required");
+        errors.add("name", "is too long");
+        assert_eq!(errors.fields()["name"], "is required");
+    }
+}

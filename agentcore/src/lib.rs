@@ -1,0 +1,30 @@
+//! `agentcore`: the agent service as a library.
+//!
+//! Everything the service does is a method of [`Core`]: accounts, agents, their backlog and
+//! activity. `agentd` serves it over HTTP and `agentctl` drives it from a terminal; an
+//! application can embed it directly:
+//!
+//! ```no_run
+//! # async fn demo() -> agentcore::Result<()> {
+//! use agentcore::{api::RegisterRequest, Core, CoreConfig, Principal};
+//!
+//! let core = Core::open(CoreConfig::sqlite_in(std::path::Path::new("/tmp/agents"))).await?;
+//! let request = RegisterRequest {
+//!     email: Some("ada@example.com".into()),
+//!     password: Some("correct horse battery".into()),
+//!     name: Some("Ada".into()),
+//! };
+//! let session = core.register(request.parse()?).await?;
+//! let me = core.me(&Principal::from(&session)).await?;
+//! # Ok(()) }
+//! ```
+
+pub mod api;
+mod auth;
+mod core;
+pub mod domain;
+pub mod error;
+pub mod store;
+
+pub use crate::core::{default_data_dir, Core, CoreConfig, Principal, Session};
+pub use error::{Conflict, Error, Resource, Result, ValidationErrors};

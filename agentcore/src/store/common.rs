@@ -1,0 +1,366 @@
+//! The [`Store`](super::Store) implementation both backends share.
+//!
+//! sqlx's traits make code that is generic over the database need a where-clause per function
+//! that restates half of sqlx; the SQL and its bindings are identical for both backends anyway.
+//! So the implementation is written once here and instantiated per backend with
+//! `sql_store!(Type, Database)`. The backend type provides:
+//!
+//! - `fn reader(&self) -> &Pool<DB>`: the pool for plain reads;
+//! - `async fn begin_write(&self) -> Result<Transaction<'static, DB>>`: a transaction that
+//!   may write (on SQLite it takes the write lock up front);
+//! - `const LOCK: &str`: the suffix that locks a selected row for the transaction.
+
+macro_rules! sql_store {
+    ($store:ty, $db:ty) => {
+        #[async_trait::async_trait]
+        impl $crate::store::Store for $store {
+            fn backend(&self) -> $crate::store::Backend {
+                <$store>::BACKEND
+            }
+
+            async fn ping(&self) -> Result<()> {
+                sqlx::query("SELECT 1").execute(self.reader()).await?;
+                Ok(())
+            }
+
+            async fn close(&self) {
+                self.close_pools().await;
+            }
+
+            async fn secret_or_insert(&self, name: &str, candidate: &str) -> Result<String> {
+                sqlx::query(sql::INSERT_SECRET)
+                    .bind(name)
+                    .bind(candidate)
+                    .bind($crate::domain::now())
+                    .execute(self.writer())
+                    .await?;
+                let value: String = sqlx::query_scalar(sql::SELECT_SECRET)
+                    .bind(name)
+                    .fetch_one(self.writer())
+                    .await?;
+                Ok(value)
+            }
+
+            async fn insert_user(&self, user: &UserRecord) -> Result<()> {
+                sqlx::query(sql::INSERT_USER)
+                    .bind(user.id.as_str())
+                    .bind(&user.email)
+                    .bind(&user.email_key)
+                    .bind(&user.name)
+                    .bind(&user.password_hash)
+                    .bind(user.token_version)
+                    .bind(user.created_at)
+                    .execute(self.writer())
+                    .await
+                    .map_err(|e| {
+                        db_error(e, Some(Error::conflict(
+                            Conflict::EmailTaken,
+                            "An account with this email already exists.",
+                        )))
+                    })?;
+                Ok(())
+            }
+
+            async fn user_by_email_key(&self, email_key: &str) -> Result<Option<UserRecord>> {
+                let row: Option<UserRow> = sqlx::query_as(&sql::select_user_by_email())
+                    .bind(email_key)
+                    .fetch_optional(self.reader())
+                    .await?;
+                Ok(row.map(UserRecord::from))
+            }
+
+            async fn user_by_id(&self, id: &UserId) -> Result<Option<UserRecord>> {
+                let row: Option<UserRow> = sqlx::query_as(&sql::select_user_by_id())
+                    .bind(id.as_str())
+                    .fetch_optional(self.reader())
+                    .await?;
+                Ok(row.map(UserRecord::from))
+            }
+
+            async fn bump_token_version(&self, id: &UserId) -> Result<i64> {
+                let version: Option<i64> = sqlx::query_scalar(sql::BUMP_TOKEN_VERSION)
+                    .bind(id.as_str())
+                    .bind($crate::domain::now())
+                    .fetch_optional(self.writer())
+                    .await?;
+                version.ok_or(Error::Unauthorized)
+            }
+
+            async fn insert_agent(
+                &self,
+                owner: &UserId,
+                agent: &NewAgent,
+                at: DateTime<Utc>,
+                activity: &NewActivity,
+            ) -> Result<Agent> {
+                let mut tx = self.begin_write().await?;
+                sqlx::query(sql::INSERT_AGENT)
+                    .bind(owner.as_str())
+                    .bind(agent.id.as_str())
+                    .bind(&agent.name)
+                    .bind(&agent.channel)
+                    .bind(&agent.role_prompt)
+                    .bind(agent.throttle_seconds)
+                    .bind(&agent.workspace)
+                    .bind(&agent.model)
+                    .bind(at)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(|e| {
+                        db_error(e, Some(Error::conflict(
+                            Conflict::AgentExists,
+                            format!("You already have an agent with id '{}'.", agent.id),
+                        )))
+                    })?;
+                insert_activity(&mut tx, owner, &agent.id, activity, at).await?;
+                let row: AgentRow = sqlx::query_as(&sql::select_agent())
+                    .bind(owner.as_str())
+                    .bind(agent.id.as_str())
+                    .fetch_one(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+                Agent::try_from(row)
+            }
+
+            async fn list_agents(&self, owner: &UserId, filter: &AgentFilter) -> Result<Vec<Agent>> {
+                let rows: Vec<AgentRow> = sqlx::query_as(&sql::select_agents())
+                    .bind(owner.as_str())
+                    .bind(&filter.workspace)
+                    .bind(filter.status.map(|s| s.as_str()))
+                    .fetch_all(self.reader())
+                    .await?;
+                rows::convert(rows)
+            }
+
+            async fn agent(&self, owner: &UserId, id: &AgentId) -> Result<Agent> {
+                let row: Option<AgentRow> = sqlx::query_as(&sql::select_agent())
+                    .bind(owner.as_str())
+                    .bind(id.as_str())
+                    .fetch_optional(self.reader())
+                    .await?;
+                row.ok_or_else(|| Error::not_found(Resource::Agent, id.as_str()))?.try_into()
+            }
+
+            async fn update_agent(
+                &self,
+                owner: &UserId,
+                id: &AgentId,
+                decide: AgentDecision<'_>,
+            ) -> Result<Agent> {
+                let mut tx = self.begin_write().await?;
+                lock_agent(&mut tx, owner, id).await?;
+                let row: AgentRow = sqlx::query_as(&sql::select_agent())
+                    .bind(owner.as_str())
+                    .bind(id.as_str())
+                    .fetch_one(&mut *tx)
+                    .await?;
+                let current = Agent::try_from(row)?;
+                let Some(change) = decide(&current)? else {
+                    return Ok(current);
+                };
+                let next = &change.agent;
+                sqlx::query(sql::UPDATE_AGENT)
+                    .bind(owner.as_str())
+                    .bind(id.as_str())
+                    .bind(&next.name)
+                    .bind(next.status.as_str())
+                    .bind(next.status_before_vacation.map(|s| s.as_str()))
+                    .bind(&next.channel)
+                    .bind(&next.role_prompt)
+                    .bind(next.throttle_seconds)
+                    .bind(&next.workspace)
+                    .bind(&next.model)
+                    .bind(next.updated_at)
+                    .execute(&mut *tx)
+                    .await?;
+                for entry in &change.activity {
+                    insert_activity(&mut tx, owner, id, entry, next.updated_at).await?;
+                }
+                tx.commit().await?;
+                Ok(change.agent)
+            }
+
+            async fn delete_agent(&self, owner: &UserId, id: &AgentId) -> Result<()> {
+                let mut tx = self.begin_write().await?;
+                lock_agent(&mut tx, owner, id).await?;
+                sqlx::query(sql::DELETE_AGENT)
+                    .bind(owner.as_str())
+                    .bind(id.as_str())
+                    .execute(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+                Ok(())
+            }
+
+            async fn insert_task(&self, owner: &UserId, task: &Task, activity: &NewActivity) -> Result<()> {
+                let mut tx = self.begin_write().await?;
+                lock_agent(&mut tx, owner, &task.agent_id).await?;
+                sqlx::query(sql::INSERT_TASK)
+                    .bind(task.id.as_str())
+                    .bind(owner.as_str())
+                    .bind(task.agent_id.as_str())
+                    .bind(&task.title)
+                    .bind(&task.description)
+                    .bind(task.priority)
+                    .bind(task.created_at)
+                    .execute(&mut *tx)
+                    .await?;
+                insert_activity(&mut tx, owner, &task.agent_id, activity, task.created_at).await?;
+                tx.commit().await?;
+                Ok(())
+            }
+
+            async fn tasks(
+                &self,
+                owner: &UserId,
+                agent: &AgentId,
+                status: Option<TaskStatus>,
+            ) -> Result<Vec<Task>> {
+                let mut conn = self.reader().acquire().await?;
+                require_agent(&mut conn, owner, agent, "").await?;
+                let rows: Vec<TaskRow> = sqlx::query_as(&sql::select_tasks())
+                    .bind(owner.as_str())
+                    .bind(agent.as_str())
+                    .bind(status.map(|s| s.as_str()))
+                    .fetch_all(&mut *conn)
+                    .await?;
+                rows::convert(rows)
+            }
+
+            async fn task(&self, owner: &UserId, agent: &AgentId, id: &TaskId) -> Result<Task> {
+                let mut conn = self.reader().acquire().await?;
+                require_agent(&mut conn, owner, agent, "").await?;
+                let row: Option<TaskRow> = sqlx::query_as(&sql::select_task(""))
+                    .bind(owner.as_str())
+                    .bind(agent.as_str())
+                    .bind(id.as_str())
+                    .fetch_optional(&mut *conn)
+                    .await?;
+                row.ok_or_else(|| Error::not_found(Resource::Task, id.as_str()))?.try_into()
+            }
+
+            async fn update_task(
+                &self,
+                owner: &UserId,
+                agent: &AgentId,
+                id: &TaskId,
+                decide: TaskDecision<'_>,
+            ) -> Result<Task> {
+                let mut tx = self.begin_write().await?;
+                lock_agent(&mut tx, owner, agent).await?;
+                let row: Option<TaskRow> = sqlx::query_as(&sql::select_task(Self::LOCK))
+                    .bind(owner.as_str())
+                    .bind(agent.as_str())
+                    .bind(id.as_str())
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                let current = Task::try_from(
+                    row.ok_or_else(|| Error::not_found(Resource::Task, id.as_str()))?,
+                )?;
+                let change = decide(&current)?;
+                let at = $crate::domain::now();
+                let written = match change.write {
+                    TaskWrite::Delete => {
+                        sqlx::query(sql::DELETE_TASK)
+                            .bind(owner.as_str())
+                            .bind(agent.as_str())
+                            .bind(id.as_str())
+                            .execute(&mut *tx)
+                            .await?;
+                        current
+                    }
+                    TaskWrite::Update(task) => {
+                        sqlx::query(sql::UPDATE_TASK)
+                            .bind(owner.as_str())
+                            .bind(agent.as_str())
+                            .bind(id.as_str())
+                            .bind(&task.title)
+                            .bind(&task.description)
+                            .bind(task.priority)
+                            .bind(task.status.as_str())
+                            .bind(&task.result)
+                            .bind(&task.error)
+                            .bind(task.attempts)
+                            .bind(task.usage.map(|u| u.input_tokens))
+                            .bind(task.usage.map(|u| u.output_tokens))
+                            .bind(task.updated_at)
+                            .bind(task.started_at)
+                            .bind(task.completed_at)
+                            .execute(&mut *tx)
+                            .await?;
+                        task
+                    }
+                };
+                for entry in &change.activity {
+                    insert_activity(&mut tx, owner, agent, entry, at).await?;
+                }
+                tx.commit().await?;
+                Ok(written)
+            }
+
+            async fn activity(
+                &self,
+                owner: &UserId,
+                agent: &AgentId,
+                query: &ActivityQuery,
+            ) -> Result<Vec<ActivityEntry>> {
+                let mut conn = self.reader().acquire().await?;
+                require_agent(&mut conn, owner, agent, "").await?;
+                let rows: Vec<ActivityRow> = sqlx::query_as(sql::SELECT_ACTIVITY)
+                    .bind(owner.as_str())
+                    .bind(agent.as_str())
+                    .bind(query.before)
+                    .bind(i64::from(query.limit))
+                    .fetch_all(&mut *conn)
+                    .await?;
+                rows::convert(rows)
+            }
+        }
+
+        /// Locks the agent row for the transaction, or fails with `agent_not_found`.
+        async fn lock_agent(
+            tx: &mut sqlx::Transaction<'static, $db>,
+            owner: &UserId,
+            id: &AgentId,
+        ) -> Result<()> {
+            require_agent(&mut **tx, owner, id, <$store>::LOCK).await
+        }
+
+        /// Fails with `agent_not_found` unless the owner has this agent; `lock` is appended to
+        /// the query (the backend's row lock, or nothing for a plain read).
+        async fn require_agent(
+            conn: &mut <$db as sqlx::Database>::Connection,
+            owner: &UserId,
+            id: &AgentId,
+            lock: &str,
+        ) -> Result<()> {
+            let found: Option<i32> = sqlx::query_scalar(&sql::agent_exists(lock))
+                .bind(owner.as_str())
+                .bind(id.as_str())
+                .fetch_optional(&mut *conn)
+                .await?;
+            found.map(|_| ()).ok_or_else(|| Error::not_found(Resource::Agent, id.as_str()))
+        }
+
+        async fn insert_activity(
+            tx: &mut sqlx::Transaction<'static, $db>,
+            owner: &UserId,
+            agent: &AgentId,
+            entry: &NewActivity,
+            at: DateTime<Utc>,
+        ) -> Result<()> {
+            sqlx::query(sql::INSERT_ACTIVITY)
+                .bind(owner.as_str())
+                .bind(agent.as_str())
+                .bind(entry.action.as_str())
+                .bind(&entry.details)
+                .bind(&entry.task_id)
+                .bind(at)
+                .execute(&mut **tx)
+                .await?;
+            Ok(())
+        }
+    };
+}
+
+pub(super) use sql_store;

@@ -1,0 +1,249 @@
+//! Storage: one trait, a SQLite and a PostgreSQL implementation.
+//!
+//! The backend is picked from the URL scheme. Both run the same SQL where the dialects agree
+//! (see [`sql`]); each has its own migrations under `migrations/<backend>/`, applied at start.
+//! Read-modify-write operations take the row lock first (`BEGIN IMMEDIATE` on SQLite,
+//! `FOR UPDATE` on PostgreSQL) and hand the current row to a pure function from the domain, so
+//! the rules live in one place and the stores only move data.
+
+mod common;
+mod postgres;
+mod rows;
+mod sql;
+mod sqlite;
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use secrecy::{ExposeSecret, SecretString};
+
+use crate::domain::activity::{ActivityEntry, ActivityQuery, NewActivity};
+use crate::domain::agent::{Agent, AgentFilter, AgentId, NewAgent};
+use crate::domain::task::{Task, TaskId, TaskStatus};
+use crate::domain::user::UserId;
+use crate::error::{Error, Result};
+
+pub use postgres::PostgresStore;
+pub use sqlite::SqliteStore;
+
+/// Where the data lives. The URL may hold a password, so `Debug` redacts it.
+#[derive(Clone)]
+pub struct DatabaseUrl(SecretString);
+
+impl DatabaseUrl {
+    pub fn new(url: impl Into<String>) -> Self {
+        Self(SecretString::from(url.into()))
+    }
+
+    /// The SQLite file at `path`, created on first use.
+    pub fn sqlite_file(path: &std::path::Path) -> Self {
+        Self::new(format!("sqlite://{}", path.display()))
+    }
+
+    pub fn backend(&self) -> Result<Backend> {
+        let url = self.0.expose_secret();
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Ok(Backend::Postgres)
+        } else if url.starts_with("sqlite:") {
+            Ok(Backend::Sqlite)
+        } else {
+            Err(Error::NotConfigured(
+                "database_url must start with sqlite:// or postgres://".into(),
+            ))
+        }
+    }
+
+    pub(crate) fn expose(&self) -> &str {
+        self.0.expose_secret()
+    }
+
+    /// The URL with any password replaced, fit for logs.
+    pub fn redacted(&self) -> String {
+        let url = self.0.expose_secret();
+        match (url.find("://"), url.rfind('@')) {
+            (Some(scheme_end), Some(at)) if at > scheme_end => {
+                let userinfo = &url[scheme_end + 3..at];
+                match userinfo.split_once(':') {
+                    Some((user, _)) => format!("{}{user}:***{}", &url[..scheme_end + 3], &url[at..]),
+                    None => url.to_owned(),
+                }
+            }
+            _ => url.to_owned(),
+        }
+    }
+}
+
+impl fmt::Debug for DatabaseUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("DatabaseUrl").field(&self.redacted()).finish()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// Opens the store behind `url` and brings its schema up to date.
+pub async fn connect(url: &DatabaseUrl) -> Result<Arc<dyn Store>> {
+    Ok(match url.backend()? {
+        Backend::Sqlite => Arc::new(SqliteStore::connect(url).await?),
+        Backend::Postgres => Arc::new(PostgresStore::connect(url).await?),
+    })
+}
+
+/// The default database: `agentd.db` in `data_dir`.
+pub fn default_sqlite_path(data_dir: &std::path::Path) -> PathBuf {
+    data_dir.join("agentd.db")
+}
+
+/// A user row, with what only the service may see.
+#[derive(Debug, Clone)]
+pub struct UserRecord {
+    pub id: UserId,
+    pub email: String,
+    pub email_key: String,
+    pub name: String,
+    pub password_hash: String,
+    pub token_version: i64,
+    pub created_at: DateTime<Utc>,
+}
+
+/// What an agent becomes after a command, and what to log about it.
+#[derive(Debug, Clone)]
+pub struct AgentChange {
+    pub agent: Agent,
+    pub activity: Vec<NewActivity>,
+}
+
+/// What happens to a task after a command.
+#[derive(Debug, Clone)]
+pub enum TaskWrite {
+    Update(Task),
+    Delete,
+}
+
+#[derive(Debug, Clone)]
+pub struct TaskChange {
+    pub write: TaskWrite,
+    pub activity: Vec<NewActivity>,
+}
+
+/// Decides an agent's change from its current row, or refuses. `Ok(None)`: nothing to write.
+pub type AgentDecision<'a> = &'a (dyn Fn(&Agent) -> Result<Option<AgentChange>> + Send + Sync);
+/// Decides a task's change from its current row, or refuses.
+pub type TaskDecision<'a> = &'a (dyn Fn(&Task) -> Result<TaskChange> + Send + Sync);
+
+/// Everything the service keeps. Every agent-scoped call takes the owner: rows of other users
+/// do not exist for it, and a missing agent or task is the matching `NotFound` error.
+#[async_trait]
+pub trait Store: Send + Sync + fmt::Debug + 'static {
+    fn backend(&self) -> Backend;
+
+    /// Succeeds when the database answers.
+    async fn ping(&self) -> Result<()>;
+
+    /// Closes every connection; later calls fail.
+    async fn close(&self);
+
+    /// The stored secret called `name`, storing `candidate` first if there is none yet.
+    /// Every process sharing the database gets the same value.
+    async fn secret_or_insert(&self, name: &str, candidate: &str) -> Result<String>;
+
+    /// Fails with `email_taken` when the email key exists.
+    async fn insert_user(&self, user: &UserRecord) -> Result<()>;
+    async fn user_by_email_key(&self, email_key: &str) -> Result<Option<UserRecord>>;
+    async fn user_by_id(&self, id: &UserId) -> Result<Option<UserRecord>>;
+    /// Invalidates every token issued so far; returns the new version.
+    async fn bump_token_version(&self, id: &UserId) -> Result<i64>;
+
+    /// Fails with `agent_exists` when the owner has an agent with this id.
+    async fn insert_agent(
+        &self,
+        owner: &UserId,
+        agent: &NewAgent,
+        at: DateTime<Utc>,
+        activity: &NewActivity,
+    ) -> Result<Agent>;
+    async fn list_agents(&self, owner: &UserId, filter: &AgentFilter) -> Result<Vec<Agent>>;
+    async fn agent(&self, owner: &UserId, id: &AgentId) -> Result<Agent>;
+    /// Locks the agent, lets `decide` compute the change, writes it with its activity.
+    async fn update_agent(
+        &self,
+        owner: &UserId,
+        id: &AgentId,
+        decide: AgentDecision<'_>,
+    ) -> Result<Agent>;
+    /// Removes the agent with its backlog and activity, in one transaction.
+    async fn delete_agent(&self, owner: &UserId, id: &AgentId) -> Result<()>;
+
+    async fn insert_task(&self, owner: &UserId, task: &Task, activity: &NewActivity) -> Result<()>;
+    async fn tasks(
+        &self,
+        owner: &UserId,
+        agent: &AgentId,
+        status: Option<TaskStatus>,
+    ) -> Result<Vec<Task>>;
+    async fn task(&self, owner: &UserId, agent: &AgentId, id: &TaskId) -> Result<Task>;
+    /// Locks the task, lets `decide` compute the change, writes it with its activity.
+    /// Returns the task as written (or as it was, when deleted).
+    async fn update_task(
+        &self,
+        owner: &UserId,
+        agent: &AgentId,
+        id: &TaskId,
+        decide: TaskDecision<'_>,
+    ) -> Result<Task>;
+
+    async fn activity(
+        &self,
+        owner: &UserId,
+        agent: &AgentId,
+        query: &ActivityQuery,
+    ) -> Result<Vec<ActivityEntry>>;
+}
+
+/// Maps a driver error, turning a unique violation into `on_unique`.
+pub(crate) fn db_error(error: sqlx::Error, on_unique: Option<Error>) -> Error {
+    match (&error, on_unique) {
+        (sqlx::Error::Database(db), Some(conflict)) if db.is_unique_violation() => conflict,
+        _ => Error::internal(error),
+    }
+}
+
+impl From<sqlx::Error> for Error {
+    fn from(error: sqlx::Error) -> Self {
+        db_error(error, None)
+    }
+}
+
+impl From<sqlx::migrate::MigrateError> for Error {
+    fn from(error: sqlx::migrate::MigrateError) -> Self {
+        Error::internal(error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn database_passwords_never_reach_debug_output() {
+        let url = DatabaseUrl::new("postgres://app:hunter2@db.internal:5432/agents");
+        let shown = format!("{url:?}");
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(shown.contains("app:***@db.internal"), "{shown}");
+    }
+
+    #[test]
+    fn the_backend_follows_the_scheme() {
+        assert_eq!(DatabaseUrl::new("postgres://x/y").backend().unwrap(), Backend::Postgres);
+        assert_eq!(DatabaseUrl::new("postgresql://x/y").backend().unwrap(), Backend::Postgres);
+        assert_eq!(DatabaseUrl::new("sqlite:///tmp/a.db").backend().unwrap(), Backend::Sqlite);
+        assert!(DatabaseUrl::new("mysql://x").backend().is_err());
+    }
+}

@@ -1,0 +1,165 @@
+//! Rows as both backends return them, and their conversion into domain types.
+
+use chrono::{DateTime, Utc};
+
+use crate::domain::activity::ActivityEntry;
+use crate::domain::agent::{Agent, AgentId, AgentStatus};
+use crate::domain::task::{BacklogSummary, Task, TaskId, TaskStatus, Usage};
+use crate::domain::user::UserId;
+use crate::error::{Error, Result};
+
+use super::UserRecord;
+
+#[derive(Debug, sqlx::FromRow)]
+pub(super) struct UserRow {
+    id: String,
+    email: String,
+    email_key: String,
+    name: String,
+    password_hash: String,
+    token_version: i64,
+    created_at: DateTime<Utc>,
+}
+
+impl From<UserRow> for UserRecord {
+    fn from(row: UserRow) -> Self {
+        UserRecord {
+            id: UserId::from_trusted(row.id),
+            email: row.email,
+            email_key: row.email_key,
+            name: row.name,
+            password_hash: row.password_hash,
+            token_version: row.token_version,
+            created_at: row.created_at,
+        }
+    }
+}
+
+#[derive(Debug, sqlx::FromRow)]
+pub(super) struct AgentRow {
+    id: String,
+    name: String,
+    status: String,
+    status_before_vacation: Option<String>,
+    channel: String,
+    role_prompt: String,
+    throttle_seconds: f64,
+    workspace: Option<String>,
+    model: Option<String>,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+    queued: i64,
+    in_progress: i64,
+    complete: i64,
+    failed: i64,
+}
+
+impl TryFrom<AgentRow> for Agent {
+    type Error = Error;
+
+    fn try_from(row: AgentRow) -> Result<Self> {
+        Ok(Agent {
+            id: AgentId::parse(&row.id).map_err(corrupt("agents.id"))?,
+            name: row.name,
+            status: row.status.parse().map_err(corrupt("agents.status"))?,
+            status_before_vacation: row
+                .status_before_vacation
+                .map(|s| s.parse::<AgentStatus>())
+                .transpose()
+                .map_err(corrupt("agents.status_before_vacation"))?,
+            channel: row.channel,
+            role_prompt: row.role_prompt,
+            throttle_seconds: row.throttle_seconds,
+            workspace: row.workspace,
+            model: row.model,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+            backlog_summary: BacklogSummary {
+                queued: row.queued,
+                in_progress: row.in_progress,
+                complete: row.complete,
+                failed: row.failed,
+            },
+        })
+    }
+}
+
+#[derive(Debug, sqlx::FromRow)]
+pub(super) struct TaskRow {
+    id: String,
+    agent_id: String,
+    title: String,
+    description: Option<String>,
+    priority: i32,
+    status: String,
+    result: Option<String>,
+    error: Option<String>,
+    attempts: i32,
+    input_tokens: Option<i64>,
+    output_tokens: Option<i64>,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+    started_at: Option<DateTime<Utc>>,
+    completed_at: Option<DateTime<Utc>>,
+}
+
+impl TryFrom<TaskRow> for Task {
+    type Error = Error;
+
+    fn try_from(row: TaskRow) -> Result<Self> {
+        let usage = match (row.input_tokens, row.output_tokens) {
+            (Some(input_tokens), Some(output_tokens)) => Some(Usage { input_tokens, output_tokens }),
+            _ => None,
+        };
+        Ok(Task {
+            id: TaskId::parse(&row.id).map_err(corrupt("tasks.id"))?,
+            agent_id: AgentId::parse(&row.agent_id).map_err(corrupt("tasks.agent_id"))?,
+            title: row.title,
+            description: row.description,
+            priority: row.priority,
+            status: row.status.parse::<TaskStatus>().map_err(corrupt("tasks.status"))?,
+            result: row.result,
+            error: row.error,
+            attempts: row.attempts,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+            started_at: row.started_at,
+            completed_at: row.completed_at,
+            usage,
+        })
+    }
+}
+
+#[derive(Debug, sqlx::FromRow)]
+pub(super) struct ActivityRow {
+    action: String,
+    details: String,
+    task_id: Option<String>,
+    created_at: DateTime<Utc>,
+}
+
+impl TryFrom<ActivityRow> for ActivityEntry {
+    type Error = Error;
+
+    fn try_from(row: ActivityRow) -> Result<Self> {
+        Ok(ActivityEntry {
+            timestamp: row.created_at,
+            action: row.action.parse().map_err(corrupt("activity.action"))?,
+            details: row.details,
+            task_id: row.task_id,
+        })
+    }
+}
+
+/// Converts every row, failing on the first one the domain refuses.
+pub(super) fn convert<R, T>(rows: Vec<R>) -> Result<Vec<T>>
+where
+    T: TryFrom<R, Error = Error>,
+{
+    rows.into_iter().map(T::try_from).collect()
+}
+
+/// A value the schema should have prevented: the database was changed behind our back.
+fn corrupt(column: &'static str) -> impl Fn(String) -> Error {
+    move |problem| Error::internal(format!("unexpected value in {column}: {problem}"))
+}

@@ -1,0 +1,81 @@
+//! SQL both backends run as written. `$n` placeholders work on SQLite too (sqlx binds them by
+//! number). Statements that differ per dialect live in the backend's own module.
+
+pub(super) const INSERT_SECRET: &str =
+    "INSERT INTO secrets (name, value, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING";
+pub(super) const SELECT_SECRET: &str = "SELECT value FROM secrets WHERE name = $1";
+
+pub(super) const INSERT_USER: &str = "INSERT INTO users \
+    (id, email, email_key, name, password_hash, token_version, created_at, updated_at) \
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $7)";
+const USER_COLUMNS: &str =
+    "SELECT id, email, email_key, name, password_hash, token_version, created_at FROM users";
+pub(super) fn select_user_by_email() -> String {
+    format!("{USER_COLUMNS} WHERE email_key = $1")
+}
+pub(super) fn select_user_by_id() -> String {
+    format!("{USER_COLUMNS} WHERE id = $1")
+}
+pub(super) const BUMP_TOKEN_VERSION: &str = "UPDATE users SET token_version = token_version + 1, \
+    updated_at = $2 WHERE id = $1 RETURNING token_version";
+
+pub(super) const INSERT_AGENT: &str = "INSERT INTO agents \
+    (owner_id, id, name, status, channel, role_prompt, throttle_seconds, workspace, model, \
+    created_at, updated_at) VALUES ($1, $2, $3, 'idle', $4, $5, $6, $7, $8, $9, $9)";
+
+/// Agents with the counts of their backlog; callers add conditions on `a` after `WHERE`.
+const AGENT_WITH_SUMMARY: &str = "SELECT a.id, a.name, a.status, a.status_before_vacation, \
+    a.channel, a.role_prompt, a.throttle_seconds, a.workspace, a.model, a.created_at, \
+    a.updated_at, \
+    COUNT(t.id) FILTER (WHERE t.status = 'queued') AS queued, \
+    COUNT(t.id) FILTER (WHERE t.status = 'in_progress') AS in_progress, \
+    COUNT(t.id) FILTER (WHERE t.status = 'complete') AS complete, \
+    COUNT(t.id) FILTER (WHERE t.status = 'failed') AS failed \
+    FROM agents a LEFT JOIN tasks t ON t.owner_id = a.owner_id AND t.agent_id = a.id \
+    WHERE a.owner_id = $1";
+
+pub(super) fn select_agents() -> String {
+    format!(
+        "{AGENT_WITH_SUMMARY} AND ($2 IS NULL OR a.workspace = $2) AND ($3 IS NULL OR a.status = $3) \
+         GROUP BY a.owner_id, a.id ORDER BY a.created_at, a.id"
+    )
+}
+
+pub(super) fn select_agent() -> String {
+    format!("{AGENT_WITH_SUMMARY} AND a.id = $2 GROUP BY a.owner_id, a.id")
+}
+
+/// Existence check that also locks the row when `lock` is the backend's row-lock suffix.
+pub(super) fn agent_exists(lock: &str) -> String {
+    format!("SELECT 1 FROM agents WHERE owner_id = $1 AND id = $2{lock}")
+}
+
+pub(super) const UPDATE_AGENT: &str = "UPDATE agents SET name = $3, status = $4, \
+    status_before_vacation = $5, channel = $6, role_prompt = $7, throttle_seconds = $8, \
+    workspace = $9, model = $10, updated_at = $11 WHERE owner_id = $1 AND id = $2";
+pub(super) const DELETE_AGENT: &str = "DELETE FROM agents WHERE owner_id = $1 AND id = $2";
+
+pub(super) const INSERT_ACTIVITY: &str = "INSERT INTO activity \
+    (owner_id, agent_id, action, details, task_id, created_at) VALUES ($1, $2, $3, $4, $5, $6)";
+pub(super) const SELECT_ACTIVITY: &str = "SELECT action, details, task_id, created_at \
+    FROM activity WHERE owner_id = $1 AND agent_id = $2 AND ($3 IS NULL OR created_at < $3) \
+    ORDER BY id DESC LIMIT $4";
+
+const TASK_COLUMNS: &str = "SELECT id, agent_id, title, description, priority, status, result, \
+    error, attempts, input_tokens, output_tokens, created_at, updated_at, started_at, \
+    completed_at FROM tasks";
+pub(super) const INSERT_TASK: &str = "INSERT INTO tasks \
+    (id, owner_id, agent_id, title, description, priority, status, attempts, created_at, \
+    updated_at) VALUES ($1, $2, $3, $4, $5, $6, 'queued', 0, $7, $7)";
+pub(super) fn select_tasks() -> String {
+    format!("{TASK_COLUMNS} WHERE owner_id = $1 AND agent_id = $2 AND ($3 IS NULL OR status = $3)")
+}
+pub(super) fn select_task(lock: &str) -> String {
+    format!("{TASK_COLUMNS} WHERE owner_id = $1 AND agent_id = $2 AND id = $3{lock}")
+}
+pub(super) const UPDATE_TASK: &str = "UPDATE tasks SET title = $4, description = $5, \
+    priority = $6, status = $7, result = $8, error = $9, attempts = $10, input_tokens = $11, \
+    output_tokens = $12, updated_at = $13, started_at = $14, completed_at = $15 \
+    WHERE owner_id = $1 AND agent_id = $2 AND id = $3";
+pub(super) const DELETE_TASK: &str =
+    "DELETE FROM tasks WHERE owner_id = $1 AND agent_id = $2 AND id = $3";

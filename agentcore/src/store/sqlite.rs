@@ -1,0 +1,96 @@
+//! The embedded default: one SQLite file in WAL mode.
+//!
+//! SQLite has one writer at a time. Writes go through a pool of one connection, so within a
+//! process they queue in Rust instead of spinning on the file lock; write transactions start
+//! with `BEGIN IMMEDIATE`, so a second process on the same file (`agentctl --local` beside a
+//! running `agentd`) waits on the busy timeout instead of failing half-way. Reads use their own
+//! pool and never wait for writers.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{Pool, Sqlite, Transaction};
+
+use super::common::sql_store;
+use super::rows::{self, ActivityRow, AgentRow, TaskRow, UserRow};
+use super::{
+    db_error, sql, AgentDecision, Backend, DatabaseUrl, TaskDecision, TaskWrite, UserRecord,
+};
+use crate::domain::activity::{ActivityEntry, ActivityQuery, NewActivity};
+use crate::domain::agent::{Agent, AgentFilter, AgentId, NewAgent};
+use crate::domain::task::{Task, TaskId, TaskStatus};
+use crate::domain::user::UserId;
+use crate::error::{Conflict, Error, Resource, Result};
+
+/// How long a statement waits for another process's write lock before failing.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+const READERS: u32 = 8;
+
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    writer: Pool<Sqlite>,
+    reader: Pool<Sqlite>,
+}
+
+impl SqliteStore {
+    const BACKEND: Backend = Backend::Sqlite;
+    /// `BEGIN IMMEDIATE` already holds the write lock: selected rows need no lock of their own.
+    const LOCK: &'static str = "";
+
+    /// Opens (creating if needed) the database file and applies the migrations.
+    pub async fn connect(url: &DatabaseUrl) -> Result<Self> {
+        let options = SqliteConnectOptions::from_str(url.expose())?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .foreign_keys(true)
+            .busy_timeout(BUSY_TIMEOUT);
+        let in_memory = options.get_filename().to_string_lossy().is_empty()
+            || url.expose().contains(":memory:")
+            || url.expose().contains("mode=memory");
+        if !in_memory {
+            if let Some(dir) = options.get_filename().parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir).map_err(Error::internal)?;
+            }
+        }
+        let writer = SqlitePoolOptions::new()
+            .max_connections(1)
+            .min_connections(u32::from(in_memory))
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .connect_with(options.clone())
+            .await?;
+        sqlx::migrate!("./migrations/sqlite").run(&writer).await?;
+        // An in-memory database exists once per connection: readers must share the writer's.
+        let reader = if in_memory {
+            writer.clone()
+        } else {
+            SqlitePoolOptions::new()
+                .max_connections(READERS)
+                .connect_with(options.read_only(true))
+                .await?
+        };
+        Ok(Self { writer, reader })
+    }
+
+    fn reader(&self) -> &Pool<Sqlite> {
+        &self.reader
+    }
+
+    fn writer(&self) -> &Pool<Sqlite> {
+        &self.writer
+    }
+
+    async fn begin_write(&self) -> Result<Transaction<'static, Sqlite>> {
+        Ok(self.writer.begin_with("BEGIN IMMEDIATE").await?)
+    }
+
+    async fn close_pools(&self) {
+        self.reader.close().await;
+        self.writer.close().await;
+    }
+}
+
+sql_store!(SqliteStore, Sqlite);
