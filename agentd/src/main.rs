@@ -1,1 +1,56 @@
-fn main(){}
+//! The `agentd` binary: configuration, logging and signals around [`agentd::serve`].
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use tokio::net::TcpListener;
+use tracing_subscriber::EnvFilter;
+
+use agentcore::Core;
+use agentd::config::{Config, Flags};
+use agentd::AppState;
+
+/// Serves the agent service over HTTP.
+#[derive(Debug, Parser)]
+#[command(name = "agentd", version, about)]
+struct Cli {
+    #[command(flatten)]
+    flags: Flags,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_env("AGENTD_LOG").unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            tracing::error!(%error, "cannot start the async runtime");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            tracing::error!("{error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    let config = Config::load(&cli.flags, &|name| std::env::var(name).ok())?;
+    let core_config = config.core_config()?;
+    tracing::info!(database = %core_config.database_url.redacted(), "opening the database");
+    let core = Core::open(core_config).await?;
+    let listener = TcpListener::bind(config.bind).await.map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.bind))?;
+    tracing::info!(address = %listener.local_addr()?, "agentd listening");
+    agentd::serve(listener, AppState { core: core.clone() }, agentd::shutdown_signal()).await?;
+    core.close().await;
+    tracing::info!("agentd stopped");
+    Ok(())
+}

@@ -1,0 +1,164 @@
+//! The server's configuration, in one place: built-in defaults, then `AGENTD_*` environment
+//! variables, then command-line flags. Names follow contract section 11.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use secrecy::SecretString;
+
+use agentcore::store::DatabaseUrl;
+use agentcore::CoreConfig;
+
+pub const DEFAULT_BIND: &str = "127.0.0.1:8080";
+
+/// Values given on the command line; `None` defers to the environment and defaults.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct Flags {
+    /// Address to listen on [env: AGENTD_BIND] [default: 127.0.0.1:8080]
+    #[arg(long, value_name = "ADDR")]
+    pub bind: Option<String>,
+    /// sqlite://PATH or postgres://... [env: AGENTD_DATABASE_URL] [default: agentd.db in the data directory]
+    #[arg(long, value_name = "URL")]
+    pub database_url: Option<String>,
+    /// Where the embedded database lives [env: AGENTD_DATA_DIR] [default: the platform data directory]
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub bind: SocketAddr,
+    pub database_url: Option<DatabaseUrl>,
+    pub data_dir: Option<PathBuf>,
+    pub jwt_secret: Option<SecretString>,
+    pub token_ttl: Option<Duration>,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("configuration: {0}")]
+pub struct ConfigError(String);
+
+impl Config {
+    /// Layers `env` (a variable look-up, `std::env::var` in production) and `flags` over the
+    /// defaults.
+    pub fn load(flags: &Flags, env: &dyn Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let env = |name: &str| env(name).filter(|value| !value.is_empty());
+        let bind_text = flags.bind.clone().or_else(|| env("AGENTD_BIND")).unwrap_or_else(|| DEFAULT_BIND.into());
+        let bind = bind_text
+            .parse()
+            .map_err(|_| ConfigError(format!("bind: '{bind_text}' is not an address such as 127.0.0.1:8080")))?;
+        let database_url = flags.database_url.clone().or_else(|| env("AGENTD_DATABASE_URL")).map(DatabaseUrl::new);
+        if let Some(url) = &database_url {
+            url.backend().map_err(|e| ConfigError(e.to_string()))?;
+        }
+        let data_dir = flags.data_dir.clone().or_else(|| env("AGENTD_DATA_DIR").map(PathBuf::from));
+        let jwt_secret = secret(&env, "AGENTD_AUTH__JWT_SECRET")?;
+        let token_ttl = env("AGENTD_AUTH__TOKEN_TTL_SECONDS")
+            .map(|raw| match raw.parse::<u64>() {
+                Ok(seconds) if seconds > 0 => Ok(Duration::from_secs(seconds)),
+                _ => Err(ConfigError(format!("auth.token_ttl_seconds: '{raw}' is not a positive whole number"))),
+            })
+            .transpose()?;
+        Ok(Self { bind, database_url, data_dir, jwt_secret, token_ttl })
+    }
+
+    /// The data directory: as configured, else the platform's.
+    pub fn data_dir(&self) -> Result<PathBuf, ConfigError> {
+        self.data_dir
+            .clone()
+            .or_else(agentcore::default_data_dir)
+            .ok_or_else(|| ConfigError("data_dir: no home directory; set AGENTD_DATA_DIR or --data-dir".into()))
+    }
+
+    /// The database: as configured, else `agentd.db` in the data directory.
+    pub fn database_url(&self) -> Result<DatabaseUrl, ConfigError> {
+        match &self.database_url {
+            Some(url) => Ok(url.clone()),
+            None => Ok(CoreConfig::sqlite_in(&self.data_dir()?).database_url),
+        }
+    }
+
+    pub fn core_config(&self) -> Result<CoreConfig, ConfigError> {
+        Ok(CoreConfig {
+            database_url: self.database_url()?,
+            jwt_secret: self.jwt_secret.clone(),
+            token_ttl: self.token_ttl,
+        })
+    }
+}
+
+/// A secret from `NAME`, or from the file named by `NAME_FILE` (trailing newline dropped).
+fn secret(env: &dyn Fn(&str) -> Option<String>, name: &str) -> Result<Option<SecretString>, ConfigError> {
+    if let Some(value) = env(name) {
+        return Ok(Some(SecretString::from(value)));
+    }
+    let file_var = format!("{name}_FILE");
+    let Some(path) = env(&file_var) else { return Ok(None) };
+    let value = std::fs::read_to_string(&path).map_err(|e| ConfigError(format!("{file_var}: cannot read {path}: {e}")))?;
+    Ok(Some(SecretString::from(value.trim_end_matches(['\r', '\n']).to_owned())))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use secrecy::ExposeSecret;
+
+    use super::*;
+
+    fn load(flags: Flags, vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let vars: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Config::load(&flags, &|name| vars.get(name).cloned())
+    }
+
+    #[test]
+    fn defaults_apply_when_nothing_is_set() {
+        let config = load(Flags::default(), &[]).unwrap();
+        assert_eq!(config.bind.to_string(), DEFAULT_BIND);
+        assert!(config.database_url.is_none() && config.jwt_secret.is_none() && config.token_ttl.is_none());
+    }
+
+    #[test]
+    fn environment_overrides_defaults_and_flags_override_environment() {
+        let vars = [("AGENTD_BIND", "0.0.0.0:9000"), ("AGENTD_DATA_DIR", "/env/dir")];
+        let config = load(Flags::default(), &vars).unwrap();
+        assert_eq!(config.bind.to_string(), "0.0.0.0:9000");
+        assert_eq!(config.data_dir.unwrap(), PathBuf::from("/env/dir"));
+
+        let flags = Flags { bind: Some("127.0.0.1:7000".into()), data_dir: Some("/flag/dir".into()), ..Flags::default() };
+        let config = load(flags, &vars).unwrap();
+        assert_eq!(config.bind.to_string(), "127.0.0.1:7000");
+        assert_eq!(config.data_dir.unwrap(), PathBuf::from("/flag/dir"));
+    }
+
+    #[test]
+    fn the_database_defaults_to_a_file_in_the_data_dir() {
+        let config = load(Flags { data_dir: Some("/data".into()), ..Flags::default() }, &[]).unwrap();
+        assert_eq!(format!("{:?}", config.database_url().unwrap()), "DatabaseUrl(\"sqlite:///data/agentd.db\")");
+    }
+
+    #[test]
+    fn secrets_come_from_a_variable_or_a_file() {
+        let dir = std::env::temp_dir().join(format!("agentd-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("jwt");
+        std::fs::write(&file, "from-file\n").unwrap();
+        let path = file.to_string_lossy().into_owned();
+        let config = load(Flags::default(), &[("AGENTD_AUTH__JWT_SECRET_FILE", &path)]).unwrap();
+        assert_eq!(config.jwt_secret.unwrap().expose_secret(), "from-file");
+        let config = load(Flags::default(), &[("AGENTD_AUTH__JWT_SECRET", "direct")]).unwrap();
+        assert_eq!(config.jwt_secret.unwrap().expose_secret(), "direct");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn bad_values_are_named() {
+        let error = load(Flags { bind: Some("nowhere".into()), ..Flags::default() }, &[]).unwrap_err();
+        assert!(error.to_string().contains("bind"), "{error}");
+        let error = load(Flags::default(), &[("AGENTD_DATABASE_URL", "mysql://x")]).unwrap_err();
+        assert!(error.to_string().contains("database_url"), "{error}");
+        let error = load(Flags::default(), &[("AGENTD_AUTH__TOKEN_TTL_SECONDS", "soon")]).unwrap_err();
+        assert!(error.to_string().contains("token_ttl_seconds"), "{error}");
+    }
+}

@@ -1,0 +1,177 @@
+//! The one place where errors become HTTP responses.
+//!
+//! Every error, whatever produced it (the facade, a malformed body, an unknown route), leaves
+//! as `{"error": {"code", "message", "request_id", "details"?}}` with the status the contract
+//! gives its code. Causes of 5xx responses are logged here and never sent.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Map, Value};
+
+use agentcore::Error;
+
+use crate::request_id;
+
+/// Errors of the HTTP layer, around the facade's own.
+#[derive(Debug)]
+pub enum ApiError {
+    Core(Error),
+    /// The body is not JSON at all.
+    InvalidJson(String),
+    /// The body is JSON but a field has the wrong type; field path to problem.
+    WrongTypes(Map<String, Value>),
+    PayloadTooLarge,
+    RouteNotFound,
+    MethodNotAllowed,
+    NotReady,
+}
+
+impl From<Error> for ApiError {
+    fn from(error: Error) -> Self {
+        ApiError::Core(error)
+    }
+}
+
+impl From<agentcore::ValidationErrors> for ApiError {
+    fn from(errors: agentcore::ValidationErrors) -> Self {
+        ApiError::Core(Error::Validation(errors))
+    }
+}
+
+impl ApiError {
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::Core(error) => match error {
+                Error::Validation(_) => StatusCode::BAD_REQUEST,
+                Error::Unauthorized => StatusCode::UNAUTHORIZED,
+                Error::Forbidden(_) => StatusCode::FORBIDDEN,
+                Error::NotFound { .. } => StatusCode::NOT_FOUND,
+                Error::Conflict { .. } => StatusCode::CONFLICT,
+                Error::PlanLimitReached { .. } => StatusCode::PAYMENT_REQUIRED,
+                Error::NotConfigured(_) => StatusCode::SERVICE_UNAVAILABLE,
+                Error::Upstream(_) => StatusCode::BAD_GATEWAY,
+                Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            },
+            ApiError::InvalidJson(_) | ApiError::WrongTypes(_) => StatusCode::BAD_REQUEST,
+            ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::RouteNotFound => StatusCode::NOT_FOUND,
+            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::NotReady => StatusCode::SERVICE_UNAVAILABLE,
+        }
+    }
+
+    pub fn code(&self) -> String {
+        match self {
+            ApiError::Core(error) => error.code(),
+            ApiError::InvalidJson(_) => "invalid_json".into(),
+            ApiError::WrongTypes(_) => "validation_failed".into(),
+            ApiError::PayloadTooLarge => "payload_too_large".into(),
+            ApiError::RouteNotFound => "route_not_found".into(),
+            ApiError::MethodNotAllowed => "method_not_allowed".into(),
+            ApiError::NotReady => "not_ready".into(),
+        }
+    }
+
+    fn message(&self) -> String {
+        match self {
+            ApiError::Core(error) => error.public_message(),
+            ApiError::InvalidJson(problem) => format!("The request body is not valid JSON: {problem}."),
+            ApiError::WrongTypes(_) => "The request has fields of the wrong type.".into(),
+            ApiError::PayloadTooLarge => "The request body is larger than 1 MiB.".into(),
+            ApiError::RouteNotFound => "No such route.".into(),
+            ApiError::MethodNotAllowed => "This route does not take that method.".into(),
+            ApiError::NotReady => "The database is not reachable.".into(),
+        }
+    }
+
+    fn details(&self) -> Option<Value> {
+        match self {
+            ApiError::Core(Error::Validation(errors)) => Some(json!(errors.fields())),
+            ApiError::WrongTypes(fields) => Some(Value::Object(fields.clone())),
+            _ => None,
+        }
+    }
+
+    /// The JSON body, carrying `request_id`.
+    pub fn body(&self, request_id: &str) -> Value {
+        let mut error = json!({
+            "code": self.code(),
+            "message": self.message(),
+            "request_id": request_id,
+        });
+        if let (Some(details), Some(object)) = (self.details(), error.as_object_mut()) {
+            object.insert("details".into(), details);
+        }
+        json!({ "error": error })
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        if let ApiError::Core(Error::Internal(cause)) = &self {
+            tracing::error!(error = %cause, "request failed");
+        } else if status.is_server_error() {
+            tracing::warn!(code = %self.code(), "request failed");
+        }
+        let request_id = request_id::current().unwrap_or_default();
+        let mut response = (status, Json(self.body(&request_id))).into_response();
+        if status == StatusCode::UNAUTHORIZED {
+            response
+                .headers_mut()
+                .insert("www-authenticate", axum::http::HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentcore::{Conflict, Resource, ValidationErrors};
+    use http_body_util::BodyExt;
+
+    async fn rendered(error: ApiError) -> (StatusCode, Value) {
+        let response = error.into_response();
+        let status = response.status();
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        (status, serde_json::from_slice(&bytes).unwrap())
+    }
+
+    #[tokio::test]
+    async fn each_error_has_the_contract_status_and_code() {
+        let cases: Vec<(ApiError, u16, &str)> = vec![
+            (ValidationErrors::single("name", "is required").into(), 400, "validation_failed"),
+            (ApiError::InvalidJson("eof".into()), 400, "invalid_json"),
+            (Error::Unauthorized.into(), 401, "unauthorized"),
+            (Error::PlanLimitReached { plan: "free".into(), limit: 3 }.into(), 402, "plan_limit_reached"),
+            (Error::Forbidden("no".into()).into(), 403, "forbidden"),
+            (Error::not_found(Resource::Agent, "a").into(), 404, "agent_not_found"),
+            (Error::not_found(Resource::Task, "t").into(), 404, "task_not_found"),
+            (Error::conflict(Conflict::AgentExists, "x").into(), 409, "agent_exists"),
+            (Error::conflict(Conflict::TaskNotEditable, "x").into(), 409, "task_not_editable"),
+            (ApiError::PayloadTooLarge, 413, "payload_too_large"),
+            (Error::internal("boom").into(), 500, "internal"),
+            (Error::Upstream("Discord failed".into()).into(), 502, "upstream_error"),
+            (Error::NotConfigured("discord.client_id is not set".into()).into(), 503, "not_configured"),
+        ];
+        for (error, status, code) in cases {
+            let (got_status, body) = rendered(error).await;
+            assert_eq!(got_status.as_u16(), status, "{code}");
+            assert_eq!(body["error"]["code"], code);
+            assert!(body["error"]["message"].as_str().is_some_and(|m| !m.is_empty()));
+            assert!(body["error"]["request_id"].is_string());
+        }
+    }
+
+    #[tokio::test]
+    async fn validation_details_name_each_field_and_internals_stay_hidden() {
+        let (_, body) = rendered(ValidationErrors::single("email", "must be a valid e-mail address").into()).await;
+        assert_eq!(body["error"]["details"]["email"], "must be a valid e-mail address");
+
+        let (_, body) = rendered(Error::internal("pool timed out: postgres://u:secret@db").into()).await;
+        assert!(!body.to_string().contains("secret"));
+        assert!(body["error"].get("details").is_none());
+    }
+}

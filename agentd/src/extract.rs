@@ -1,0 +1,136 @@
+//! Extractors that turn every malformed request into the contract's error body.
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Query, Request};
+use axum::http::request::Parts;
+use axum::http::{header, StatusCode};
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use agentcore::domain::agent::AgentId;
+use agentcore::domain::task::TaskId;
+use agentcore::{Error, Principal, Resource};
+
+use crate::error::ApiError;
+use crate::AppState;
+
+/// A JSON body. Syntax errors are `invalid_json`; values of the wrong type are
+/// `validation_failed` with the field's path in `details`. The content type is not checked,
+/// so `curl -d` works as typed.
+#[derive(Debug)]
+pub struct Json<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Json<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
+        let bytes = body_bytes(request, state).await?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Err(ApiError::InvalidJson("the body is empty".into()));
+        }
+        decode(&bytes).map(Json)
+    }
+}
+
+/// A JSON body that may be absent: an empty body reads as `T::default()`.
+#[derive(Debug)]
+pub struct OptionalJson<T>(pub T);
+
+impl<T: DeserializeOwned + Default, S: Send + Sync> FromRequest<S> for OptionalJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
+        let bytes = body_bytes(request, state).await?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(OptionalJson(T::default()));
+        }
+        decode(&bytes).map(OptionalJson)
+    }
+}
+
+async fn body_bytes<S: Send + Sync>(request: Request, state: &S) -> Result<Bytes, ApiError> {
+    Bytes::from_request(request, state).await.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::PayloadTooLarge
+        } else {
+            ApiError::InvalidJson("the body could not be read".into())
+        }
+    })
+}
+
+fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    // Syntax first, so a truncated body is `invalid_json` even when an earlier field also has
+    // the wrong type.
+    serde_json::from_slice::<serde::de::IgnoredAny>(bytes)
+        .map_err(|error| ApiError::InvalidJson(error.to_string()))?;
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let value: T = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+        let path = error.path().to_string();
+        let inner = error.into_inner();
+        if inner.is_data() {
+            let field = if path == "." { "body".to_owned() } else { path };
+            let mut details = Map::new();
+            details.insert(field, Value::String(strip_position(&inner.to_string())));
+            ApiError::WrongTypes(details)
+        } else {
+            ApiError::InvalidJson(inner.to_string())
+        }
+    })?;
+    Ok(value)
+}
+
+/// serde_json ends messages with " at line 1 column 9": noise once the field is named.
+fn strip_position(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(at) => message[..at].to_owned(),
+        None => message.to_owned(),
+    }
+}
+
+/// Query parameters; anything unreadable is `validation_failed`.
+#[derive(Debug)]
+pub struct Params<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Params<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        Query::<T>::from_request_parts(parts, state).await.map(|Query(value)| Params(value)).map_err(
+            |rejection| {
+                let mut details = Map::new();
+                details.insert("query".into(), Value::String(rejection.body_text()));
+                ApiError::WrongTypes(details)
+            },
+        )
+    }
+}
+
+/// The caller, from `Authorization: Bearer <token>`.
+#[derive(Debug)]
+pub struct Caller(pub Principal);
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let token = parts
+            .headers
+            .get(header::AUTHORIZATION)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, token)| token.trim())
+            .filter(|token| !token.is_empty())
+            .ok_or(Error::Unauthorized)?;
+        Ok(Caller(state.core.authenticate(token).await?))
+    }
+}
+
+/// An agent id from the path. An id that cannot exist is simply not found.
+pub fn agent_id(raw: &str) -> Result<AgentId, ApiError> {
+    AgentId::parse(raw).map_err(|_| Error::not_found(Resource::Agent, raw).into())
+}
+
+pub fn task_id(raw: &str) -> Result<TaskId, ApiError> {
+    TaskId::parse(raw).map_err(|_| Error::not_found(Resource::Task, raw).into())
+}
