@@ -1,1 +1,10 @@
+//! One integration-test binary: the real `agentd` over HTTP, and the storage conformance
+//! suite, each test on SQLite and on PostgreSQL with a database of its own.
 
+mod helpers;
+
+mod accounts;
+mod activity;
+mod agents;
+mod backlog;
+mod storage;

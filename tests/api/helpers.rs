@@ -1,0 +1,379 @@
+//! The test harness: a fresh database and a real `agentd` on port 0 for every test, on SQLite
+//! and on PostgreSQL.
+//!
+//! PostgreSQL tests need `AGENTD_TEST_POSTGRES_URL` (an admin URL such as
+//! `postgres://postgres@127.0.0.1:5432/postgres`); each test creates its own database there and
+//! drops it afterwards. Without the URL they pass with a notice on stderr, unless
+//! `AGENTD_TEST_REQUIRE_POSTGRES=1` (set by CI) turns the missing URL into a failure.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentcore::store::{DatabaseUrl, Store};
+use agentcore::{Core, CoreConfig};
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+use sqlx::Connection;
+use tokio::sync::oneshot;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// Declares each test once per backend: `mod <name> { fn sqlite(); fn postgres(); }`.
+macro_rules! backend_tests {
+    ($setup:ident; $( $(#[$meta:meta])* async fn $name:ident($arg:ident) $body:block )*) => {
+        $(
+            $(#[$meta])*
+            mod $name {
+                #[allow(unused_imports)]
+                use super::*;
+
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn sqlite() {
+                    let $arg = $crate::helpers::$setup($crate::helpers::Backend::Sqlite).await
+                        .expect("SQLite is always available");
+                    $body
+                }
+
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn postgres() {
+                    let Some($arg) = $crate::helpers::$setup($crate::helpers::Backend::Postgres).await else {
+                        return;
+                    };
+                    $body
+                }
+            }
+        )*
+    };
+}
+pub(crate) use backend_tests;
+
+/// A database of its own for one test; dropped with it.
+pub struct TestDb {
+    pub backend: Backend,
+    pub url: DatabaseUrl,
+    raw_url: String,
+    _dir: Option<tempfile::TempDir>,
+    pg: Option<(String, String)>,
+}
+
+impl TestDb {
+    /// `None` when PostgreSQL is not configured and not required.
+    pub async fn create(backend: Backend) -> Option<Self> {
+        match backend {
+            Backend::Sqlite => {
+                let dir = tempfile::tempdir().expect("temporary directory");
+                let raw_url = format!("sqlite://{}", dir.path().join("agentd.db").display());
+                Some(Self { backend, url: DatabaseUrl::new(&raw_url), raw_url, _dir: Some(dir), pg: None })
+            }
+            Backend::Postgres => {
+                let admin = match std::env::var("AGENTD_TEST_POSTGRES_URL") {
+                    Ok(url) if !url.is_empty() => url,
+                    _ if std::env::var("AGENTD_TEST_REQUIRE_POSTGRES").is_ok_and(|v| v == "1") => {
+                        panic!("AGENTD_TEST_REQUIRE_POSTGRES=1 but AGENTD_TEST_POSTGRES_URL is not set")
+                    }
+                    _ => {
+                        eprintln!("note: PostgreSQL test skipped: AGENTD_TEST_POSTGRES_URL is not set");
+                        return None;
+                    }
+                };
+                let name = format!("agentd_test_{}", uuid::Uuid::new_v4().simple());
+                let mut conn = sqlx::PgConnection::connect(&admin).await.expect("connect to PostgreSQL");
+                sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut conn).await.expect("create database");
+                conn.close().await.ok();
+                let raw_url = with_database(&admin, &name);
+                Some(Self { backend, url: DatabaseUrl::new(&raw_url), raw_url, _dir: None, pg: Some((admin, name)) })
+            }
+        }
+    }
+
+    /// A direct connection, for checking what the service wrote.
+    pub async fn count(&self, sql: &str, binds: &[&str]) -> i64 {
+        match self.backend {
+            Backend::Sqlite => {
+                let mut conn = sqlx::SqliteConnection::connect(&self.raw_url).await.unwrap();
+                let mut query = sqlx::query_scalar::<_, i64>(sql);
+                for bind in binds {
+                    query = query.bind(*bind);
+                }
+                query.fetch_one(&mut conn).await.unwrap()
+            }
+            Backend::Postgres => {
+                let mut conn = sqlx::PgConnection::connect(&self.raw_url).await.unwrap();
+                let mut query = sqlx::query_scalar::<_, i64>(sql);
+                for bind in binds {
+                    query = query.bind(*bind);
+                }
+                query.fetch_one(&mut conn).await.unwrap()
+            }
+        }
+    }
+
+    /// Runs a statement directly, to put rows into states the API cannot reach (yet).
+    pub async fn execute(&self, sql: &str, binds: &[&str]) {
+        match self.backend {
+            Backend::Sqlite => {
+                let mut conn = sqlx::SqliteConnection::connect(&self.raw_url).await.unwrap();
+                let mut query = sqlx::query(sql);
+                for bind in binds {
+                    query = query.bind(*bind);
+                }
+                query.execute(&mut conn).await.unwrap();
+            }
+            Backend::Postgres => {
+                let mut conn = sqlx::PgConnection::connect(&self.raw_url).await.unwrap();
+                let mut query = sqlx::query(sql);
+                for bind in binds {
+                    query = query.bind(*bind);
+                }
+                query.execute(&mut conn).await.unwrap();
+            }
+        }
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        let Some((admin, name)) = self.pg.take() else { return };
+        // Drop runs inside the test's runtime, which cannot block on itself: use a thread.
+        let dropped = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().ok()?;
+            runtime.block_on(async {
+                let mut conn = sqlx::PgConnection::connect(&admin).await.ok()?;
+                sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&mut conn).await.ok()
+            })
+        });
+        let _ = dropped.join();
+    }
+}
+
+/// `url` with its database name replaced.
+fn with_database(url: &str, name: &str) -> String {
+    let (base, query) = url.split_once('?').map_or((url, None), |(b, q)| (b, Some(q)));
+    let scheme_end = base.find("://").map_or(0, |i| i + 3);
+    let base = match base[scheme_end..].find('/') {
+        Some(slash) => &base[..scheme_end + slash],
+        None => base,
+    };
+    match query {
+        Some(query) => format!("{base}/{name}?{query}"),
+        None => format!("{base}/{name}"),
+    }
+}
+
+/// A store on a fresh database, for the storage conformance suite.
+pub struct TestStore {
+    pub store: Arc<dyn Store>,
+    pub db: TestDb,
+}
+
+pub async fn store(backend: Backend) -> Option<TestStore> {
+    let db = TestDb::create(backend).await?;
+    let store = agentcore::store::connect(&db.url).await.expect("open the store");
+    Some(TestStore { store, db })
+}
+
+/// A response, read whole.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: Value,
+}
+
+impl Reply {
+    /// The error code of an error body.
+    pub fn code(&self) -> &str {
+        self.body["error"]["code"].as_str().unwrap_or_else(|| panic!("not an error body: {}", self.body))
+    }
+
+    /// Asserts the status and the error code, and that the body has the contract's shape.
+    #[track_caller]
+    pub fn assert_error(&self, status: u16, code: &str) {
+        assert_eq!(self.status.as_u16(), status, "body: {}", self.body);
+        assert_eq!(self.code(), code, "body: {}", self.body);
+        let error = &self.body["error"];
+        assert!(error["message"].as_str().is_some_and(|m| !m.is_empty()), "no message: {}", self.body);
+        let request_id = error["request_id"].as_str().expect("request_id");
+        assert_eq!(self.headers["x-request-id"].to_str().unwrap(), request_id);
+    }
+
+    #[track_caller]
+    pub fn assert_status(&self, status: u16) -> &Value {
+        assert_eq!(self.status.as_u16(), status, "body: {}", self.body);
+        &self.body
+    }
+}
+
+/// A registered user and their token.
+#[derive(Debug, Clone)]
+pub struct User {
+    pub id: String,
+    pub token: String,
+}
+
+/// A running `agentd` on a fresh database.
+pub struct TestApp {
+    pub address: String,
+    pub client: reqwest::Client,
+    pub core: Core,
+    shutdown: Option<oneshot::Sender<()>>,
+    server: Option<tokio::task::JoinHandle<()>>,
+    // Dropped last: the server's pool must be gone before the database is.
+    pub db: TestDb,
+}
+
+pub async fn app(backend: Backend) -> Option<TestApp> {
+    let db = TestDb::create(backend).await?;
+    Some(TestApp::start(db, None).await)
+}
+
+impl TestApp {
+    /// Starts a server on `db`, with a fixed signing secret when given.
+    pub async fn start(db: TestDb, jwt_secret: Option<&str>) -> Self {
+        let mut config = CoreConfig::new(db.url.clone());
+        config.jwt_secret = jwt_secret.map(|s| secrecy::SecretString::from(s.to_owned()));
+        let core = Core::open(config).await.expect("open the core");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind port 0");
+        let address = format!("http://{}", listener.local_addr().unwrap());
+        let (shutdown, stopped) = oneshot::channel();
+        let state = agentd::AppState { core: core.clone() };
+        let server = tokio::spawn(async move {
+            agentd::serve(listener, state, async {
+                let _ = stopped.await;
+            })
+            .await
+            .expect("server runs");
+        });
+        let client = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
+        Self { address, client, core, shutdown: Some(shutdown), server: Some(server), db }
+    }
+
+    /// Stops the server and closes its pool, handing back the database for a restart.
+    pub async fn stop(mut self) -> TestDb {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+        if let Some(server) = self.server.take() {
+            server.await.unwrap();
+        }
+        self.core.close().await;
+        let placeholder = TestDb { backend: self.db.backend, url: self.db.url.clone(), raw_url: String::new(), _dir: None, pg: None };
+        std::mem::replace(&mut self.db, placeholder)
+    }
+
+    pub async fn request(&self, method: Method, path: &str, token: Option<&str>, body: Option<Value>) -> Reply {
+        let mut request = self.client.request(method, format!("{}{path}", self.address));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        read(request.send().await.expect("request sent")).await
+    }
+
+    /// Sends `body` as it is, for malformed input.
+    pub async fn send_raw(&self, method: Method, path: &str, token: Option<&str>, body: impl Into<reqwest::Body>) -> Reply {
+        let mut request = self
+            .client
+            .request(method, format!("{}{path}", self.address))
+            .header("content-type", "application/json")
+            .body(body);
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        read(request.send().await.expect("request sent")).await
+    }
+
+    pub async fn get(&self, path: &str, user: &User) -> Reply {
+        self.request(Method::GET, path, Some(&user.token), None).await
+    }
+
+    pub async fn post(&self, path: &str, user: &User, body: Value) -> Reply {
+        self.request(Method::POST, path, Some(&user.token), Some(body)).await
+    }
+
+    pub async fn post_empty(&self, path: &str, user: &User) -> Reply {
+        self.request(Method::POST, path, Some(&user.token), None).await
+    }
+
+    pub async fn patch(&self, path: &str, user: &User, body: Value) -> Reply {
+        self.request(Method::PATCH, path, Some(&user.token), Some(body)).await
+    }
+
+    pub async fn delete(&self, path: &str, user: &User) -> Reply {
+        self.request(Method::DELETE, path, Some(&user.token), None).await
+    }
+
+    /// Registers `email` with a valid password and name.
+    pub async fn register(&self, email: &str) -> User {
+        let reply = self
+            .request(Method::POST, "/auth/register", None, Some(json!({"email": email, "password": "correct horse", "name": "Test User"})))
+            .await;
+        let body = reply.assert_status(201);
+        User {
+            id: body["user"]["id"].as_str().unwrap().to_owned(),
+            token: body["access_token"].as_str().unwrap().to_owned(),
+        }
+    }
+
+    /// Creates agent `id` for `user` with valid fields.
+    pub async fn create_agent(&self, user: &User, id: &str) -> Value {
+        let body = json!({"id": id, "name": format!("Agent {id}"), "role_prompt": "You write weekly updates.", "channel": "general"});
+        self.post("/api/agents", user, body).await.assert_status(201).clone()
+    }
+
+    /// Adds a task and returns it.
+    pub async fn add_task(&self, user: &User, agent: &str, title: &str, priority: i64) -> Value {
+        let body = json!({"title": title, "priority": priority});
+        self.post(&format!("/api/agents/{agent}/backlog"), user, body).await.assert_status(201).clone()
+    }
+
+    /// The actions of an agent's activity, newest first.
+    pub async fn actions(&self, user: &User, agent: &str) -> Vec<String> {
+        let reply = self.get(&format!("/api/agents/{agent}/activity?limit=1000"), user).await;
+        reply.assert_status(200)["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["action"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    /// Moves a task into `status` directly in the database (the runtime does this in service).
+    pub async fn force_task_status(&self, task_id: &str, status: &str) {
+        let finished = matches!(status, "complete" | "failed");
+        let now = chrono::Utc::now();
+        let sql = match (self.db.backend, finished) {
+            (Backend::Sqlite, true) => "UPDATE tasks SET status = $1, completed_at = $3, attempts = 1 WHERE id = $2",
+            (Backend::Sqlite, false) => "UPDATE tasks SET status = $1, started_at = $3 WHERE id = $2",
+            (Backend::Postgres, true) => "UPDATE tasks SET status = $1, completed_at = $3::timestamptz, attempts = 1 WHERE id = $2",
+            (Backend::Postgres, false) => "UPDATE tasks SET status = $1, started_at = $3::timestamptz WHERE id = $2",
+        };
+        let stamp = match self.db.backend {
+            Backend::Sqlite => now.to_rfc3339_opts(chrono::SecondsFormat::Micros, false),
+            Backend::Postgres => now.to_rfc3339(),
+        };
+        self.db.execute(sql, &[status, task_id, &stamp]).await;
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+    }
+}
+
+async fn read(response: reqwest::Response) -> Reply {
+    let status = response.status();
+    let headers = response.headers().clone();
+    let bytes = response.bytes().await.expect("body read");
+    let body = if bytes.is_empty() { Value::Null } else { serde_json::from_slice(&bytes).unwrap_or_else(|_| panic!("not JSON: {}", String::from_utf8_lossy(&bytes))) };
+    Reply { status, headers, body }
+}
