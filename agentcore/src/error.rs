@@ -67,6 +67,8 @@ impl fmt::Display for ValidationErrors {
     }
 }
 
+impl std::error::Error for ValidationErrors {}
+
 /// The kinds of resource a lookup can miss.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Resource {

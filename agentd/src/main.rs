@@ -1,5 +1,6 @@
 //! The `agentd` binary: configuration, logging and signals around [`agentd::serve`].
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -25,6 +26,7 @@ fn main() -> ExitCode {
             EnvFilter::try_from_env("AGENTD_LOG").unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn")),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
