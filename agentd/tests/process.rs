@@ -36,7 +36,8 @@ impl Server {
             let mut found = Some(found);
             let mut lines = BufReader::new(stderr).lines();
             while let Ok(Some(line)) = lines.next_line().await {
-                if let (Some(at), Some(found)) = (line.find("address="), found.take()) {
+                let Some(at) = line.find("address=") else { continue };
+                if let Some(found) = found.take() {
                     let _ = found.send(line[at + "address=".len()..].trim().to_owned());
                 }
             }
