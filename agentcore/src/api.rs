@@ -19,7 +19,11 @@ where
     Option::<T>::deserialize(deserializer).map(Some)
 }
 
-fn required<'a>(errors: &mut ValidationErrors, field: &str, value: &'a Option<String>) -> Option<&'a str> {
+fn required<'a>(
+    errors: &mut ValidationErrors,
+    field: &str,
+    value: &'a Option<String>,
+) -> Option<&'a str> {
     if value.is_none() {
         errors.add(field, "is required");
     }
@@ -36,12 +40,16 @@ pub struct RegisterRequest {
 impl RegisterRequest {
     pub fn parse(&self) -> Result<NewUser, ValidationErrors> {
         let mut errors = ValidationErrors::new();
-        let email = required(&mut errors, "email", &self.email).and_then(|v| errors.check("email", Email::parse(v)));
-        let password =
-            required(&mut errors, "password", &self.password).and_then(|v| errors.check("password", Password::parse(v)));
-        let name = required(&mut errors, "name", &self.name).and_then(|v| errors.check("name", UserName::parse(v)));
+        let email = required(&mut errors, "email", &self.email)
+            .and_then(|v| errors.check("email", Email::parse(v)));
+        let password = required(&mut errors, "password", &self.password)
+            .and_then(|v| errors.check("password", Password::parse(v)));
+        let name = required(&mut errors, "name", &self.name)
+            .and_then(|v| errors.check("name", UserName::parse(v)));
         match (email, password, name) {
-            (Some(email), Some(password), Some(name)) if errors.is_empty() => Ok(NewUser { email, password, name }),
+            (Some(email), Some(password), Some(name)) if errors.is_empty() => {
+                Ok(NewUser { email, password, name })
+            }
             _ => Err(errors),
         }
     }
@@ -82,16 +90,23 @@ impl CreateAgentRequest {
     pub fn parse(&self) -> Result<NewAgent, ValidationErrors> {
         let mut e = ValidationErrors::new();
         let id = required(&mut e, "id", &self.id).and_then(|v| e.check("id", AgentId::parse(v)));
-        let name = required(&mut e, "name", &self.name).and_then(|v| e.check("name", AgentFields::name(v)));
+        let name = required(&mut e, "name", &self.name)
+            .and_then(|v| e.check("name", AgentFields::name(v)));
         let role_prompt = required(&mut e, "role_prompt", &self.role_prompt)
             .and_then(|v| e.check("role_prompt", AgentFields::role_prompt(v)));
-        let channel =
-            required(&mut e, "channel", &self.channel).and_then(|v| e.check("channel", AgentFields::channel(v)));
-        let workspace = self.workspace.as_deref().map(|v| e.check("workspace", AgentFields::workspace(v)));
-        let throttle = e.check("throttle_seconds", AgentFields::throttle_seconds(self.throttle_seconds.unwrap_or(0.0)));
+        let channel = required(&mut e, "channel", &self.channel)
+            .and_then(|v| e.check("channel", AgentFields::channel(v)));
+        let workspace =
+            self.workspace.as_deref().map(|v| e.check("workspace", AgentFields::workspace(v)));
+        let throttle = e.check(
+            "throttle_seconds",
+            AgentFields::throttle_seconds(self.throttle_seconds.unwrap_or(0.0)),
+        );
         let model = self.model.as_deref().map(|v| e.check("model", AgentFields::model(v)));
         match (id, name, role_prompt, channel, throttle) {
-            (Some(id), Some(name), Some(role_prompt), Some(channel), Some(throttle_seconds)) if e.is_empty() => {
+            (Some(id), Some(name), Some(role_prompt), Some(channel), Some(throttle_seconds))
+                if e.is_empty() =>
+            {
                 Ok(NewAgent {
                     id,
                     name,
@@ -125,13 +140,22 @@ impl UpdateAgentRequest {
         let mut e = ValidationErrors::new();
         let patch = AgentPatch {
             name: self.name.as_deref().and_then(|v| e.check("name", AgentFields::name(v))),
-            role_prompt: self.role_prompt.as_deref().and_then(|v| e.check("role_prompt", AgentFields::role_prompt(v))),
-            channel: self.channel.as_deref().and_then(|v| e.check("channel", AgentFields::channel(v))),
+            role_prompt: self
+                .role_prompt
+                .as_deref()
+                .and_then(|v| e.check("role_prompt", AgentFields::role_prompt(v))),
+            channel: self
+                .channel
+                .as_deref()
+                .and_then(|v| e.check("channel", AgentFields::channel(v))),
             workspace: self.workspace.as_ref().and_then(|v| match v {
                 None => Some(None),
                 Some(v) => e.check("workspace", AgentFields::workspace(v)).map(Some),
             }),
-            status: self.status.as_deref().and_then(|v| e.check("status", v.parse::<AgentStatus>())),
+            status: self
+                .status
+                .as_deref()
+                .and_then(|v| e.check("status", v.parse::<AgentStatus>())),
             throttle_seconds: self
                 .throttle_seconds
                 .and_then(|v| e.check("throttle_seconds", AgentFields::throttle_seconds(v))),
@@ -160,13 +184,17 @@ pub struct CreateTaskRequest {
 impl CreateTaskRequest {
     pub fn parse(&self) -> Result<NewTask, ValidationErrors> {
         let mut e = ValidationErrors::new();
-        let title = required(&mut e, "title", &self.title).and_then(|v| e.check("title", TaskFields::title(v)));
-        let description = self.description.as_deref().map(|v| e.check("description", TaskFields::description(v)));
+        let title = required(&mut e, "title", &self.title)
+            .and_then(|v| e.check("title", TaskFields::title(v)));
+        let description =
+            self.description.as_deref().map(|v| e.check("description", TaskFields::description(v)));
         let priority = e.check("priority", TaskFields::priority(self.priority.unwrap_or(0)));
         match (title, priority) {
-            (Some(title), Some(priority)) if e.is_empty() => {
-                Ok(NewTask { title, description: description.flatten().filter(|d| !d.is_empty()), priority })
-            }
+            (Some(title), Some(priority)) if e.is_empty() => Ok(NewTask {
+                title,
+                description: description.flatten().filter(|d| !d.is_empty()),
+                priority,
+            }),
             _ => Err(e),
         }
     }

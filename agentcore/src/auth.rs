@@ -8,9 +8,9 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use argon2::Argon2;
 use argon2::password_hash::rand_core::OsRng;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
-use argon2::Argon2;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
@@ -76,7 +76,11 @@ impl Auth {
     }
 
     /// Checks `password` against `hash`; with no hash (unknown user) checks a decoy and fails.
-    pub async fn verify_password(&self, password: &SecretString, hash: Option<String>) -> Result<bool> {
+    pub async fn verify_password(
+        &self,
+        password: &SecretString,
+        hash: Option<String>,
+    ) -> Result<bool> {
         let known = hash.is_some();
         let hash = match hash {
             Some(hash) => hash,
@@ -85,8 +89,9 @@ impl Auth {
         let password = password.clone();
         let matches = self
             .blocking(move || {
-                let parsed = PasswordHash::new(&hash)
-                    .map_err(|e| Error::internal(format!("stored password hash is unreadable: {e}")))?;
+                let parsed = PasswordHash::new(&hash).map_err(|e| {
+                    Error::internal(format!("stored password hash is unreadable: {e}"))
+                })?;
                 Ok(Argon2::default()
                     .verify_password(password.expose_secret().as_bytes(), &parsed)
                     .is_ok())
@@ -97,7 +102,9 @@ impl Auth {
 
     pub fn issue(&self, user: &UserId, version: i64) -> Result<String> {
         let now = chrono::Utc::now().timestamp();
-        let exp = self.token_ttl.map(|ttl| now.saturating_add(i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX)));
+        let exp = self
+            .token_ttl
+            .map(|ttl| now.saturating_add(i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX)));
         let claims = Claims { sub: user.to_string(), ver: version, iat: now, exp };
         jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
             .map_err(|e| Error::internal(format!("signing a token failed: {e}")))
@@ -172,7 +179,8 @@ mod tests {
         assert_eq!(claims.exp, Some(claims.iat + 3600));
 
         let expired = Claims { sub: "u".into(), ver: 0, iat: 0, exp: Some(1) };
-        let token = jsonwebtoken::encode(&Header::new(Algorithm::HS256), &expired, &auth.encoding).unwrap();
+        let token =
+            jsonwebtoken::encode(&Header::new(Algorithm::HS256), &expired, &auth.encoding).unwrap();
         assert!(matches!(auth.verify(&token), Err(Error::Unauthorized)));
     }
 

@@ -26,5 +26,5 @@ pub mod domain;
 pub mod error;
 pub mod store;
 
-pub use crate::core::{default_data_dir, Core, CoreConfig, Principal, Session};
+pub use crate::core::{Core, CoreConfig, Principal, Session, default_data_dir};
 pub use error::{Conflict, Error, Resource, Result, ValidationErrors};

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use secrecy::SecretString;
 
-use agentcore::store::DatabaseUrl;
 use agentcore::CoreConfig;
+use agentcore::store::DatabaseUrl;
 
 pub const DEFAULT_BIND: &str = "127.0.0.1:8080";
 
@@ -44,11 +44,16 @@ impl Config {
     /// defaults.
     pub fn load(flags: &Flags, env: &dyn Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let env = |name: &str| env(name).filter(|value| !value.is_empty());
-        let bind_text = flags.bind.clone().or_else(|| env("AGENTD_BIND")).unwrap_or_else(|| DEFAULT_BIND.into());
-        let bind = bind_text
-            .parse()
-            .map_err(|_| ConfigError(format!("bind: '{bind_text}' is not an address such as 127.0.0.1:8080")))?;
-        let database_url = flags.database_url.clone().or_else(|| env("AGENTD_DATABASE_URL")).map(DatabaseUrl::new);
+        let bind_text = flags
+            .bind
+            .clone()
+            .or_else(|| env("AGENTD_BIND"))
+            .unwrap_or_else(|| DEFAULT_BIND.into());
+        let bind = bind_text.parse().map_err(|_| {
+            ConfigError(format!("bind: '{bind_text}' is not an address such as 127.0.0.1:8080"))
+        })?;
+        let database_url =
+            flags.database_url.clone().or_else(|| env("AGENTD_DATABASE_URL")).map(DatabaseUrl::new);
         if let Some(url) = &database_url {
             url.backend().map_err(|e| ConfigError(e.to_string()))?;
         }
@@ -57,7 +62,9 @@ impl Config {
         let token_ttl = env("AGENTD_AUTH__TOKEN_TTL_SECONDS")
             .map(|raw| match raw.parse::<u64>() {
                 Ok(seconds) if seconds > 0 => Ok(Duration::from_secs(seconds)),
-                _ => Err(ConfigError(format!("auth.token_ttl_seconds: '{raw}' is not a positive whole number"))),
+                _ => Err(ConfigError(format!(
+                    "auth.token_ttl_seconds: '{raw}' is not a positive whole number"
+                ))),
             })
             .transpose()?;
         Ok(Self { bind, database_url, data_dir, jwt_secret, token_ttl })
@@ -65,10 +72,9 @@ impl Config {
 
     /// The data directory: as configured, else the platform's.
     pub fn data_dir(&self) -> Result<PathBuf, ConfigError> {
-        self.data_dir
-            .clone()
-            .or_else(agentcore::default_data_dir)
-            .ok_or_else(|| ConfigError("data_dir: no home directory; set AGENTD_DATA_DIR or --data-dir".into()))
+        self.data_dir.clone().or_else(agentcore::default_data_dir).ok_or_else(|| {
+            ConfigError("data_dir: no home directory; set AGENTD_DATA_DIR or --data-dir".into())
+        })
     }
 
     /// The database: as configured, else `agentd.db` in the data directory.
@@ -89,13 +95,17 @@ impl Config {
 }
 
 /// A secret from `NAME`, or from the file named by `NAME_FILE` (trailing newline dropped).
-fn secret(env: &dyn Fn(&str) -> Option<String>, name: &str) -> Result<Option<SecretString>, ConfigError> {
+fn secret(
+    env: &dyn Fn(&str) -> Option<String>,
+    name: &str,
+) -> Result<Option<SecretString>, ConfigError> {
     if let Some(value) = env(name) {
         return Ok(Some(SecretString::from(value)));
     }
     let file_var = format!("{name}_FILE");
     let Some(path) = env(&file_var) else { return Ok(None) };
-    let value = std::fs::read_to_string(&path).map_err(|e| ConfigError(format!("{file_var}: cannot read {path}: {e}")))?;
+    let value = std::fs::read_to_string(&path)
+        .map_err(|e| ConfigError(format!("{file_var}: cannot read {path}: {e}")))?;
     Ok(Some(SecretString::from(value.trim_end_matches(['\r', '\n']).to_owned())))
 }
 
@@ -108,7 +118,8 @@ mod tests {
     use super::*;
 
     fn load(flags: Flags, vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
-        let vars: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let vars: HashMap<String, String> =
+            vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         Config::load(&flags, &|name| vars.get(name).cloned())
     }
 
@@ -116,7 +127,11 @@ mod tests {
     fn defaults_apply_when_nothing_is_set() {
         let config = load(Flags::default(), &[]).unwrap();
         assert_eq!(config.bind.to_string(), DEFAULT_BIND);
-        assert!(config.database_url.is_none() && config.jwt_secret.is_none() && config.token_ttl.is_none());
+        assert!(
+            config.database_url.is_none()
+                && config.jwt_secret.is_none()
+                && config.token_ttl.is_none()
+        );
     }
 
     #[test]
@@ -126,7 +141,11 @@ mod tests {
         assert_eq!(config.bind.to_string(), "0.0.0.0:9000");
         assert_eq!(config.data_dir.unwrap(), PathBuf::from("/env/dir"));
 
-        let flags = Flags { bind: Some("127.0.0.1:7000".into()), data_dir: Some("/flag/dir".into()), ..Flags::default() };
+        let flags = Flags {
+            bind: Some("127.0.0.1:7000".into()),
+            data_dir: Some("/flag/dir".into()),
+            ..Flags::default()
+        };
         let config = load(flags, &vars).unwrap();
         assert_eq!(config.bind.to_string(), "127.0.0.1:7000");
         assert_eq!(config.data_dir.unwrap(), PathBuf::from("/flag/dir"));
@@ -134,8 +153,12 @@ mod tests {
 
     #[test]
     fn the_database_defaults_to_a_file_in_the_data_dir() {
-        let config = load(Flags { data_dir: Some("/data".into()), ..Flags::default() }, &[]).unwrap();
-        assert_eq!(format!("{:?}", config.database_url().unwrap()), "DatabaseUrl(\"sqlite:///data/agentd.db\")");
+        let config =
+            load(Flags { data_dir: Some("/data".into()), ..Flags::default() }, &[]).unwrap();
+        assert_eq!(
+            format!("{:?}", config.database_url().unwrap()),
+            "DatabaseUrl(\"sqlite:///data/agentd.db\")"
+        );
     }
 
     #[test]
@@ -154,11 +177,13 @@ mod tests {
 
     #[test]
     fn bad_values_are_named() {
-        let error = load(Flags { bind: Some("nowhere".into()), ..Flags::default() }, &[]).unwrap_err();
+        let error =
+            load(Flags { bind: Some("nowhere".into()), ..Flags::default() }, &[]).unwrap_err();
         assert!(error.to_string().contains("bind"), "{error}");
         let error = load(Flags::default(), &[("AGENTD_DATABASE_URL", "mysql://x")]).unwrap_err();
         assert!(error.to_string().contains("database_url"), "{error}");
-        let error = load(Flags::default(), &[("AGENTD_AUTH__TOKEN_TTL_SECONDS", "soon")]).unwrap_err();
+        let error =
+            load(Flags::default(), &[("AGENTD_AUTH__TOKEN_TTL_SECONDS", "soon")]).unwrap_err();
         assert!(error.to_string().contains("token_ttl_seconds"), "{error}");
     }
 }

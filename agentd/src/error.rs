@@ -4,10 +4,10 @@
 //! as `{"error": {"code", "message", "request_id", "details"?}}` with the status the contract
 //! gives its code. Causes of 5xx responses are logged here and never sent.
 
+use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::Json;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 use agentcore::Error;
 
@@ -76,7 +76,9 @@ impl ApiError {
     fn message(&self) -> String {
         match self {
             ApiError::Core(error) => error.public_message(),
-            ApiError::InvalidJson(problem) => format!("The request body is not valid JSON: {problem}."),
+            ApiError::InvalidJson(problem) => {
+                format!("The request body is not valid JSON: {problem}.")
+            }
             ApiError::WrongTypes(_) => "The request has fields of the wrong type.".into(),
             ApiError::PayloadTooLarge => "The request body is larger than 1 MiB.".into(),
             ApiError::RouteNotFound => "No such route.".into(),
@@ -145,7 +147,11 @@ mod tests {
             (ValidationErrors::single("name", "is required").into(), 400, "validation_failed"),
             (ApiError::InvalidJson("eof".into()), 400, "invalid_json"),
             (Error::Unauthorized.into(), 401, "unauthorized"),
-            (Error::PlanLimitReached { plan: "free".into(), limit: 3 }.into(), 402, "plan_limit_reached"),
+            (
+                Error::PlanLimitReached { plan: "free".into(), limit: 3 }.into(),
+                402,
+                "plan_limit_reached",
+            ),
             (Error::Forbidden("no".into()).into(), 403, "forbidden"),
             (Error::not_found(Resource::Agent, "a").into(), 404, "agent_not_found"),
             (Error::not_found(Resource::Task, "t").into(), 404, "task_not_found"),
@@ -154,7 +160,11 @@ mod tests {
             (ApiError::PayloadTooLarge, 413, "payload_too_large"),
             (Error::internal("boom").into(), 500, "internal"),
             (Error::Upstream("Discord failed".into()).into(), 502, "upstream_error"),
-            (Error::NotConfigured("discord.client_id is not set".into()).into(), 503, "not_configured"),
+            (
+                Error::NotConfigured("discord.client_id is not set".into()).into(),
+                503,
+                "not_configured",
+            ),
         ];
         for (error, status, code) in cases {
             let (got_status, body) = rendered(error).await;
@@ -167,10 +177,13 @@ mod tests {
 
     #[tokio::test]
     async fn validation_details_name_each_field_and_internals_stay_hidden() {
-        let (_, body) = rendered(ValidationErrors::single("email", "must be a valid e-mail address").into()).await;
+        let (_, body) =
+            rendered(ValidationErrors::single("email", "must be a valid e-mail address").into())
+                .await;
         assert_eq!(body["error"]["details"]["email"], "must be a valid e-mail address");
 
-        let (_, body) = rendered(Error::internal("pool timed out: postgres://u:secret@db").into()).await;
+        let (_, body) =
+            rendered(Error::internal("pool timed out: postgres://u:secret@db").into()).await;
         assert!(!body.to_string().contains("secret"));
         assert!(body["error"].get("details").is_none());
     }

@@ -3,7 +3,7 @@
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Query, Request};
 use axum::http::request::Parts;
-use axum::http::{header, StatusCode};
+use axum::http::{StatusCode, header};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
@@ -11,8 +11,8 @@ use agentcore::domain::agent::AgentId;
 use agentcore::domain::task::TaskId;
 use agentcore::{Error, Principal, Resource};
 
-use crate::error::ApiError;
 use crate::AppState;
+use crate::error::ApiError;
 
 /// A JSON body. Syntax errors are `invalid_json`; values of the wrong type are
 /// `validation_failed` with the field's path in `details`. The content type is not checked,
@@ -95,13 +95,14 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Params<T> {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        Query::<T>::from_request_parts(parts, state).await.map(|Query(value)| Params(value)).map_err(
-            |rejection| {
+        Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|Query(value)| Params(value))
+            .map_err(|rejection| {
                 let mut details = Map::new();
                 details.insert("query".into(), Value::String(rejection.body_text()));
                 ApiError::WrongTypes(details)
-            },
-        )
+            })
     }
 }
 

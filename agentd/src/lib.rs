@@ -12,8 +12,8 @@ mod routes;
 
 use std::future::Future;
 
-use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
 use axum::Router;
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
 use tokio::net::TcpListener;
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use tracing::Level;

@@ -8,8 +8,8 @@ use tokio::net::TcpListener;
 use tracing_subscriber::EnvFilter;
 
 use agentcore::Core;
-use agentd::config::{Config, Flags};
 use agentd::AppState;
+use agentd::config::{Config, Flags};
 
 /// Serves the agent service over HTTP.
 #[derive(Debug, Parser)]
@@ -23,7 +23,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(
-            EnvFilter::try_from_env("AGENTD_LOG").unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn")),
+            EnvFilter::try_from_env("AGENTD_LOG")
+                .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn")),
         )
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
@@ -49,7 +50,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     let core_config = config.core_config()?;
     tracing::info!(database = %core_config.database_url.redacted(), "opening the database");
     let core = Core::open(core_config).await?;
-    let listener = TcpListener::bind(config.bind).await.map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.bind))?;
+    let listener = TcpListener::bind(config.bind)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.bind))?;
     tracing::info!(address = %listener.local_addr()?, "agentd listening");
     agentd::serve(listener, AppState { core: core.clone() }, agentd::shutdown_signal()).await?;
     core.close().await;

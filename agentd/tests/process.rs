@@ -5,6 +5,7 @@
 //! built binary (`CARGO_BIN_EXE_agentd`).
 
 #![cfg(unix)]
+#![allow(clippy::unwrap_used)]
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -67,7 +68,10 @@ async fn agentd_creates_its_database_exits_cleanly_on_sigterm_and_keeps_tokens_a
     let client = reqwest::Client::new();
 
     let server = Server::start(data_dir.path()).await;
-    assert!(data_dir.path().join("agentd.db").exists(), "the default database lives in the data directory");
+    assert!(
+        data_dir.path().join("agentd.db").exists(),
+        "the default database lives in the data directory"
+    );
     let registered: serde_json::Value = client
         .post(format!("{}/auth/register", server.address))
         .json(&serde_json::json!({"email": "ops@example.com", "password": "correct horse", "name": "Ops"}))
@@ -82,7 +86,8 @@ async fn agentd_creates_its_database_exits_cleanly_on_sigterm_and_keeps_tokens_a
     assert!(status.success(), "exit status {status:?}");
 
     let server = Server::start(data_dir.path()).await;
-    let me = client.get(format!("{}/auth/me", server.address)).bearer_auth(&token).send().await.unwrap();
+    let me =
+        client.get(format!("{}/auth/me", server.address)).bearer_auth(&token).send().await.unwrap();
     assert_eq!(me.status(), 200);
     assert!(server.terminate().await.success());
 }

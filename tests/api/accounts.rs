@@ -3,7 +3,7 @@
 use reqwest::Method;
 use serde_json::json;
 
-use crate::helpers::{backend_tests, TestApp, TestDb};
+use crate::helpers::{TestApp, TestDb, backend_tests};
 
 fn register_body(email: &str, password: &str, name: &str) -> serde_json::Value {
     json!({"email": email, "password": password, "name": name})

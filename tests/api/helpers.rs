@@ -12,7 +12,7 @@ use std::time::Duration;
 use agentcore::store::{DatabaseUrl, Store};
 use agentcore::{Core, CoreConfig};
 use reqwest::{Method, StatusCode};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use sqlx::Connection;
 use tokio::sync::oneshot;
 
@@ -67,83 +67,102 @@ impl TestDb {
             Backend::Sqlite => {
                 let dir = tempfile::tempdir().expect("temporary directory");
                 let raw_url = format!("sqlite://{}", dir.path().join("agentd.db").display());
-                Some(Self { backend, url: DatabaseUrl::new(&raw_url), raw_url, _dir: Some(dir), pg: None })
+                Some(Self {
+                    backend,
+                    url: DatabaseUrl::new(&raw_url),
+                    raw_url,
+                    _dir: Some(dir),
+                    pg: None,
+                })
             }
             Backend::Postgres => {
                 let admin = match std::env::var("AGENTD_TEST_POSTGRES_URL") {
                     Ok(url) if !url.is_empty() => url,
                     _ if std::env::var("AGENTD_TEST_REQUIRE_POSTGRES").is_ok_and(|v| v == "1") => {
-                        panic!("AGENTD_TEST_REQUIRE_POSTGRES=1 but AGENTD_TEST_POSTGRES_URL is not set")
+                        panic!(
+                            "AGENTD_TEST_REQUIRE_POSTGRES=1 but AGENTD_TEST_POSTGRES_URL is not set"
+                        )
                     }
                     _ => {
-                        eprintln!("note: PostgreSQL test skipped: AGENTD_TEST_POSTGRES_URL is not set");
+                        eprintln!(
+                            "note: PostgreSQL test skipped: AGENTD_TEST_POSTGRES_URL is not set"
+                        );
                         return None;
                     }
                 };
                 let name = format!("agentd_test_{}", uuid::Uuid::new_v4().simple());
-                let mut conn = sqlx::PgConnection::connect(&admin).await.expect("connect to PostgreSQL");
-                sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut conn).await.expect("create database");
+                let mut conn =
+                    sqlx::PgConnection::connect(&admin).await.expect("connect to PostgreSQL");
+                sqlx::query(&format!("CREATE DATABASE {name}"))
+                    .execute(&mut conn)
+                    .await
+                    .expect("create database");
                 conn.close().await.ok();
                 let raw_url = with_database(&admin, &name);
-                Some(Self { backend, url: DatabaseUrl::new(&raw_url), raw_url, _dir: None, pg: Some((admin, name)) })
+                Some(Self {
+                    backend,
+                    url: DatabaseUrl::new(&raw_url),
+                    raw_url,
+                    _dir: None,
+                    pg: Some((admin, name)),
+                })
             }
         }
     }
 
     /// A direct connection, for checking what the service wrote.
     pub async fn count(&self, sql: &str, binds: &[&str]) -> i64 {
-        match self.backend {
-            Backend::Sqlite => {
-                let mut conn = sqlx::SqliteConnection::connect(&self.raw_url).await.unwrap();
-                let mut query = sqlx::query_scalar::<_, i64>(sql);
-                for bind in binds {
-                    query = query.bind(*bind);
-                }
-                query.fetch_one(&mut conn).await.unwrap()
+        with_connection!(self, |conn| {
+            let mut query = sqlx::query_scalar::<_, i64>(sql);
+            for bind in binds {
+                query = query.bind(*bind);
             }
-            Backend::Postgres => {
-                let mut conn = sqlx::PgConnection::connect(&self.raw_url).await.unwrap();
-                let mut query = sqlx::query_scalar::<_, i64>(sql);
-                for bind in binds {
-                    query = query.bind(*bind);
-                }
-                query.fetch_one(&mut conn).await.unwrap()
-            }
-        }
+            query.fetch_one(&mut conn).await.unwrap()
+        })
     }
 
     /// Runs a statement directly, to put rows into states the API cannot reach (yet).
     pub async fn execute(&self, sql: &str, binds: &[&str]) {
-        match self.backend {
-            Backend::Sqlite => {
-                let mut conn = sqlx::SqliteConnection::connect(&self.raw_url).await.unwrap();
-                let mut query = sqlx::query(sql);
-                for bind in binds {
-                    query = query.bind(*bind);
-                }
-                query.execute(&mut conn).await.unwrap();
+        with_connection!(self, |conn| {
+            let mut query = sqlx::query(sql);
+            for bind in binds {
+                query = query.bind(*bind);
             }
-            Backend::Postgres => {
-                let mut conn = sqlx::PgConnection::connect(&self.raw_url).await.unwrap();
-                let mut query = sqlx::query(sql);
-                for bind in binds {
-                    query = query.bind(*bind);
-                }
-                query.execute(&mut conn).await.unwrap();
-            }
-        }
+            query.execute(&mut conn).await.unwrap();
+        })
     }
 }
+
+/// Runs `$body` with `$conn` bound to a fresh connection of the database's own driver.
+macro_rules! with_connection {
+    ($db:expr, |$conn:ident| $body:block) => {
+        match $db.backend {
+            Backend::Sqlite => {
+                let mut $conn = sqlx::SqliteConnection::connect(&$db.raw_url).await.unwrap();
+                $body
+            }
+            Backend::Postgres => {
+                let mut $conn = sqlx::PgConnection::connect(&$db.raw_url).await.unwrap();
+                $body
+            }
+        }
+    };
+}
+use with_connection;
 
 impl Drop for TestDb {
     fn drop(&mut self) {
         let Some((admin, name)) = self.pg.take() else { return };
         // Drop runs inside the test's runtime, which cannot block on itself: use a thread.
         let dropped = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().ok()?;
+            let runtime =
+                tokio::runtime::Builder::new_current_thread().enable_all().build().ok()?;
             runtime.block_on(async {
                 let mut conn = sqlx::PgConnection::connect(&admin).await.ok()?;
-                sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&mut conn).await.ok()
+                sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                    .execute(&mut conn)
+                    .await
+                    .ok()
             })
         });
         let _ = dropped.join();
@@ -187,7 +206,9 @@ pub struct Reply {
 impl Reply {
     /// The error code of an error body.
     pub fn code(&self) -> &str {
-        self.body["error"]["code"].as_str().unwrap_or_else(|| panic!("not an error body: {}", self.body))
+        self.body["error"]["code"]
+            .as_str()
+            .unwrap_or_else(|| panic!("not an error body: {}", self.body))
     }
 
     /// Asserts the status and the error code, and that the body has the contract's shape.
@@ -196,7 +217,11 @@ impl Reply {
         assert_eq!(self.status.as_u16(), status, "body: {}", self.body);
         assert_eq!(self.code(), code, "body: {}", self.body);
         let error = &self.body["error"];
-        assert!(error["message"].as_str().is_some_and(|m| !m.is_empty()), "no message: {}", self.body);
+        assert!(
+            error["message"].as_str().is_some_and(|m| !m.is_empty()),
+            "no message: {}",
+            self.body
+        );
         let request_id = error["request_id"].as_str().expect("request_id");
         assert_eq!(self.headers["x-request-id"].to_str().unwrap(), request_id);
     }
@@ -261,11 +286,23 @@ impl TestApp {
             server.await.unwrap();
         }
         self.core.close().await;
-        let placeholder = TestDb { backend: self.db.backend, url: self.db.url.clone(), raw_url: String::new(), _dir: None, pg: None };
+        let placeholder = TestDb {
+            backend: self.db.backend,
+            url: self.db.url.clone(),
+            raw_url: String::new(),
+            _dir: None,
+            pg: None,
+        };
         std::mem::replace(&mut self.db, placeholder)
     }
 
-    pub async fn request(&self, method: Method, path: &str, token: Option<&str>, body: Option<Value>) -> Reply {
+    pub async fn request(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+    ) -> Reply {
         let mut request = self.client.request(method, format!("{}{path}", self.address));
         if let Some(token) = token {
             request = request.bearer_auth(token);
@@ -277,7 +314,13 @@ impl TestApp {
     }
 
     /// Sends `body` as it is, for malformed input.
-    pub async fn send_raw(&self, method: Method, path: &str, token: Option<&str>, body: impl Into<reqwest::Body>) -> Reply {
+    pub async fn send_raw(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        body: impl Into<reqwest::Body>,
+    ) -> Reply {
         let mut request = self
             .client
             .request(method, format!("{}{path}", self.address))
@@ -312,7 +355,12 @@ impl TestApp {
     /// Registers `email` with a valid password and name.
     pub async fn register(&self, email: &str) -> User {
         let reply = self
-            .request(Method::POST, "/auth/register", None, Some(json!({"email": email, "password": "correct horse", "name": "Test User"})))
+            .request(
+                Method::POST,
+                "/auth/register",
+                None,
+                Some(json!({"email": email, "password": "correct horse", "name": "Test User"})),
+            )
             .await;
         let body = reply.assert_status(201);
         User {
@@ -330,7 +378,10 @@ impl TestApp {
     /// Adds a task and returns it.
     pub async fn add_task(&self, user: &User, agent: &str, title: &str, priority: i64) -> Value {
         let body = json!({"title": title, "priority": priority});
-        self.post(&format!("/api/agents/{agent}/backlog"), user, body).await.assert_status(201).clone()
+        self.post(&format!("/api/agents/{agent}/backlog"), user, body)
+            .await
+            .assert_status(201)
+            .clone()
     }
 
     /// The actions of an agent's activity, newest first.
@@ -349,10 +400,18 @@ impl TestApp {
         let finished = matches!(status, "complete" | "failed");
         let now = chrono::Utc::now();
         let sql = match (self.db.backend, finished) {
-            (Backend::Sqlite, true) => "UPDATE tasks SET status = $1, completed_at = $3, attempts = 1 WHERE id = $2",
-            (Backend::Sqlite, false) => "UPDATE tasks SET status = $1, started_at = $3 WHERE id = $2",
-            (Backend::Postgres, true) => "UPDATE tasks SET status = $1, completed_at = $3::timestamptz, attempts = 1 WHERE id = $2",
-            (Backend::Postgres, false) => "UPDATE tasks SET status = $1, started_at = $3::timestamptz WHERE id = $2",
+            (Backend::Sqlite, true) => {
+                "UPDATE tasks SET status = $1, completed_at = $3, attempts = 1 WHERE id = $2"
+            }
+            (Backend::Sqlite, false) => {
+                "UPDATE tasks SET status = $1, started_at = $3 WHERE id = $2"
+            }
+            (Backend::Postgres, true) => {
+                "UPDATE tasks SET status = $1, completed_at = $3::timestamptz, attempts = 1 WHERE id = $2"
+            }
+            (Backend::Postgres, false) => {
+                "UPDATE tasks SET status = $1, started_at = $3::timestamptz WHERE id = $2"
+            }
         };
         let stamp = match self.db.backend {
             Backend::Sqlite => now.to_rfc3339_opts(chrono::SecondsFormat::Micros, false),
@@ -374,6 +433,11 @@ async fn read(response: reqwest::Response) -> Reply {
     let status = response.status();
     let headers = response.headers().clone();
     let bytes = response.bytes().await.expect("body read");
-    let body = if bytes.is_empty() { Value::Null } else { serde_json::from_slice(&bytes).unwrap_or_else(|_| panic!("not JSON: {}", String::from_utf8_lossy(&bytes))) };
+    let body = if bytes.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&bytes)
+            .unwrap_or_else(|_| panic!("not JSON: {}", String::from_utf8_lossy(&bytes)))
+    };
     Reply { status, headers, body }
 }

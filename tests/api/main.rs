@@ -1,6 +1,8 @@
 //! One integration-test binary: the real `agentd` over HTTP, and the storage conformance
 //! suite, each test on SQLite and on PostgreSQL with a database of its own.
 
+#![allow(clippy::unwrap_used)]
+
 mod helpers;
 
 mod accounts;

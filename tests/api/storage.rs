@@ -177,7 +177,7 @@ async fn tasks_round_trip_and_are_scoped_to_owner_and_agent(store) {
     let finished_at = agentcore::domain::now();
     let done = s.update_task(&owner.id, &id("a"), &t.id, &|current| {
         Ok(TaskChange {
-            write: TaskWrite::Update(Task { status: TaskStatus::Complete, result: Some("answer".into()), attempts: 1, completed_at: Some(finished_at), usage: Some(agentcore::domain::task::Usage { input_tokens: 12, output_tokens: 34 }), ..current.clone() }),
+            write: TaskWrite::Update(Box::new(Task { status: TaskStatus::Complete, result: Some("answer".into()), attempts: 1, completed_at: Some(finished_at), usage: Some(agentcore::domain::task::Usage { input_tokens: 12, output_tokens: 34 }), ..current.clone() })),
             activity: vec![NewActivity::for_task(Action::TaskCompleted, current.id.as_str(), "done")],
         })
     }).await.unwrap();

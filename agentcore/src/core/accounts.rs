@@ -2,9 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{unauthorized_unless, Core, Principal};
-use crate::domain::user::{Credentials, NewUser, User, UserId};
+use super::{Core, Principal, unauthorized_unless};
 use crate::domain::now;
+use crate::domain::user::{Credentials, NewUser, User, UserId};
 use crate::error::{Error, Result};
 use crate::store::UserRecord;
 

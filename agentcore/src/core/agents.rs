@@ -6,7 +6,7 @@ use crate::domain::agent::{
     Agent, AgentDetail, AgentFilter, AgentId, AgentPatch, AgentSummary, NewAgent,
 };
 use crate::domain::now;
-use crate::domain::status::{transition, StatusCommand};
+use crate::domain::status::{StatusCommand, transition};
 use crate::domain::task::{Task, TaskStatus};
 use crate::error::Result;
 use crate::store::AgentChange;
@@ -14,12 +14,17 @@ use crate::store::AgentChange;
 impl Core {
     /// Creates an agent in `idle`. Another agent of the caller with this id is `agent_exists`.
     pub async fn create_agent(&self, who: &Principal, agent: NewAgent) -> Result<Agent> {
-        let activity = NewActivity::new(Action::AgentCreated, format!("Agent '{}' created.", agent.name));
+        let activity =
+            NewActivity::new(Action::AgentCreated, format!("Agent '{}' created.", agent.name));
         self.store().insert_agent(&who.user_id, &agent, now(), &activity).await
     }
 
     /// The caller's agents, oldest first.
-    pub async fn list_agents(&self, who: &Principal, filter: &AgentFilter) -> Result<Vec<AgentSummary>> {
+    pub async fn list_agents(
+        &self,
+        who: &Principal,
+        filter: &AgentFilter,
+    ) -> Result<Vec<AgentSummary>> {
         let agents = self.store().list_agents(&who.user_id, filter).await?;
         Ok(agents.into_iter().map(AgentSummary::from).collect())
     }
@@ -33,7 +38,12 @@ impl Core {
     }
 
     /// Changes the supplied fields. A `status` has the effects of the matching command.
-    pub async fn update_agent(&self, who: &Principal, id: &AgentId, patch: AgentPatch) -> Result<Agent> {
+    pub async fn update_agent(
+        &self,
+        who: &Principal,
+        id: &AgentId,
+        patch: AgentPatch,
+    ) -> Result<Agent> {
         self.store()
             .update_agent(&who.user_id, id, &|current| Ok(apply_patch(current, &patch)))
             .await
@@ -57,11 +67,21 @@ impl Core {
     }
 
     /// Toggles vacation (`None`) or sets it; ending it restores `active`, else `idle`.
-    pub async fn set_vacation(&self, who: &Principal, id: &AgentId, enabled: Option<bool>) -> Result<Agent> {
+    pub async fn set_vacation(
+        &self,
+        who: &Principal,
+        id: &AgentId,
+        enabled: Option<bool>,
+    ) -> Result<Agent> {
         self.command(who, id, StatusCommand::Vacation(enabled)).await
     }
 
-    async fn command(&self, who: &Principal, id: &AgentId, command: StatusCommand) -> Result<Agent> {
+    async fn command(
+        &self,
+        who: &Principal,
+        id: &AgentId,
+        command: StatusCommand,
+    ) -> Result<Agent> {
         self.store()
             .update_agent(&who.user_id, id, &|current| {
                 let next = transition(current.status, current.status_before_vacation, command);
@@ -115,10 +135,14 @@ fn apply_patch(current: &Agent, patch: &AgentPatch) -> Option<AgentChange> {
     }
     let mut activity = Vec::new();
     if !changed.is_empty() {
-        activity.push(NewActivity::new(Action::AgentUpdated, format!("Updated {}.", changed.join(", "))));
+        activity.push(NewActivity::new(
+            Action::AgentUpdated,
+            format!("Updated {}.", changed.join(", ")),
+        ));
     }
     if let Some(status) = patch.status {
-        let moved = transition(current.status, current.status_before_vacation, StatusCommand::Set(status));
+        let moved =
+            transition(current.status, current.status_before_vacation, StatusCommand::Set(status));
         next.status = moved.status;
         next.status_before_vacation = moved.status_before_vacation;
         activity.extend(moved.activity);

@@ -38,7 +38,12 @@ impl Core {
     }
 
     /// The agent's tasks in creation order, optionally only those in one status.
-    pub async fn tasks(&self, who: &Principal, agent: &AgentId, status: Option<TaskStatus>) -> Result<Vec<Task>> {
+    pub async fn tasks(
+        &self,
+        who: &Principal,
+        agent: &AgentId,
+        status: Option<TaskStatus>,
+    ) -> Result<Vec<Task>> {
         let mut tasks = self.store().tasks(&who.user_id, agent, status).await?;
         tasks.sort_by(|a, b| a.created_at.cmp(&b.created_at).then_with(|| a.id.cmp(&b.id)));
         Ok(tasks)
@@ -49,7 +54,13 @@ impl Core {
     }
 
     /// Changes a queued task; any other status is `task_not_editable`.
-    pub async fn update_task(&self, who: &Principal, agent: &AgentId, id: &TaskId, patch: TaskPatch) -> Result<Task> {
+    pub async fn update_task(
+        &self,
+        who: &Principal,
+        agent: &AgentId,
+        id: &TaskId,
+        patch: TaskPatch,
+    ) -> Result<Task> {
         self.store()
             .update_task(&who.user_id, agent, id, &|current| {
                 require(current, TaskStatus::Queued, "edited")?;
@@ -69,7 +80,10 @@ impl Core {
                     id.as_str(),
                     format!("Task '{}' updated.", next.title),
                 );
-                Ok(TaskChange { write: TaskWrite::Update(next), activity: vec![activity] })
+                Ok(TaskChange {
+                    write: TaskWrite::Update(Box::new(next)),
+                    activity: vec![activity],
+                })
             })
             .await
     }
@@ -81,7 +95,9 @@ impl Core {
                 if current.status == TaskStatus::InProgress {
                     return Err(Error::conflict(
                         Conflict::TaskNotEditable,
-                        format!("Task '{id}' is in progress and cannot be deleted until it finishes."),
+                        format!(
+                            "Task '{id}' is in progress and cannot be deleted until it finishes."
+                        ),
                     ));
                 }
                 let activity = NewActivity::for_task(
@@ -116,13 +132,21 @@ impl Core {
                     id.as_str(),
                     format!("Task '{}' queued again after failing.", current.title),
                 );
-                Ok(TaskChange { write: TaskWrite::Update(next), activity: vec![activity] })
+                Ok(TaskChange {
+                    write: TaskWrite::Update(Box::new(next)),
+                    activity: vec![activity],
+                })
             })
             .await
     }
 
     /// The agent's activity, newest first.
-    pub async fn activity(&self, who: &Principal, agent: &AgentId, query: &ActivityQuery) -> Result<Vec<ActivityEntry>> {
+    pub async fn activity(
+        &self,
+        who: &Principal,
+        agent: &AgentId,
+        query: &ActivityQuery,
+    ) -> Result<Vec<ActivityEntry>> {
         self.store().activity(&who.user_id, agent, query).await
     }
 }

@@ -252,7 +252,9 @@ mod tests {
 
     #[test]
     fn model_names_name_a_provider() {
-        for good in ["echo", "openai:gpt-4o-mini", "anthropic:claude-sonnet-4", "openai:llama3.1:8b"] {
+        for good in
+            ["echo", "openai:gpt-4o-mini", "anthropic:claude-sonnet-4", "openai:llama3.1:8b"]
+        {
             assert!(AgentFields::model(good).is_ok(), "{good:?} was refused");
         }
         for bad in ["", "gpt-4o", "openai:", "mistral:large", "openai:a b"] {

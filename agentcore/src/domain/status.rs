@@ -36,10 +36,16 @@ pub fn transition(
     before_vacation: Option<AgentStatus>,
     command: StatusCommand,
 ) -> Transition {
-    let unchanged = Transition { status: current, status_before_vacation: before_vacation, activity: None };
-    let to = |status: AgentStatus, remembered: Option<AgentStatus>, action: Action, details: String| {
-        Transition { status, status_before_vacation: remembered, activity: Some(NewActivity::new(action, details)) }
-    };
+    let unchanged =
+        Transition { status: current, status_before_vacation: before_vacation, activity: None };
+    let to =
+        |status: AgentStatus, remembered: Option<AgentStatus>, action: Action, details: String| {
+            Transition {
+                status,
+                status_before_vacation: remembered,
+                activity: Some(NewActivity::new(action, details)),
+            }
+        };
     let on_vacation = current == AgentStatus::Vacation;
     match command {
         StatusCommand::Start if current == AgentStatus::Active => unchanged,
@@ -67,7 +73,12 @@ pub fn transition(
                 Some(AgentStatus::Active) => AgentStatus::Active,
                 _ => AgentStatus::Idle,
             };
-            to(restored, None, Action::VacationEnded, format!("Vacation ended; status is {restored} again."))
+            to(
+                restored,
+                None,
+                Action::VacationEnded,
+                format!("Vacation ended; status is {restored} again."),
+            )
         }
         StatusCommand::Vacation(_) => unchanged,
         StatusCommand::Set(status) if status == current => unchanged,
@@ -85,7 +96,11 @@ mod tests {
     use super::AgentStatus::*;
     use super::*;
 
-    fn after(current: AgentStatus, before: Option<AgentStatus>, command: StatusCommand) -> (AgentStatus, Option<AgentStatus>, Option<Action>) {
+    fn after(
+        current: AgentStatus,
+        before: Option<AgentStatus>,
+        command: StatusCommand,
+    ) -> (AgentStatus, Option<AgentStatus>, Option<Action>) {
         let t = transition(current, before, command);
         (t.status, t.status_before_vacation, t.activity.map(|a| a.action))
     }
@@ -93,7 +108,10 @@ mod tests {
     #[test]
     fn start_makes_any_agent_active_and_forgets_vacation() {
         for from in [Idle, Vacation, Error] {
-            assert_eq!(after(from, Some(Idle), StatusCommand::Start), (Active, None, Some(Action::AgentStarted)));
+            assert_eq!(
+                after(from, Some(Idle), StatusCommand::Start),
+                (Active, None, Some(Action::AgentStarted))
+            );
         }
         assert_eq!(after(Active, None, StatusCommand::Start), (Active, None, None));
     }
@@ -101,7 +119,10 @@ mod tests {
     #[test]
     fn stop_makes_any_agent_idle() {
         for from in [Active, Vacation, Error] {
-            assert_eq!(after(from, None, StatusCommand::Stop), (Idle, None, Some(Action::AgentStopped)));
+            assert_eq!(
+                after(from, None, StatusCommand::Stop),
+                (Idle, None, Some(Action::AgentStopped))
+            );
         }
         assert_eq!(after(Idle, None, StatusCommand::Stop), (Idle, None, None));
     }
@@ -109,17 +130,29 @@ mod tests {
     #[test]
     fn vacation_toggles_and_restores_active_or_idle() {
         let toggle = StatusCommand::Vacation(None);
-        assert_eq!(after(Active, None, toggle), (Vacation, Some(Active), Some(Action::VacationStarted)));
-        assert_eq!(after(Vacation, Some(Active), toggle), (Active, None, Some(Action::VacationEnded)));
+        assert_eq!(
+            after(Active, None, toggle),
+            (Vacation, Some(Active), Some(Action::VacationStarted))
+        );
+        assert_eq!(
+            after(Vacation, Some(Active), toggle),
+            (Active, None, Some(Action::VacationEnded))
+        );
         assert_eq!(after(Vacation, Some(Idle), toggle), (Idle, None, Some(Action::VacationEnded)));
-        assert_eq!(after(Error, None, toggle), (Vacation, Some(Error), Some(Action::VacationStarted)));
+        assert_eq!(
+            after(Error, None, toggle),
+            (Vacation, Some(Error), Some(Action::VacationStarted))
+        );
         assert_eq!(after(Vacation, Some(Error), toggle), (Idle, None, Some(Action::VacationEnded)));
         assert_eq!(after(Vacation, None, toggle), (Idle, None, Some(Action::VacationEnded)));
     }
 
     #[test]
     fn explicit_vacation_settings_are_idempotent() {
-        assert_eq!(after(Vacation, Some(Active), StatusCommand::Vacation(Some(true))), (Vacation, Some(Active), None));
+        assert_eq!(
+            after(Vacation, Some(Active), StatusCommand::Vacation(Some(true))),
+            (Vacation, Some(Active), None)
+        );
         assert_eq!(after(Idle, None, StatusCommand::Vacation(Some(false))), (Idle, None, None));
         assert_eq!(after(Idle, None, StatusCommand::Vacation(Some(true))).0, Vacation);
         assert_eq!(after(Vacation, Some(Active), StatusCommand::Vacation(Some(false))).0, Active);
@@ -127,9 +160,18 @@ mod tests {
 
     #[test]
     fn setting_a_status_directly_logs_a_status_change() {
-        assert_eq!(after(Idle, None, StatusCommand::Set(Active)), (Active, None, Some(Action::StatusChanged)));
-        assert_eq!(after(Active, None, StatusCommand::Set(Vacation)), (Vacation, Some(Active), Some(Action::StatusChanged)));
-        assert_eq!(after(Vacation, Some(Active), StatusCommand::Set(Error)), (Error, None, Some(Action::StatusChanged)));
+        assert_eq!(
+            after(Idle, None, StatusCommand::Set(Active)),
+            (Active, None, Some(Action::StatusChanged))
+        );
+        assert_eq!(
+            after(Active, None, StatusCommand::Set(Vacation)),
+            (Vacation, Some(Active), Some(Action::StatusChanged))
+        );
+        assert_eq!(
+            after(Vacation, Some(Active), StatusCommand::Set(Error)),
+            (Error, None, Some(Action::StatusChanged))
+        );
         assert_eq!(after(Error, None, StatusCommand::Set(Error)), (Error, None, None));
     }
 }

@@ -53,10 +53,13 @@ macro_rules! sql_store {
                     .execute(self.writer())
                     .await
                     .map_err(|e| {
-                        db_error(e, Some(Error::conflict(
-                            Conflict::EmailTaken,
-                            "An account with this email already exists.",
-                        )))
+                        db_error(
+                            e,
+                            Some(Error::conflict(
+                                Conflict::EmailTaken,
+                                "An account with this email already exists.",
+                            )),
+                        )
                     })?;
                 Ok(())
             }
@@ -107,10 +110,13 @@ macro_rules! sql_store {
                     .execute(&mut *tx)
                     .await
                     .map_err(|e| {
-                        db_error(e, Some(Error::conflict(
-                            Conflict::AgentExists,
-                            format!("You already have an agent with id '{}'.", agent.id),
-                        )))
+                        db_error(
+                            e,
+                            Some(Error::conflict(
+                                Conflict::AgentExists,
+                                format!("You already have an agent with id '{}'.", agent.id),
+                            )),
+                        )
                     })?;
                 insert_activity(&mut tx, owner, &agent.id, activity, at).await?;
                 let row: AgentRow = sqlx::query_as(&sql::select_agent())
@@ -122,7 +128,11 @@ macro_rules! sql_store {
                 Agent::try_from(row)
             }
 
-            async fn list_agents(&self, owner: &UserId, filter: &AgentFilter) -> Result<Vec<Agent>> {
+            async fn list_agents(
+                &self,
+                owner: &UserId,
+                filter: &AgentFilter,
+            ) -> Result<Vec<Agent>> {
                 let rows: Vec<AgentRow> = sqlx::query_as(&sql::select_agents())
                     .bind(owner.as_str())
                     .bind(&filter.workspace)
@@ -192,7 +202,12 @@ macro_rules! sql_store {
                 Ok(())
             }
 
-            async fn insert_task(&self, owner: &UserId, task: &Task, activity: &NewActivity) -> Result<()> {
+            async fn insert_task(
+                &self,
+                owner: &UserId,
+                task: &Task,
+                activity: &NewActivity,
+            ) -> Result<()> {
                 let mut tx = self.begin_write().await?;
                 lock_agent(&mut tx, owner, &task.agent_id).await?;
                 sqlx::query(sql::INSERT_TASK)
@@ -288,7 +303,7 @@ macro_rules! sql_store {
                             .bind(task.completed_at)
                             .execute(&mut *tx)
                             .await?;
-                        task
+                        *task
                     }
                 };
                 for entry in &change.activity {

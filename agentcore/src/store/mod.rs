@@ -67,7 +67,9 @@ impl DatabaseUrl {
             (Some(scheme_end), Some(at)) if at > scheme_end => {
                 let userinfo = &url[scheme_end + 3..at];
                 match userinfo.split_once(':') {
-                    Some((user, _)) => format!("{}{user}:***{}", &url[..scheme_end + 3], &url[at..]),
+                    Some((user, _)) => {
+                        format!("{}{user}:***{}", &url[..scheme_end + 3], &url[at..])
+                    }
                     None => url.to_owned(),
                 }
             }
@@ -123,7 +125,7 @@ pub struct AgentChange {
 /// What happens to a task after a command.
 #[derive(Debug, Clone)]
 pub enum TaskWrite {
-    Update(Task),
+    Update(Box<Task>),
     Delete,
 }
 

@@ -10,7 +10,7 @@ use sqlx::{Pool, Postgres, Transaction};
 use super::common::sql_store;
 use super::rows::{self, ActivityRow, AgentRow, TaskRow, UserRow};
 use super::{
-    db_error, sql, AgentDecision, Backend, DatabaseUrl, TaskDecision, TaskWrite, UserRecord,
+    AgentDecision, Backend, DatabaseUrl, TaskDecision, TaskWrite, UserRecord, db_error, sql,
 };
 use crate::domain::activity::{ActivityEntry, ActivityQuery, NewActivity};
 use crate::domain::agent::{Agent, AgentFilter, AgentId, NewAgent};

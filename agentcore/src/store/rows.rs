@@ -108,7 +108,9 @@ impl TryFrom<TaskRow> for Task {
 
     fn try_from(row: TaskRow) -> Result<Self> {
         let usage = match (row.input_tokens, row.output_tokens) {
-            (Some(input_tokens), Some(output_tokens)) => Some(Usage { input_tokens, output_tokens }),
+            (Some(input_tokens), Some(output_tokens)) => {
+                Some(Usage { input_tokens, output_tokens })
+            }
             _ => None,
         };
         Ok(Task {

@@ -1,8 +1,7 @@
 //! SQL both backends run as written. `$n` placeholders work on SQLite too (sqlx binds them by
 //! number). Statements that differ per dialect live in the backend's own module.
 
-pub(super) const INSERT_SECRET: &str =
-    "INSERT INTO secrets (name, value, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING";
+pub(super) const INSERT_SECRET: &str = "INSERT INTO secrets (name, value, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING";
 pub(super) const SELECT_SECRET: &str = "SELECT value FROM secrets WHERE name = $1";
 
 pub(super) const INSERT_USER: &str = "INSERT INTO users \

@@ -16,7 +16,7 @@ use sqlx::{Pool, Sqlite, Transaction};
 use super::common::sql_store;
 use super::rows::{self, ActivityRow, AgentRow, TaskRow, UserRow};
 use super::{
-    db_error, sql, AgentDecision, Backend, DatabaseUrl, TaskDecision, TaskWrite, UserRecord,
+    AgentDecision, Backend, DatabaseUrl, TaskDecision, TaskWrite, UserRecord, db_error, sql,
 };
 use crate::domain::activity::{ActivityEntry, ActivityQuery, NewActivity};
 use crate::domain::agent::{Agent, AgentFilter, AgentId, NewAgent};
@@ -50,10 +50,9 @@ impl SqliteStore {
         let in_memory = options.get_filename().to_string_lossy().is_empty()
             || url.expose().contains(":memory:")
             || url.expose().contains("mode=memory");
-        if !in_memory {
-            if let Some(dir) = options.get_filename().parent().filter(|d| !d.as_os_str().is_empty()) {
-                std::fs::create_dir_all(dir).map_err(Error::internal)?;
-            }
+        let parent = options.get_filename().parent().filter(|d| !d.as_os_str().is_empty());
+        if let (false, Some(dir)) = (in_memory, parent) {
+            std::fs::create_dir_all(dir).map_err(Error::internal)?;
         }
         let writer = SqlitePoolOptions::new()
             .max_connections(1)

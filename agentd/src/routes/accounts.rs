@@ -1,16 +1,16 @@
 //! `/auth/*`: registering, logging in and out, and who am I.
 
+use axum::Json as Reply;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::Json as Reply;
 
+use agentcore::Session;
 use agentcore::api::{LoginRequest, RegisterRequest, StatusResponse};
 use agentcore::domain::user::User;
-use agentcore::Session;
 
+use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{Caller, Json};
-use crate::AppState;
 
 pub async fn register(
     State(state): State<AppState>,
@@ -27,7 +27,10 @@ pub async fn login(
     Ok(Reply(state.core.login(request.parse()?).await?))
 }
 
-pub async fn me(State(state): State<AppState>, Caller(who): Caller) -> Result<Reply<User>, ApiError> {
+pub async fn me(
+    State(state): State<AppState>,
+    Caller(who): Caller,
+) -> Result<Reply<User>, ApiError> {
     Ok(Reply(state.core.me(&who).await?))
 }
 

@@ -1,21 +1,21 @@
 //! `/api/agents` and `/api/agents/{id}`: agents, their status commands and activity.
 
+use axum::Json as Reply;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::Json as Reply;
 use serde::Deserialize;
 
+use agentcore::ValidationErrors;
 use agentcore::api::{
     ActivityList, AgentList, AgentStatusResponse, CreateAgentRequest, Deleted, UpdateAgentRequest,
     VacationRequest,
 };
 use agentcore::domain::activity::ActivityQuery;
 use agentcore::domain::agent::{Agent, AgentDetail, AgentFilter};
-use agentcore::ValidationErrors;
 
-use crate::error::ApiError;
-use crate::extract::{agent_id, Caller, Json, OptionalJson, Params};
 use crate::AppState;
+use crate::error::ApiError;
+use crate::extract::{Caller, Json, OptionalJson, Params, agent_id};
 
 #[derive(Debug, Deserialize)]
 pub struct ListParams {
@@ -118,7 +118,12 @@ pub async fn activity(
     let id = agent_id(&id)?;
     let mut errors = ValidationErrors::new();
     let limit = params.limit.map(|raw| {
-        errors.check("limit", raw.parse::<i64>().map_err(|_| "must be an integer".into()).and_then(ActivityQuery::limit))
+        errors.check(
+            "limit",
+            raw.parse::<i64>()
+                .map_err(|_| "must be an integer".into())
+                .and_then(ActivityQuery::limit),
+        )
     });
     let before = params.before.map(|raw| {
         errors.check(

@@ -1,17 +1,17 @@
 //! `/api/agents/{id}/backlog`: an agent's tasks.
 
+use axum::Json as Reply;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::Json as Reply;
 use serde::Deserialize;
 
+use agentcore::ValidationErrors;
 use agentcore::api::{CreateTaskRequest, Deleted, TaskList, UpdateTaskRequest};
 use agentcore::domain::task::Task;
-use agentcore::ValidationErrors;
 
-use crate::error::ApiError;
-use crate::extract::{agent_id, task_id, Caller, Json, Params};
 use crate::AppState;
+use crate::error::ApiError;
+use crate::extract::{Caller, Json, Params, agent_id, task_id};
 
 pub async fn add(
     State(state): State<AppState>,

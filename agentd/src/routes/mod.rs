@@ -5,8 +5,8 @@ mod agents;
 mod backlog;
 mod ops;
 
-use axum::routing::{get, post};
 use axum::Router;
+use axum::routing::{get, post};
 
 use crate::AppState;
 

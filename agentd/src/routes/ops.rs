@@ -1,11 +1,11 @@
 //! Operational routes: liveness and readiness.
 
-use axum::extract::State;
 use axum::Json as Reply;
-use serde_json::{json, Value};
+use axum::extract::State;
+use serde_json::{Value, json};
 
-use crate::error::ApiError;
 use crate::AppState;
+use crate::error::ApiError;
 
 /// The process is up and serving.
 pub async fn healthz() -> Reply<Value> {
