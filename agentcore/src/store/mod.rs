@@ -38,9 +38,11 @@ impl DatabaseUrl {
         Self(SecretString::from(url.into()))
     }
 
-    /// The SQLite file at `path`, created on first use.
+    /// The SQLite file at `path`, created on first use. Characters that mean something in a
+    /// URL are escaped, so any path works.
     pub fn sqlite_file(path: &std::path::Path) -> Self {
-        Self::new(format!("sqlite://{}", path.display()))
+        let escaped = path.display().to_string().replace('%', "%25").replace('?', "%3F").replace('#', "%23");
+        Self::new(format!("sqlite://{escaped}"))
     }
 
     pub fn backend(&self) -> Result<Backend> {
@@ -239,6 +241,16 @@ mod tests {
         let shown = format!("{url:?}");
         assert!(!shown.contains("hunter2"), "{shown}");
         assert!(shown.contains("app:***@db.internal"), "{shown}");
+    }
+
+    #[tokio::test]
+    async fn sqlite_files_may_have_any_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("odd 100% ?#name").join("agentd.db");
+        let store = connect(&DatabaseUrl::sqlite_file(&path)).await.unwrap();
+        store.ping().await.unwrap();
+        store.close().await;
+        assert!(path.exists(), "{} was not created", path.display());
     }
 
     #[test]
