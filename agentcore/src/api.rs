@@ -5,8 +5,11 @@
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::domain::activity::ActivityEntry;
-use crate::domain::agent::{AgentFields, AgentId, AgentPatch, AgentStatus, AgentSummary, NewAgent};
-use crate::domain::task::{NewTask, Task, TaskFields, TaskPatch};
+use crate::domain::agent::{
+    AgentId, AgentName, AgentPatch, AgentStatus, AgentSummary, ChannelName, ModelName, NewAgent,
+    RolePrompt, ThrottleSeconds, Workspace,
+};
+use crate::domain::task::{NewTask, Priority, Task, TaskDescription, TaskPatch, TaskTitle};
 use crate::domain::user::{Credentials, Email, NewUser, Password, UserName};
 use crate::error::ValidationErrors;
 
@@ -90,19 +93,19 @@ impl CreateAgentRequest {
     pub fn parse(&self) -> Result<NewAgent, ValidationErrors> {
         let mut e = ValidationErrors::new();
         let id = required(&mut e, "id", &self.id).and_then(|v| e.check("id", AgentId::parse(v)));
-        let name = required(&mut e, "name", &self.name)
-            .and_then(|v| e.check("name", AgentFields::name(v)));
+        let name =
+            required(&mut e, "name", &self.name).and_then(|v| e.check("name", AgentName::parse(v)));
         let role_prompt = required(&mut e, "role_prompt", &self.role_prompt)
-            .and_then(|v| e.check("role_prompt", AgentFields::role_prompt(v)));
+            .and_then(|v| e.check("role_prompt", RolePrompt::parse(v)));
         let channel = required(&mut e, "channel", &self.channel)
-            .and_then(|v| e.check("channel", AgentFields::channel(v)));
+            .and_then(|v| e.check("channel", ChannelName::parse(v)));
         let workspace =
-            self.workspace.as_deref().map(|v| e.check("workspace", AgentFields::workspace(v)));
+            self.workspace.as_deref().map(|v| e.check("workspace", Workspace::parse(v)));
         let throttle = e.check(
             "throttle_seconds",
-            AgentFields::throttle_seconds(self.throttle_seconds.unwrap_or(0.0)),
+            ThrottleSeconds::parse(self.throttle_seconds.unwrap_or(0.0)),
         );
-        let model = self.model.as_deref().map(|v| e.check("model", AgentFields::model(v)));
+        let model = self.model.as_deref().map(|v| e.check("model", ModelName::parse(v)));
         match (id, name, role_prompt, channel, throttle) {
             (Some(id), Some(name), Some(role_prompt), Some(channel), Some(throttle_seconds))
                 if e.is_empty() =>
@@ -139,18 +142,18 @@ impl UpdateAgentRequest {
     pub fn parse(&self) -> Result<AgentPatch, ValidationErrors> {
         let mut e = ValidationErrors::new();
         let patch = AgentPatch {
-            name: self.name.as_deref().and_then(|v| e.check("name", AgentFields::name(v))),
+            name: self.name.as_deref().and_then(|v| e.check("name", AgentName::parse(v))),
             role_prompt: self
                 .role_prompt
                 .as_deref()
-                .and_then(|v| e.check("role_prompt", AgentFields::role_prompt(v))),
+                .and_then(|v| e.check("role_prompt", RolePrompt::parse(v))),
             channel: self
                 .channel
                 .as_deref()
-                .and_then(|v| e.check("channel", AgentFields::channel(v))),
+                .and_then(|v| e.check("channel", ChannelName::parse(v))),
             workspace: self.workspace.as_ref().and_then(|v| match v {
                 None => Some(None),
-                Some(v) => e.check("workspace", AgentFields::workspace(v)).map(Some),
+                Some(v) => e.check("workspace", Workspace::parse(v)).map(Some),
             }),
             status: self
                 .status
@@ -158,10 +161,10 @@ impl UpdateAgentRequest {
                 .and_then(|v| e.check("status", v.parse::<AgentStatus>())),
             throttle_seconds: self
                 .throttle_seconds
-                .and_then(|v| e.check("throttle_seconds", AgentFields::throttle_seconds(v))),
+                .and_then(|v| e.check("throttle_seconds", ThrottleSeconds::parse(v))),
             model: self.model.as_ref().and_then(|v| match v {
                 None => Some(None),
-                Some(v) => e.check("model", AgentFields::model(v)).map(Some),
+                Some(v) => e.check("model", ModelName::parse(v)).map(Some),
             }),
         };
         if e.is_empty() { Ok(patch) } else { Err(e) }
@@ -185,14 +188,14 @@ impl CreateTaskRequest {
     pub fn parse(&self) -> Result<NewTask, ValidationErrors> {
         let mut e = ValidationErrors::new();
         let title = required(&mut e, "title", &self.title)
-            .and_then(|v| e.check("title", TaskFields::title(v)));
+            .and_then(|v| e.check("title", TaskTitle::parse(v)));
         let description =
-            self.description.as_deref().map(|v| e.check("description", TaskFields::description(v)));
-        let priority = e.check("priority", TaskFields::priority(self.priority.unwrap_or(0)));
+            self.description.as_deref().map(|v| e.check("description", TaskDescription::parse(v)));
+        let priority = e.check("priority", Priority::parse(self.priority.unwrap_or(0)));
         match (title, priority) {
             (Some(title), Some(priority)) if e.is_empty() => Ok(NewTask {
                 title,
-                description: description.flatten().filter(|d| !d.is_empty()),
+                description: description.flatten().filter(|d| !d.as_str().is_empty()),
                 priority,
             }),
             _ => Err(e),
@@ -212,12 +215,12 @@ impl UpdateTaskRequest {
     pub fn parse(&self) -> Result<TaskPatch, ValidationErrors> {
         let mut e = ValidationErrors::new();
         let patch = TaskPatch {
-            title: self.title.as_deref().and_then(|v| e.check("title", TaskFields::title(v))),
+            title: self.title.as_deref().and_then(|v| e.check("title", TaskTitle::parse(v))),
             description: self.description.as_ref().and_then(|v| match v.as_deref() {
                 None | Some("") => Some(None),
-                Some(v) => e.check("description", TaskFields::description(v)).map(Some),
+                Some(v) => e.check("description", TaskDescription::parse(v)).map(Some),
             }),
-            priority: self.priority.and_then(|v| e.check("priority", TaskFields::priority(v))),
+            priority: self.priority.and_then(|v| e.check("priority", Priority::parse(v))),
         };
         if e.is_empty() { Ok(patch) } else { Err(e) }
     }

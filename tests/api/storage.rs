@@ -2,7 +2,10 @@
 //! both backends, each test on a fresh database.
 
 use agentcore::domain::activity::{Action, ActivityQuery, NewActivity};
-use agentcore::domain::agent::{Agent, AgentFilter, AgentId, AgentStatus, NewAgent};
+use agentcore::domain::agent::{
+    Agent, AgentFilter, AgentId, AgentName, AgentStatus, ChannelName, ModelName, NewAgent,
+    RolePrompt, ThrottleSeconds, Workspace,
+};
 use agentcore::domain::task::{Task, TaskId, TaskStatus};
 use agentcore::domain::user::UserId;
 use agentcore::store::{AgentChange, TaskChange, TaskWrite, UserRecord};
@@ -26,12 +29,12 @@ fn user(email: &str) -> UserRecord {
 fn new_agent(id: &str, workspace: Option<&str>) -> NewAgent {
     NewAgent {
         id: AgentId::parse(id).unwrap(),
-        name: format!("Agent {id}"),
-        role_prompt: "Be useful.".into(),
-        channel: "general".into(),
-        workspace: workspace.map(str::to_owned),
-        throttle_seconds: 2.5,
-        model: Some("echo".into()),
+        name: AgentName::parse(&format!("Agent {id}")).unwrap(),
+        role_prompt: RolePrompt::parse("Be useful.").unwrap(),
+        channel: ChannelName::parse("general").unwrap(),
+        workspace: workspace.map(|w| Workspace::parse(w).unwrap()),
+        throttle_seconds: ThrottleSeconds::parse(2.5).unwrap(),
+        model: Some(ModelName::parse("echo").unwrap()),
     }
 }
 

@@ -110,28 +110,30 @@ fn apply_patch(current: &Agent, patch: &AgentPatch) -> Option<AgentChange> {
         }
     };
     if let Some(name) = &patch.name {
-        set("name", *name != next.name);
-        next.name.clone_from(name);
+        set("name", name.as_str() != next.name);
+        next.name = name.as_str().to_owned();
     }
     if let Some(role_prompt) = &patch.role_prompt {
-        set("role_prompt", *role_prompt != next.role_prompt);
-        next.role_prompt.clone_from(role_prompt);
+        set("role_prompt", role_prompt.as_str() != next.role_prompt);
+        next.role_prompt = role_prompt.as_str().to_owned();
     }
     if let Some(channel) = &patch.channel {
-        set("channel", *channel != next.channel);
-        next.channel.clone_from(channel);
+        set("channel", channel.as_str() != next.channel);
+        next.channel = channel.as_str().to_owned();
     }
     if let Some(workspace) = &patch.workspace {
-        set("workspace", *workspace != next.workspace);
-        next.workspace.clone_from(workspace);
+        let workspace = owned(workspace);
+        set("workspace", workspace != next.workspace);
+        next.workspace = workspace;
     }
     if let Some(throttle) = patch.throttle_seconds {
-        set("throttle_seconds", throttle != next.throttle_seconds);
-        next.throttle_seconds = throttle;
+        set("throttle_seconds", throttle.get() != next.throttle_seconds);
+        next.throttle_seconds = throttle.get();
     }
     if let Some(model) = &patch.model {
-        set("model", *model != next.model);
-        next.model.clone_from(model);
+        let model = owned(model);
+        set("model", model != next.model);
+        next.model = model;
     }
     let mut activity = Vec::new();
     if !changed.is_empty() {
@@ -152,6 +154,10 @@ fn apply_patch(current: &Agent, patch: &AgentPatch) -> Option<AgentChange> {
     }
     next.updated_at = now();
     Some(AgentChange { agent: next, activity })
+}
+
+fn owned<T: AsRef<str>>(value: &Option<T>) -> Option<String> {
+    value.as_ref().map(|v| v.as_ref().to_owned())
 }
 
 /// In progress first, then queued in run order (priority, then age), then finished ones

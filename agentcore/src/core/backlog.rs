@@ -4,7 +4,7 @@ use super::{Core, Principal};
 use crate::domain::activity::{Action, ActivityEntry, ActivityQuery, NewActivity};
 use crate::domain::agent::AgentId;
 use crate::domain::now;
-use crate::domain::task::{NewTask, Task, TaskId, TaskPatch, TaskStatus};
+use crate::domain::task::{NewTask, Task, TaskDescription, TaskId, TaskPatch, TaskStatus};
 use crate::error::{Conflict, Error, Result};
 use crate::store::{TaskChange, TaskWrite};
 
@@ -15,9 +15,9 @@ impl Core {
         let task = Task {
             id: TaskId::generate(),
             agent_id: agent.clone(),
-            title: task.title,
-            description: task.description,
-            priority: task.priority,
+            title: task.title.into_inner(),
+            description: task.description.map(TaskDescription::into_inner),
+            priority: task.priority.get(),
             status: TaskStatus::Queued,
             result: None,
             error: None,
@@ -66,13 +66,13 @@ impl Core {
                 require(current, TaskStatus::Queued, "edited")?;
                 let mut next = current.clone();
                 if let Some(title) = &patch.title {
-                    next.title.clone_from(title);
+                    next.title = title.as_str().to_owned();
                 }
                 if let Some(description) = &patch.description {
-                    next.description.clone_from(description);
+                    next.description = description.as_ref().map(|d| d.as_str().to_owned());
                 }
                 if let Some(priority) = patch.priority {
-                    next.priority = priority;
+                    next.priority = priority.get();
                 }
                 next.updated_at = now();
                 let activity = NewActivity::for_task(

@@ -82,42 +82,39 @@ impl FromStr for AgentStatus {
     }
 }
 
-/// Validated agent fields; each `parse` states the contract's bounds.
-#[derive(Debug)]
-pub struct AgentFields;
+text::text_newtype!(
+    /// 1 to 100 characters on one line.
+    AgentName,
+    |v| text::non_blank_line(v, 100)
+);
 
-impl AgentFields {
-    pub fn name(value: &str) -> Result<String, String> {
-        text::non_blank_line(value, 100)
-    }
-
-    pub fn role_prompt(value: &str) -> Result<String, String> {
-        if value.trim().is_empty() {
+text::text_newtype!(
+    /// The system prompt: 1 to 32,000 characters, line breaks allowed.
+    RolePrompt,
+    |v| {
+        if v.trim().is_empty() {
             return Err("must not be empty".into());
         }
-        text::text(value, 1, 32_000)
+        text::text(v, 1, 32_000)
     }
+);
 
-    pub fn channel(value: &str) -> Result<String, String> {
-        text::non_blank_line(value, 100)
-    }
+text::text_newtype!(
+    /// The chat channel's name: 1 to 100 characters on one line.
+    ChannelName,
+    |v| text::non_blank_line(v, 100)
+);
 
-    pub fn workspace(value: &str) -> Result<String, String> {
-        text::line(value, 1, 100)
-    }
+text::text_newtype!(
+    /// An optional grouping: 1 to 100 characters on one line.
+    Workspace,
+    |v| text::line(v, 1, 100)
+);
 
-    /// Seconds between tasks: a finite number from 0 to 86,400.
-    pub fn throttle_seconds(value: f64) -> Result<f64, String> {
-        if value.is_finite() && (0.0..=86_400.0).contains(&value) {
-            Ok(value)
-        } else {
-            Err("must be a number from 0 to 86400".into())
-        }
-    }
-
+text::text_newtype!(
     /// `echo`, `openai:<model>` or `anthropic:<model>`.
-    pub fn model(value: &str) -> Result<String, String> {
-        let invalid = || Err("must be 'echo', 'openai:<model>' or 'anthropic:<model>'".to_string());
+    ModelName,
+    |value| {
         if value == "echo" {
             return Ok(value.to_owned());
         }
@@ -129,8 +126,26 @@ impl AgentFields {
             {
                 Ok(value.to_owned())
             }
-            _ => invalid(),
+            _ => Err("must be 'echo', 'openai:<model>' or 'anthropic:<model>'".to_string()),
         }
+    }
+);
+
+/// Seconds to wait between tasks: a finite number from 0 to 86,400.
+#[derive(Debug, Clone, Copy, Default, PartialEq, PartialOrd)]
+pub struct ThrottleSeconds(f64);
+
+impl ThrottleSeconds {
+    pub fn parse(value: f64) -> Result<Self, String> {
+        if value.is_finite() && (0.0..=86_400.0).contains(&value) {
+            Ok(Self(value))
+        } else {
+            Err("must be a number from 0 to 86400".into())
+        }
+    }
+
+    pub fn get(self) -> f64 {
+        self.0
     }
 }
 
@@ -138,25 +153,25 @@ impl AgentFields {
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewAgent {
     pub id: AgentId,
-    pub name: String,
-    pub role_prompt: String,
-    pub channel: String,
-    pub workspace: Option<String>,
-    pub throttle_seconds: f64,
-    pub model: Option<String>,
+    pub name: AgentName,
+    pub role_prompt: RolePrompt,
+    pub channel: ChannelName,
+    pub workspace: Option<Workspace>,
+    pub throttle_seconds: ThrottleSeconds,
+    pub model: Option<ModelName>,
 }
 
 /// A partial update: `None` leaves a field as it is. For the nullable fields the inner `None`
 /// clears the value.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AgentPatch {
-    pub name: Option<String>,
-    pub role_prompt: Option<String>,
-    pub channel: Option<String>,
-    pub workspace: Option<Option<String>>,
+    pub name: Option<AgentName>,
+    pub role_prompt: Option<RolePrompt>,
+    pub channel: Option<ChannelName>,
+    pub workspace: Option<Option<Workspace>>,
     pub status: Option<AgentStatus>,
-    pub throttle_seconds: Option<f64>,
-    pub model: Option<Option<String>>,
+    pub throttle_seconds: Option<ThrottleSeconds>,
+    pub model: Option<Option<ModelName>>,
 }
 
 /// Filters for listing agents.
@@ -242,12 +257,12 @@ mod tests {
 
     #[test]
     fn throttle_is_bounded_and_finite() {
-        assert!(AgentFields::throttle_seconds(0.0).is_ok());
-        assert!(AgentFields::throttle_seconds(0.5).is_ok());
-        assert!(AgentFields::throttle_seconds(86_400.0).is_ok());
-        assert!(AgentFields::throttle_seconds(-1.0).is_err());
-        assert!(AgentFields::throttle_seconds(86_400.5).is_err());
-        assert!(AgentFields::throttle_seconds(f64::NAN).is_err());
+        assert!(ThrottleSeconds::parse(0.0).is_ok());
+        assert!(ThrottleSeconds::parse(0.5).is_ok());
+        assert!(ThrottleSeconds::parse(86_400.0).is_ok());
+        assert!(ThrottleSeconds::parse(-1.0).is_err());
+        assert!(ThrottleSeconds::parse(86_400.5).is_err());
+        assert!(ThrottleSeconds::parse(f64::NAN).is_err());
     }
 
     #[test]
@@ -255,10 +270,10 @@ mod tests {
         for good in
             ["echo", "openai:gpt-4o-mini", "anthropic:claude-sonnet-4", "openai:llama3.1:8b"]
         {
-            assert!(AgentFields::model(good).is_ok(), "{good:?} was refused");
+            assert!(ModelName::parse(good).is_ok(), "{good:?} was refused");
         }
         for bad in ["", "gpt-4o", "openai:", "mistral:large", "openai:a b"] {
-            assert!(AgentFields::model(bad).is_err(), "{bad:?} was accepted");
+            assert!(ModelName::parse(bad).is_err(), "{bad:?} was accepted");
         }
     }
 }

@@ -75,38 +75,47 @@ impl FromStr for TaskStatus {
     }
 }
 
-/// Validated task fields.
-#[derive(Debug)]
-pub struct TaskFields;
+text::text_newtype!(
+    /// 1 to 200 characters on one line.
+    TaskTitle,
+    |v| text::non_blank_line(v, 200)
+);
 
-impl TaskFields {
-    pub fn title(value: &str) -> Result<String, String> {
-        text::non_blank_line(value, 200)
+text::text_newtype!(
+    /// Up to 20,000 characters, line breaks allowed.
+    TaskDescription,
+    |v| text::text(v, 0, 20_000)
+);
+
+/// A 32-bit integer; higher runs first, ties in creation order.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Priority(i32);
+
+impl Priority {
+    pub fn parse(value: i64) -> Result<Self, String> {
+        i32::try_from(value)
+            .map(Self)
+            .map_err(|_| "must be an integer from -2147483648 to 2147483647".into())
     }
 
-    pub fn description(value: &str) -> Result<String, String> {
-        text::text(value, 0, 20_000)
-    }
-
-    /// Any 32-bit integer; higher runs first.
-    pub fn priority(value: i64) -> Result<i32, String> {
-        i32::try_from(value).map_err(|_| "must be an integer from -2147483648 to 2147483647".into())
+    pub fn get(self) -> i32 {
+        self.0
     }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewTask {
-    pub title: String,
-    pub description: Option<String>,
-    pub priority: i32,
+    pub title: TaskTitle,
+    pub description: Option<TaskDescription>,
+    pub priority: Priority,
 }
 
 /// A partial update of a queued task. `description: Some(None)` clears it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TaskPatch {
-    pub title: Option<String>,
-    pub description: Option<Option<String>>,
-    pub priority: Option<i32>,
+    pub title: Option<TaskTitle>,
+    pub description: Option<Option<TaskDescription>>,
+    pub priority: Option<Priority>,
 }
 
 /// Token counts reported by the model provider for a task.

@@ -40,6 +40,43 @@ pub(crate) fn non_blank_line(value: &str, max: usize) -> Result<String, String> 
     line(value, 1, max)
 }
 
+/// Declares a text newtype whose only constructor is `parse`, with the rule `check`.
+macro_rules! text_newtype {
+    ($(#[$meta:meta])* $name:ident, $check:expr) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+        pub struct $name(String);
+
+        impl $name {
+            pub fn parse(value: &str) -> Result<Self, String> {
+                let check: fn(&str) -> Result<String, String> = $check;
+                check(value).map(Self)
+            }
+
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+
+            pub fn into_inner(self) -> String {
+                self.0
+            }
+        }
+
+        impl AsRef<str> for $name {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.pad(&self.0)
+            }
+        }
+    };
+}
+pub(crate) use text_newtype;
+
 #[cfg(test)]
 mod tests {
     use super::*;

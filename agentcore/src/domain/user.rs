@@ -111,19 +111,11 @@ impl Password {
     }
 }
 
-/// A display name: 1 to 100 characters on one line.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UserName(String);
-
-impl UserName {
-    pub fn parse(value: &str) -> Result<Self, String> {
-        text::non_blank_line(value.trim(), 100).map(Self)
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
+text::text_newtype!(
+    /// A display name: 1 to 100 characters on one line, trimmed.
+    UserName,
+    |v| text::non_blank_line(v.trim(), 100)
+);
 
 /// What registration needs.
 #[derive(Debug, Clone)]

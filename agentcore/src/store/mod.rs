@@ -41,7 +41,8 @@ impl DatabaseUrl {
     /// The SQLite file at `path`, created on first use. Characters that mean something in a
     /// URL are escaped, so any path works.
     pub fn sqlite_file(path: &std::path::Path) -> Self {
-        let escaped = path.display().to_string().replace('%', "%25").replace('?', "%3F").replace('#', "%23");
+        let escaped =
+            path.display().to_string().replace('%', "%25").replace('?', "%3F").replace('#', "%23");
         Self::new(format!("sqlite://{escaped}"))
     }
 
