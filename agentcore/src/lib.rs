@@ -22,6 +22,8 @@
 pub mod api;
 mod auth;
 mod core;
+pub mod crypto;
+pub mod discord;
 pub mod domain;
 pub mod error;
 pub mod store;

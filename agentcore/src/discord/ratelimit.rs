@@ -1,0 +1,276 @@
+//! Discord's rate limits, learned from its headers.
+//!
+//! Limits are per bot token. Each route belongs to a bucket (`X-RateLimit-Bucket`), and each
+//! bucket is counted separately per top-level resource (the channel or guild id in the path).
+//! Before a request the limiter waits while its bucket is known to be empty, or while the
+//! token is under a global block, and keeps the token under 50 requests per second. After a
+//! response it records what the headers say; a 429 of any scope blocks until its
+//! `retry_after`. A token that was refused with 401 is never used again until it is replaced.
+
+use std::collections::{HashMap, HashSet};
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use reqwest::header::HeaderMap;
+use tokio::time::Instant;
+
+/// Requests per second Discord allows one bot across all routes.
+pub const GLOBAL_PER_SECOND: u32 = 50;
+
+/// Identifies a token without keeping it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TokenKey(u64);
+
+impl TokenKey {
+    pub fn of(token: &str) -> Self {
+        let mut hasher = DefaultHasher::new();
+        token.hash(&mut hasher);
+        Self(hasher.finish())
+    }
+}
+
+/// One request's place in the limits: its token, route template and top-level resource.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Slot {
+    pub token: TokenKey,
+    pub route: &'static str,
+    pub major: String,
+}
+
+#[derive(Debug, Default)]
+pub struct RateLimiter {
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// Route template to Discord's bucket id, once a response named it.
+    buckets_of_routes: HashMap<(TokenKey, &'static str), String>,
+    buckets: HashMap<(TokenKey, String, String), Bucket>,
+    globals: HashMap<TokenKey, Global>,
+    refused: HashSet<TokenKey>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Bucket {
+    remaining: u32,
+    reset_at: Instant,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Global {
+    blocked_until: Option<Instant>,
+    window_start: Instant,
+    sent: u32,
+}
+
+/// Why a request may not be sent at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TokenRefused;
+
+/// What a response said about the limits.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Observed {
+    pub status: u16,
+    /// `retry_after` from a 429 body (seconds, fractional), preferred over the header.
+    pub retry_after: Option<f64>,
+    /// A 429 body's `global` flag.
+    pub global: bool,
+}
+
+impl RateLimiter {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Waits until `slot` may send, then reserves its place.
+    pub async fn acquire(&self, slot: &Slot) -> Result<(), TokenRefused> {
+        loop {
+            let wait = self.try_reserve(slot, Instant::now())?;
+            match wait {
+                None => return Ok(()),
+                Some(until) => tokio::time::sleep_until(until).await,
+            }
+        }
+    }
+
+    /// Records a response's headers and status.
+    pub fn observe(&self, slot: &Slot, headers: &HeaderMap, observed: Observed) {
+        let now = Instant::now();
+        let mut state = self.lock();
+        if observed.status == 401 {
+            state.refused.insert(slot.token);
+            return;
+        }
+        if let Some(bucket) = header(headers, "x-ratelimit-bucket") {
+            state.buckets_of_routes.insert((slot.token, slot.route), bucket.to_owned());
+        }
+        let key = state.bucket_key(slot);
+        let remaining = header(headers, "x-ratelimit-remaining").and_then(|v| v.parse::<u32>().ok());
+        let reset_after = header(headers, "x-ratelimit-reset-after").and_then(seconds);
+        if let (Some(remaining), Some(reset_after)) = (remaining, reset_after) {
+            let bucket = state.buckets.entry(key.clone()).or_insert(Bucket { remaining, reset_at: now });
+            // Responses may arrive out of order; the lower count is the safer one.
+            let fresh_window = bucket.reset_at <= now;
+            bucket.remaining = if fresh_window { remaining } else { bucket.remaining.min(remaining) };
+            bucket.reset_at = now + reset_after;
+        }
+        if observed.status == 429 {
+            let retry_after = observed
+                .retry_after
+                .and_then(|s| Duration::try_from_secs_f64(s).ok())
+                .or_else(|| header(headers, "retry-after").and_then(seconds))
+                .unwrap_or(Duration::from_secs(1));
+            let global = observed.global
+                || header(headers, "x-ratelimit-global").is_some_and(|v| v.eq_ignore_ascii_case("true"))
+                || header(headers, "x-ratelimit-scope") == Some("global");
+            let until = now + retry_after;
+            if global {
+                state.global(slot.token, now).blocked_until = Some(until);
+            } else {
+                state.buckets.insert(key, Bucket { remaining: 0, reset_at: until });
+            }
+        }
+    }
+
+    /// Forgets that a token was refused (it was replaced or proved valid again).
+    pub fn forgive(&self, token: TokenKey) {
+        self.lock().refused.remove(&token);
+    }
+
+    fn try_reserve(&self, slot: &Slot, now: Instant) -> Result<Option<Instant>, TokenRefused> {
+        let mut state = self.lock();
+        if state.refused.contains(&slot.token) {
+            return Err(TokenRefused);
+        }
+        let key = state.bucket_key(slot);
+        let global = state.global(slot.token, now);
+        if let Some(until) = global.blocked_until.filter(|until| *until > now) {
+            return Ok(Some(until));
+        }
+        if now >= global.window_start + Duration::from_secs(1) {
+            global.window_start = now;
+            global.sent = 0;
+        }
+        if global.sent >= GLOBAL_PER_SECOND {
+            return Ok(Some(global.window_start + Duration::from_secs(1)));
+        }
+        if let Some(bucket) = state.buckets.get_mut(&key) {
+            if bucket.reset_at > now {
+                if bucket.remaining == 0 {
+                    return Ok(Some(bucket.reset_at));
+                }
+                bucket.remaining -= 1;
+            }
+        }
+        state.global(slot.token, now).sent += 1;
+        Ok(None)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // The state stays consistent even if a holder panicked: every update is one assignment.
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl State {
+    fn bucket_key(&self, slot: &Slot) -> (TokenKey, String, String) {
+        let bucket = self
+            .buckets_of_routes
+            .get(&(slot.token, slot.route))
+            .cloned()
+            .unwrap_or_else(|| slot.route.to_owned());
+        (slot.token, bucket, slot.major.clone())
+    }
+
+    fn global(&mut self, token: TokenKey, now: Instant) -> &mut Global {
+        self.globals.entry(token).or_insert(Global { blocked_until: None, window_start: now, sent: 0 })
+    }
+}
+
+fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+fn seconds(value: &str) -> Option<Duration> {
+    value.trim().parse::<f64>().ok().and_then(|s| Duration::try_from_secs_f64(s).ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use reqwest::header::HeaderValue;
+
+    use super::*;
+
+    fn slot(major: &str) -> Slot {
+        Slot { token: TokenKey::of("t"), route: "POST /channels/{id}/messages", major: major.into() }
+    }
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.insert(*name, HeaderValue::from_str(value).unwrap());
+        }
+        map
+    }
+
+    fn ok() -> Observed {
+        Observed { status: 200, retry_after: None, global: false }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_empty_bucket_waits_for_its_reset_and_other_channels_do_not() {
+        let limiter = RateLimiter::new();
+        limiter.acquire(&slot("1")).await.unwrap();
+        limiter.observe(&slot("1"), &headers(&[("x-ratelimit-remaining", "0"), ("x-ratelimit-reset-after", "2.5"), ("x-ratelimit-bucket", "abc")]), ok());
+        let now = Instant::now();
+        assert_eq!(limiter.try_reserve(&slot("1"), now).unwrap(), Some(now + Duration::from_secs_f64(2.5)));
+        assert_eq!(limiter.try_reserve(&slot("2"), now).unwrap(), None);
+        limiter.acquire(&slot("1")).await.unwrap();
+        assert!(Instant::now() >= now + Duration::from_secs_f64(2.5));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn remaining_requests_are_counted_down_locally() {
+        let limiter = RateLimiter::new();
+        limiter.observe(&slot("1"), &headers(&[("x-ratelimit-remaining", "2"), ("x-ratelimit-reset-after", "5")]), ok());
+        let now = Instant::now();
+        assert_eq!(limiter.try_reserve(&slot("1"), now).unwrap(), None);
+        assert_eq!(limiter.try_reserve(&slot("1"), now).unwrap(), None);
+        assert!(limiter.try_reserve(&slot("1"), now).unwrap().is_some());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_429_blocks_its_bucket_or_everything_when_global() {
+        let limiter = RateLimiter::new();
+        let now = Instant::now();
+        limiter.observe(&slot("1"), &headers(&[("retry-after", "3")]), Observed { status: 429, retry_after: Some(0.75), global: false });
+        assert_eq!(limiter.try_reserve(&slot("1"), now).unwrap(), Some(now + Duration::from_millis(750)));
+        assert_eq!(limiter.try_reserve(&slot("2"), now).unwrap(), None);
+
+        limiter.observe(&slot("2"), &headers(&[("retry-after", "4"), ("x-ratelimit-global", "true")]), Observed { status: 429, retry_after: None, global: false });
+        assert_eq!(limiter.try_reserve(&slot("3"), now).unwrap(), Some(now + Duration::from_secs(4)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn no_more_than_fifty_requests_a_second_per_token() {
+        let limiter = RateLimiter::new();
+        let now = Instant::now();
+        for i in 0..GLOBAL_PER_SECOND {
+            assert_eq!(limiter.try_reserve(&slot(&i.to_string()), now).unwrap(), None);
+        }
+        assert_eq!(limiter.try_reserve(&slot("x"), now).unwrap(), Some(now + Duration::from_secs(1)));
+        let other = Slot { token: TokenKey::of("other"), ..slot("x") };
+        assert_eq!(limiter.try_reserve(&other, now).unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn a_refused_token_is_not_used_again_until_forgiven() {
+        let limiter = RateLimiter::new();
+        limiter.observe(&slot("1"), &HeaderMap::new(), Observed { status: 401, retry_after: None, global: false });
+        assert_eq!(limiter.acquire(&slot("2")).await, Err(TokenRefused));
+        limiter.forgive(TokenKey::of("t"));
+        assert_eq!(limiter.acquire(&slot("2")).await, Ok(()));
+    }
+}
