@@ -30,10 +30,21 @@ pub(crate) struct Claims {
     pub exp: Option<i64>,
 }
 
+/// The claims of an OAuth `state`: who started the install, for what, until when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct StateClaims {
+    sub: String,
+    purpose: String,
+    exp: i64,
+}
+
+const STATE_PURPOSE: &str = "discord_install";
+
 pub(crate) struct Auth {
     encoding: EncodingKey,
     decoding: DecodingKey,
     validation: Validation,
+    state_validation: Validation,
     token_ttl: Option<Duration>,
     hashing: Arc<Semaphore>,
     /// A hash to verify against when the email is unknown, so both paths take as long.
@@ -53,10 +64,14 @@ impl Auth {
         validation.set_required_spec_claims(&["sub"]);
         validation.leeway = 0;
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let mut state_validation = Validation::new(Algorithm::HS256);
+        state_validation.set_required_spec_claims(&["sub", "exp"]);
+        state_validation.leeway = 0;
         Self {
             encoding: EncodingKey::from_secret(key),
             decoding: DecodingKey::from_secret(key),
             validation,
+            state_validation,
             token_ttl,
             hashing: Arc::new(Semaphore::new(cores)),
             decoy: OnceLock::new(),
@@ -115,6 +130,20 @@ impl Auth {
         jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation)
             .map(|data| data.claims)
             .map_err(|_| Error::Unauthorized)
+    }
+
+    /// A signed OAuth `state` for `user`, valid for `ttl`.
+    pub fn issue_state(&self, user: &UserId, ttl: Duration) -> Result<String> {
+        let exp = chrono::Utc::now().timestamp().saturating_add(i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX));
+        let claims = StateClaims { sub: user.to_string(), purpose: STATE_PURPOSE.into(), exp };
+        jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
+            .map_err(|e| Error::internal(format!("signing a state failed: {e}")))
+    }
+
+    /// The user a `state` was issued to, if it is ours, unexpired and for an install.
+    pub fn verify_state(&self, state: &str) -> Option<String> {
+        let claims = jsonwebtoken::decode::<StateClaims>(state, &self.decoding, &self.state_validation).ok()?.claims;
+        (claims.purpose == STATE_PURPOSE).then_some(claims.sub)
     }
 
     async fn decoy_hash(&self) -> Result<String> {
@@ -182,6 +211,20 @@ mod tests {
         let token =
             jsonwebtoken::encode(&Header::new(Algorithm::HS256), &expired, &auth.encoding).unwrap();
         assert!(matches!(auth.verify(&token), Err(Error::Unauthorized)));
+    }
+
+    #[test]
+    fn install_states_are_bound_to_a_user_and_are_not_access_tokens() {
+        let auth = auth(None);
+        let user = UserId::generate();
+        let state = auth.issue_state(&user, Duration::from_secs(600)).unwrap();
+        assert_eq!(auth.verify_state(&state).as_deref(), Some(user.as_str()));
+        assert!(auth.verify(&state).is_err(), "a state is not a login");
+        let token = auth.issue(&user, 0).unwrap();
+        assert!(auth.verify_state(&token).is_none(), "a login is not a state");
+        let expired = StateClaims { sub: user.to_string(), purpose: STATE_PURPOSE.into(), exp: 1 };
+        let expired = jsonwebtoken::encode(&Header::new(Algorithm::HS256), &expired, &auth.encoding).unwrap();
+        assert!(auth.verify_state(&expired).is_none());
     }
 
     #[test]

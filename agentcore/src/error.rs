@@ -111,12 +111,34 @@ impl Conflict {
     }
 }
 
+/// Requests refused for a reason that is not a field's format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// Discord does not accept the bot token.
+    InvalidBotToken,
+    /// The bot cannot see the guild.
+    GuildNotAccessible,
+}
+
+impl Refusal {
+    pub fn code(self) -> &'static str {
+        match self {
+            Refusal::InvalidBotToken => "invalid_bot_token",
+            Refusal::GuildNotAccessible => "guild_not_accessible",
+        }
+    }
+}
+
 /// Every way an operation of the facade can fail.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The input was refused; nothing changed.
     #[error("validation failed: {0}")]
     Validation(ValidationErrors),
+
+    /// The request is well-formed but refused; nothing changed.
+    #[error("{message}")]
+    Refused { kind: Refusal, message: String },
 
     /// Missing, malformed, unknown or revoked credentials. Deliberately says nothing more.
     #[error("authentication required")]
@@ -156,6 +178,7 @@ impl Error {
     pub fn code(&self) -> String {
         match self {
             Error::Validation(_) => "validation_failed".into(),
+            Error::Refused { kind, .. } => kind.code().into(),
             Error::Unauthorized => "unauthorized".into(),
             Error::Forbidden(_) => "forbidden".into(),
             Error::NotFound { resource, .. } => format!("{}_not_found", resource.as_str()),
@@ -173,6 +196,10 @@ impl Error {
 
     pub fn conflict(kind: Conflict, message: impl Into<String>) -> Self {
         Error::Conflict { kind, message: message.into() }
+    }
+
+    pub fn refused(kind: Refusal, message: impl Into<String>) -> Self {
+        Error::Refused { kind, message: message.into() }
     }
 
     pub fn internal(cause: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {

@@ -26,7 +26,19 @@ pub mod crypto;
 pub mod discord;
 pub mod domain;
 pub mod error;
+mod outbox;
 pub mod store;
 
-pub use crate::core::{Core, CoreConfig, Principal, Session, default_data_dir};
-pub use error::{Conflict, Error, Resource, Result, ValidationErrors};
+pub use crate::core::{
+    Connected, Core, CoreConfig, DiscordConfig, OauthUrl, OutboxConfig, Principal, Sent, Session,
+    default_data_dir,
+};
+pub use outbox::OutboxWorker;
+pub use error::{Conflict, Error, Refusal, Resource, Result, ValidationErrors};
+
+/// Installs the process-wide TLS crypto provider (ring) that every HTTP and database client of
+/// the library uses. `Core::open` calls it; call it yourself before building other rustls
+/// clients first. Installing twice is harmless.
+pub fn install_tls_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}

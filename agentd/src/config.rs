@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use secrecy::SecretString;
 
-use agentcore::CoreConfig;
+use agentcore::{CoreConfig, DiscordConfig};
 use agentcore::store::DatabaseUrl;
 
 pub const DEFAULT_BIND: &str = "127.0.0.1:8080";
@@ -33,6 +33,8 @@ pub struct Config {
     pub data_dir: Option<PathBuf>,
     pub jwt_secret: Option<SecretString>,
     pub token_ttl: Option<Duration>,
+    pub secret_key: Option<SecretString>,
+    pub discord: DiscordConfig,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -67,7 +69,20 @@ impl Config {
                 ))),
             })
             .transpose()?;
-        Ok(Self { bind, database_url, data_dir, jwt_secret, token_ttl })
+        let secret_key = secret(&env, "AGENTD_SECRET_KEY")?;
+        let defaults = DiscordConfig::default();
+        let discord = DiscordConfig {
+            api_base: env("AGENTD_DISCORD__API_BASE").unwrap_or(defaults.api_base),
+            client_id: env("AGENTD_DISCORD__CLIENT_ID"),
+            client_secret: secret(&env, "AGENTD_DISCORD__CLIENT_SECRET")?,
+            redirect_uri: env("AGENTD_DISCORD__REDIRECT_URI"),
+            bot_token: secret(&env, "AGENTD_DISCORD__BOT_TOKEN")?,
+            timeout: defaults.timeout,
+        };
+        if !(discord.api_base.starts_with("https://") || discord.api_base.starts_with("http://")) {
+            return Err(ConfigError(format!("discord.api_base: '{}' is not an http(s) URL", discord.api_base)));
+        }
+        Ok(Self { bind, database_url, data_dir, jwt_secret, token_ttl, secret_key, discord })
     }
 
     /// The data directory: as configured, else the platform's.
@@ -86,11 +101,13 @@ impl Config {
     }
 
     pub fn core_config(&self) -> Result<CoreConfig, ConfigError> {
-        Ok(CoreConfig {
-            database_url: self.database_url()?,
-            jwt_secret: self.jwt_secret.clone(),
-            token_ttl: self.token_ttl,
-        })
+        let mut core = CoreConfig::new(self.database_url()?);
+        core.data_dir = self.data_dir()?;
+        core.jwt_secret.clone_from(&self.jwt_secret);
+        core.token_ttl = self.token_ttl;
+        core.secret_key.clone_from(&self.secret_key);
+        core.discord = self.discord.clone();
+        Ok(core)
     }
 }
 
@@ -173,6 +190,23 @@ mod tests {
         let config = load(Flags::default(), &[("AGENTD_AUTH__JWT_SECRET", "direct")]).unwrap();
         assert_eq!(config.jwt_secret.unwrap().expose_secret(), "direct");
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn discord_settings_come_from_nested_variables() {
+        let vars = [
+            ("AGENTD_DISCORD__API_BASE", "http://127.0.0.1:9/api/v10"),
+            ("AGENTD_DISCORD__CLIENT_ID", "42"),
+            ("AGENTD_DISCORD__BOT_TOKEN", "bot"),
+            ("AGENTD_SECRET_KEY", "ab"),
+        ];
+        let config = load(Flags::default(), &vars).unwrap();
+        assert_eq!(config.discord.api_base, "http://127.0.0.1:9/api/v10");
+        assert_eq!(config.discord.client_id.as_deref(), Some("42"));
+        assert_eq!(config.discord.bot_token.unwrap().expose_secret(), "bot");
+        assert!(config.discord.client_secret.is_none());
+        assert_eq!(config.secret_key.unwrap().expose_secret(), "ab");
+        assert_eq!(load(Flags::default(), &[]).unwrap().discord.api_base, "https://discord.com/api/v10");
     }
 
     #[test]

@@ -43,7 +43,7 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
             ApiError::Core(error) => match error {
-                Error::Validation(_) => StatusCode::BAD_REQUEST,
+                Error::Validation(_) | Error::Refused { .. } => StatusCode::BAD_REQUEST,
                 Error::Unauthorized => StatusCode::UNAUTHORIZED,
                 Error::Forbidden(_) => StatusCode::FORBIDDEN,
                 Error::NotFound { .. } => StatusCode::NOT_FOUND,
@@ -131,7 +131,7 @@ impl IntoResponse for ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agentcore::{Conflict, Resource, ValidationErrors};
+    use agentcore::{Conflict, Refusal, Resource, ValidationErrors};
     use http_body_util::BodyExt;
 
     async fn rendered(error: ApiError) -> (StatusCode, Value) {
@@ -146,6 +146,8 @@ mod tests {
         let cases: Vec<(ApiError, u16, &str)> = vec![
             (ValidationErrors::single("name", "is required").into(), 400, "validation_failed"),
             (ApiError::InvalidJson("eof".into()), 400, "invalid_json"),
+            (Error::refused(Refusal::InvalidBotToken, "bad").into(), 400, "invalid_bot_token"),
+            (Error::refused(Refusal::GuildNotAccessible, "no").into(), 400, "guild_not_accessible"),
             (Error::Unauthorized.into(), 401, "unauthorized"),
             (
                 Error::PlanLimitReached { plan: "free".into(), limit: 3 }.into(),
@@ -157,6 +159,9 @@ mod tests {
             (Error::not_found(Resource::Task, "t").into(), 404, "task_not_found"),
             (Error::conflict(Conflict::AgentExists, "x").into(), 409, "agent_exists"),
             (Error::conflict(Conflict::TaskNotEditable, "x").into(), 409, "task_not_editable"),
+            (Error::conflict(Conflict::AgentNotMapped, "x").into(), 409, "agent_not_mapped"),
+            (Error::not_found(Resource::Connection, "g").into(), 404, "connection_not_found"),
+            (Error::not_found(Resource::Mapping, "a").into(), 404, "mapping_not_found"),
             (ApiError::PayloadTooLarge, 413, "payload_too_large"),
             (Error::internal("boom").into(), 500, "internal"),
             (Error::Upstream("Discord failed".into()).into(), 502, "upstream_error"),

@@ -53,14 +53,17 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Serves `router(state)` on `listener` until `shutdown` completes, then lets requests in
-/// flight finish.
+/// Serves `router(state)` on `listener` and runs the outbox delivery until `shutdown`
+/// completes; then lets requests and deliveries in flight finish.
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(state)).with_graceful_shutdown(shutdown).await
+    let outbox = state.core.start_outbox();
+    let served = axum::serve(listener, router(state)).with_graceful_shutdown(shutdown).await;
+    outbox.shutdown().await;
+    served
 }
 
 /// Completes on Ctrl-C or SIGTERM.

@@ -65,6 +65,7 @@ impl Server {
 #[tokio::test]
 async fn agentd_creates_its_database_exits_cleanly_on_sigterm_and_keeps_tokens_across_restarts() {
     let data_dir = tempfile::tempdir().unwrap();
+    agentcore::install_tls_provider();
     let client = reqwest::Client::new();
 
     let server = Server::start(data_dir.path()).await;

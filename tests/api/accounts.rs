@@ -3,7 +3,7 @@
 use reqwest::Method;
 use serde_json::json;
 
-use crate::helpers::{TestApp, TestDb, backend_tests};
+use crate::helpers::{TestApp, backend_tests};
 
 fn register_body(email: &str, password: &str, name: &str) -> serde_json::Value {
     json!({"email": email, "password": password, "name": name})
@@ -138,16 +138,17 @@ async fn logout_revokes_every_token_of_the_user(app) {
 
 async fn tokens_survive_a_restart_with_the_generated_secret(app) {
     let user = app.register("restart@example.com").await;
-    let db = app.stop().await;
-    let app = TestApp::start(db, None).await;
+    let (db, options) = app.stop().await;
+    let app = TestApp::start(db, options).await;
     app.get("/auth/me", &user).await.assert_status(200);
     assert_eq!(app.db.count("SELECT COUNT(*) FROM secrets WHERE name = 'jwt_secret'", &[]).await, 1);
 }
 
 async fn a_configured_secret_replaces_the_generated_one(app) {
     let user = app.register("secret@example.com").await;
-    let db: TestDb = app.stop().await;
-    let app = TestApp::start(db, Some("operator-chosen secret")).await;
+    let (db, mut options) = app.stop().await;
+    options.jwt_secret = Some("operator-chosen secret".into());
+    let app = TestApp::start(db, options).await;
     app.get("/auth/me", &user).await.assert_error(401, "unauthorized");
 }
 

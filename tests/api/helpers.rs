@@ -10,7 +10,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentcore::store::{DatabaseUrl, Store};
-use agentcore::{Core, CoreConfig};
+use agentcore::{Core, CoreConfig, OutboxConfig};
+
+use crate::fake_discord::{self, FakeDiscord};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use sqlx::Connection;
@@ -240,11 +242,57 @@ pub struct User {
     pub token: String,
 }
 
-/// A running `agentd` on a fresh database.
+/// How a test server is set up.
+#[derive(Clone)]
+pub struct Options {
+    pub jwt_secret: Option<String>,
+    /// Whether the service's own Discord application (OAuth) is configured.
+    pub discord_app: bool,
+    pub discord: FakeDiscord,
+    /// Holds the server key file; shared across restarts of one test.
+    pub data_dir: Arc<tempfile::TempDir>,
+}
+
+impl Options {
+    pub async fn new() -> Self {
+        Self {
+            jwt_secret: None,
+            discord_app: true,
+            discord: FakeDiscord::start().await,
+            data_dir: Arc::new(tempfile::tempdir().expect("temporary directory")),
+        }
+    }
+
+    /// The library configuration for `db`: the fake Discord, fast retries, short leases.
+    pub fn core_config(&self, db: &TestDb) -> CoreConfig {
+        let mut config = CoreConfig::new(db.url.clone());
+        config.data_dir = self.data_dir.path().to_path_buf();
+        config.jwt_secret = self.jwt_secret.clone().map(secrecy::SecretString::from);
+        config.discord.api_base = self.discord.api_base.clone();
+        config.discord.timeout = Duration::from_millis(500);
+        if self.discord_app {
+            config.discord.client_id = Some(fake_discord::CLIENT_ID.into());
+            config.discord.client_secret = Some(fake_discord::CLIENT_SECRET.into());
+            config.discord.redirect_uri = Some(fake_discord::REDIRECT_URI.into());
+            config.discord.bot_token = Some(fake_discord::SERVICE_BOT_TOKEN.into());
+        }
+        config.outbox = OutboxConfig {
+            base_backoff: Duration::from_millis(20),
+            max_backoff: Duration::from_millis(200),
+            lease: Duration::from_secs(2),
+            poll: Duration::from_millis(100),
+        };
+        config
+    }
+}
+
+/// A running `agentd` on a fresh database, with a fake Discord.
 pub struct TestApp {
     pub address: String,
     pub client: reqwest::Client,
     pub core: Core,
+    pub discord: FakeDiscord,
+    pub options: Options,
     shutdown: Option<oneshot::Sender<()>>,
     server: Option<tokio::task::JoinHandle<()>>,
     // Dropped last: the server's pool must be gone before the database is.
@@ -253,15 +301,13 @@ pub struct TestApp {
 
 pub async fn app(backend: Backend) -> Option<TestApp> {
     let db = TestDb::create(backend).await?;
-    Some(TestApp::start(db, None).await)
+    Some(TestApp::start(db, Options::new().await).await)
 }
 
 impl TestApp {
-    /// Starts a server on `db`, with a fixed signing secret when given.
-    pub async fn start(db: TestDb, jwt_secret: Option<&str>) -> Self {
-        let mut config = CoreConfig::new(db.url.clone());
-        config.jwt_secret = jwt_secret.map(|s| secrecy::SecretString::from(s.to_owned()));
-        let core = Core::open(config).await.expect("open the core");
+    /// Starts a server on `db` as `options` say.
+    pub async fn start(db: TestDb, options: Options) -> Self {
+        let core = Core::open(options.core_config(&db)).await.expect("open the core");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind port 0");
         let address = format!("http://{}", listener.local_addr().unwrap());
         let (shutdown, stopped) = oneshot::channel();
@@ -274,11 +320,12 @@ impl TestApp {
             .expect("server runs");
         });
         let client = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
-        Self { address, client, core, shutdown: Some(shutdown), server: Some(server), db }
+        Self { address, client, core, discord: options.discord.clone(), options, shutdown: Some(shutdown), server: Some(server), db }
     }
 
-    /// Stops the server and closes its pool, handing back the database for a restart.
-    pub async fn stop(mut self) -> TestDb {
+    /// Stops the server and closes its pool, handing back the database and the options for a
+    /// restart.
+    pub async fn stop(mut self) -> (TestDb, Options) {
         if let Some(shutdown) = self.shutdown.take() {
             let _ = shutdown.send(());
         }
@@ -293,7 +340,7 @@ impl TestApp {
             _dir: None,
             pg: None,
         };
-        std::mem::replace(&mut self.db, placeholder)
+        (std::mem::replace(&mut self.db, placeholder), self.options.clone())
     }
 
     pub async fn request(

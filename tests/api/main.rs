@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod fake_discord;
 mod helpers;
 
 mod accounts;

@@ -139,6 +139,7 @@ async fn an_agent_update_writes_the_decided_change_with_its_activity(store) {
         Ok(Some(AgentChange {
             agent: Agent { status: AgentStatus::Vacation, status_before_vacation: Some(AgentStatus::Active), name: "Renamed".into(), model: None, updated_at: agentcore::domain::now(), ..current.clone() },
             activity: vec![NewActivity::new(Action::VacationStarted, "off")],
+            post: None,
         }))
     }).await.unwrap();
     let stored = s.agent(&owner.id, &id("worker")).await.unwrap();

@@ -2,9 +2,11 @@
 
 use super::{Core, Principal};
 use crate::domain::activity::{Action, NewActivity};
+use crate::discord::{Embed, MessageBody};
 use crate::domain::agent::{
-    Agent, AgentDetail, AgentFilter, AgentId, AgentPatch, AgentSummary, NewAgent,
+    Agent, AgentDetail, AgentFilter, AgentId, AgentPatch, AgentStatus, AgentSummary, NewAgent,
 };
+use crate::domain::chat::NewPost;
 use crate::domain::now;
 use crate::domain::status::{StatusCommand, transition};
 use crate::domain::task::{Task, TaskStatus};
@@ -82,20 +84,24 @@ impl Core {
         id: &AgentId,
         command: StatusCommand,
     ) -> Result<Agent> {
-        self.store()
+        let agent = self
+            .store()
             .update_agent(&who.user_id, id, &|current| {
                 let next = transition(current.status, current.status_before_vacation, command);
-                Ok(next.activity.map(|entry| AgentChange {
-                    agent: Agent {
+                Ok(next.activity.map(|entry| {
+                    let agent = Agent {
                         status: next.status,
                         status_before_vacation: next.status_before_vacation,
                         updated_at: now(),
                         ..current.clone()
-                    },
-                    activity: vec![entry],
+                    };
+                    let post = Some(status_post(&agent, &entry.details));
+                    AgentChange { agent, activity: vec![entry], post }
                 }))
             })
-            .await
+            .await?;
+        self.wake_outbox();
+        Ok(agent)
     }
 }
 
@@ -142,18 +148,38 @@ fn apply_patch(current: &Agent, patch: &AgentPatch) -> Option<AgentChange> {
             format!("Updated {}.", changed.join(", ")),
         ));
     }
+    let mut post = None;
     if let Some(status) = patch.status {
         let moved =
             transition(current.status, current.status_before_vacation, StatusCommand::Set(status));
         next.status = moved.status;
         next.status_before_vacation = moved.status_before_vacation;
-        activity.extend(moved.activity);
+        if let Some(entry) = moved.activity {
+            post = Some(status_post(&next, &entry.details));
+            activity.push(entry);
+        }
     }
     if activity.is_empty() {
         return None;
     }
     next.updated_at = now();
-    Some(AgentChange { agent: next, activity })
+    Some(AgentChange { agent: next, activity, post })
+}
+
+/// The short post announcing a status change in the agent's channel.
+fn status_post(agent: &Agent, details: &str) -> NewPost {
+    let color = match agent.status {
+        AgentStatus::Active => 0x2E_CC_71,
+        AgentStatus::Idle => 0x95_A5_A6,
+        AgentStatus::Vacation => 0x34_98_DB,
+        AgentStatus::Error => 0xE7_4C_3C,
+    };
+    let embed = Embed {
+        title: Some(format!("{} is {}", agent.name, agent.status)),
+        description: Some(details.to_owned()),
+        color: Some(color),
+    };
+    NewPost::new(MessageBody::new(None, Some(embed)))
 }
 
 fn owned<T: AsRef<str>>(value: &Option<T>) -> Option<String> {

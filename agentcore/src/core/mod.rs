@@ -7,6 +7,7 @@
 mod accounts;
 mod agents;
 mod backlog;
+mod chat;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -14,32 +15,105 @@ use std::time::Duration;
 
 use secrecy::SecretString;
 
+use tokio::sync::Notify;
+
 use crate::auth::{self, Auth};
+use crate::crypto::SecretBox;
+use crate::discord::DiscordClient;
 use crate::domain::user::UserId;
 use crate::error::{Error, Result};
 use crate::store::{self, DatabaseUrl, Store};
 
 pub use accounts::Session;
+pub use chat::{Connected, OauthUrl, Sent};
 
 /// What the library needs to run. `agentd` and `agentctl` fill it from their configuration.
 #[derive(Debug, Clone)]
 pub struct CoreConfig {
     pub database_url: DatabaseUrl,
+    /// Where the server key file lives when `secret_key` is not given.
+    pub data_dir: PathBuf,
     /// Signs tokens. When absent, one is generated on first start and kept in the database, so
     /// every process sharing the database (and every restart) accepts the same tokens.
     pub jwt_secret: Option<SecretString>,
     /// Lifetime of new tokens; `None` means they do not expire.
     pub token_ttl: Option<Duration>,
+    /// Encrypts bot tokens at rest: 64 hex characters. When absent, one is generated once and
+    /// kept in `<data_dir>/secret.key` (mode 0600). Nodes sharing a database must share it.
+    pub secret_key: Option<SecretString>,
+    pub discord: DiscordConfig,
+    pub outbox: OutboxConfig,
 }
 
 impl CoreConfig {
+    /// The database at `database_url`, with the platform data directory for the key file.
     pub fn new(database_url: DatabaseUrl) -> Self {
-        Self { database_url, jwt_secret: None, token_ttl: None }
+        let data_dir = default_data_dir().unwrap_or_else(|| PathBuf::from("."));
+        Self {
+            database_url,
+            data_dir,
+            jwt_secret: None,
+            token_ttl: None,
+            secret_key: None,
+            discord: DiscordConfig::default(),
+            outbox: OutboxConfig::default(),
+        }
     }
 
-    /// The embedded default: `agentd.db` in `data_dir`.
+    /// The embedded default: `agentd.db` and the key file in `data_dir`.
     pub fn sqlite_in(data_dir: &std::path::Path) -> Self {
-        Self::new(DatabaseUrl::sqlite_file(&store::default_sqlite_path(data_dir)))
+        let mut config = Self::new(DatabaseUrl::sqlite_file(&store::default_sqlite_path(data_dir)));
+        config.data_dir = data_dir.to_path_buf();
+        config
+    }
+}
+
+/// Discord's address and the service's own application, for OAuth installs.
+#[derive(Debug, Clone)]
+pub struct DiscordConfig {
+    pub api_base: String,
+    pub client_id: Option<String>,
+    pub client_secret: Option<SecretString>,
+    pub redirect_uri: Option<String>,
+    /// The service's bot, which acts for connections made through OAuth.
+    pub bot_token: Option<SecretString>,
+    /// Bounds each request to Discord.
+    pub timeout: Duration,
+}
+
+impl Default for DiscordConfig {
+    fn default() -> Self {
+        Self {
+            api_base: "https://discord.com/api/v10".into(),
+            client_id: None,
+            client_secret: None,
+            redirect_uri: None,
+            bot_token: None,
+            timeout: Duration::from_secs(15),
+        }
+    }
+}
+
+/// How the outbox retries.
+#[derive(Debug, Clone, Copy)]
+pub struct OutboxConfig {
+    /// The first retry's delay; each later one doubles it, up to `max_backoff`.
+    pub base_backoff: Duration,
+    pub max_backoff: Duration,
+    /// How long a node holds a post it is sending before another node may take it.
+    pub lease: Duration,
+    /// How often channels are checked for posts when no wake-up came.
+    pub poll: Duration,
+}
+
+impl Default for OutboxConfig {
+    fn default() -> Self {
+        Self {
+            base_backoff: Duration::from_secs(1),
+            max_backoff: Duration::from_secs(300),
+            lease: Duration::from_secs(30),
+            poll: Duration::from_secs(5),
+        }
     }
 }
 
@@ -64,6 +138,14 @@ pub struct Core {
 struct Inner {
     store: Arc<dyn Store>,
     auth: Auth,
+    secrets: SecretBox,
+    discord: DiscordClient,
+    discord_config: DiscordConfig,
+    outbox: OutboxConfig,
+    /// Fired after a post is queued, so the delivery worker starts at once.
+    outbox_wakeup: Notify,
+    /// This process, for leases; fresh on every start.
+    node_id: String,
 }
 
 const JWT_SECRET_NAME: &str = "jwt_secret";
@@ -71,6 +153,11 @@ const JWT_SECRET_NAME: &str = "jwt_secret";
 impl Core {
     /// Connects to the database, brings its schema up to date and loads the signing secret.
     pub async fn open(config: CoreConfig) -> Result<Self> {
+        // One TLS crypto provider for every client: sqlx and reqwest both use rustls.
+        crate::install_tls_provider();
+        let secrets = SecretBox::load(config.secret_key.as_ref(), &config.data_dir)?;
+        let discord = DiscordClient::new(&config.discord.api_base, config.discord.timeout)
+            .map_err(|e| Error::internal(e.to_string()))?;
         let store = store::connect(&config.database_url).await?;
         let secret = match config.jwt_secret {
             Some(secret) => secret,
@@ -79,7 +166,17 @@ impl Core {
             ),
         };
         let auth = Auth::new(&secret, config.token_ttl);
-        Ok(Self { inner: Arc::new(Inner { store, auth }) })
+        let inner = Inner {
+            store,
+            auth,
+            secrets,
+            discord,
+            discord_config: config.discord,
+            outbox: config.outbox,
+            outbox_wakeup: Notify::new(),
+            node_id: uuid::Uuid::new_v4().to_string(),
+        };
+        Ok(Self { inner: Arc::new(inner) })
     }
 
     /// Succeeds when the database answers.
@@ -96,12 +193,29 @@ impl Core {
         self.inner.store.close().await;
     }
 
-    fn store(&self) -> &dyn Store {
+    pub(crate) fn discord(&self) -> &DiscordClient {
+        &self.inner.discord
+    }
+
+    pub(crate) fn outbox_config(&self) -> OutboxConfig {
+        self.inner.outbox
+    }
+
+    pub(crate) fn outbox_wakeup(&self) -> &Notify {
+        &self.inner.outbox_wakeup
+    }
+
+    pub(crate) fn store(&self) -> &dyn Store {
         self.inner.store.as_ref()
     }
 
     fn auth(&self) -> &Auth {
         &self.inner.auth
+    }
+
+    /// This process's id in leases.
+    pub fn node_id(&self) -> &str {
+        &self.inner.node_id
     }
 }
 

@@ -2,6 +2,7 @@
 
 pub mod activity;
 pub mod agent;
+pub mod chat;
 pub mod status;
 pub mod task;
 pub(crate) mod text;

@@ -186,6 +186,17 @@ macro_rules! sql_store {
                 for entry in &change.activity {
                     insert_activity(&mut tx, owner, id, entry, next.updated_at).await?;
                 }
+                if let Some(post) = &change.post {
+                    let payload = serde_json::to_string(&post.body).map_err(Error::internal)?;
+                    sqlx::query(sql::INSERT_POST_FOR_MAPPING)
+                        .bind(owner.as_str())
+                        .bind(id.as_str())
+                        .bind(&post.nonce)
+                        .bind(payload)
+                        .bind(next.updated_at)
+                        .execute(&mut *tx)
+                        .await?;
+                }
                 tx.commit().await?;
                 Ok(change.agent)
             }
@@ -329,6 +340,161 @@ macro_rules! sql_store {
                     .fetch_all(&mut *conn)
                     .await?;
                 rows::convert(rows)
+            }
+
+            async fn log_activity(&self, owner: &UserId, agent: &AgentId, entry: &NewActivity) -> Result<()> {
+                let mut tx = self.begin_write().await?;
+                lock_agent(&mut tx, owner, agent).await?;
+                insert_activity(&mut tx, owner, agent, entry, $crate::domain::now()).await?;
+                tx.commit().await?;
+                Ok(())
+            }
+
+            async fn upsert_connection(&self, owner: &UserId, record: &ConnectionRecord) -> Result<Connection> {
+                let c = &record.connection;
+                let row: ConnectionRow = sqlx::query_as(sql::UPSERT_CONNECTION)
+                    .bind(owner.as_str())
+                    .bind(&c.guild_id)
+                    .bind(&c.id)
+                    .bind(&c.guild_name)
+                    .bind(c.kind.as_str())
+                    .bind(&record.sealed_token)
+                    .bind(c.channel_count)
+                    .bind(c.connected_at)
+                    .fetch_one(self.writer())
+                    .await?;
+                row.try_into()
+            }
+
+            async fn connections(&self, owner: &UserId) -> Result<Vec<Connection>> {
+                let rows: Vec<ConnectionRow> = sqlx::query_as(&sql::select_connections())
+                    .bind(owner.as_str())
+                    .fetch_all(self.reader())
+                    .await?;
+                rows::convert(rows)
+            }
+
+            async fn connection(&self, owner: &UserId, guild_id: &str) -> Result<ConnectionRecord> {
+                let row: Option<ConnectionRow> = sqlx::query_as(&sql::select_connection())
+                    .bind(owner.as_str())
+                    .bind(guild_id)
+                    .fetch_optional(self.reader())
+                    .await?;
+                row.ok_or_else(|| Error::not_found(Resource::Connection, guild_id))?.try_into()
+            }
+
+            async fn set_channel_count(&self, owner: &UserId, guild_id: &str, count: i64) -> Result<()> {
+                sqlx::query(sql::UPDATE_CHANNEL_COUNT)
+                    .bind(owner.as_str())
+                    .bind(guild_id)
+                    .bind(count)
+                    .execute(self.writer())
+                    .await?;
+                Ok(())
+            }
+
+            async fn delete_connection(&self, owner: &UserId, guild_id: &str) -> Result<()> {
+                let done = sqlx::query(sql::DELETE_CONNECTION)
+                    .bind(owner.as_str())
+                    .bind(guild_id)
+                    .execute(self.writer())
+                    .await?;
+                if done.rows_affected() == 0 {
+                    return Err(Error::not_found(Resource::Connection, guild_id));
+                }
+                Ok(())
+            }
+
+            async fn upsert_mapping(&self, owner: &UserId, mapping: &Mapping) -> Result<Mapping> {
+                let mut tx = self.begin_write().await?;
+                lock_agent(&mut tx, owner, &mapping.agent_id).await?;
+                let row: MappingRow = sqlx::query_as(sql::UPSERT_MAPPING)
+                    .bind(owner.as_str())
+                    .bind(mapping.agent_id.as_str())
+                    .bind(&mapping.id)
+                    .bind(&mapping.guild_id)
+                    .bind(&mapping.channel_id)
+                    .bind(&mapping.channel_name)
+                    .bind(mapping.created_at)
+                    .fetch_one(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+                row.try_into()
+            }
+
+            async fn mappings(&self, owner: &UserId) -> Result<Vec<Mapping>> {
+                let rows: Vec<MappingRow> = sqlx::query_as(sql::SELECT_MAPPINGS)
+                    .bind(owner.as_str())
+                    .fetch_all(self.reader())
+                    .await?;
+                rows::convert(rows)
+            }
+
+            async fn delete_mapping(&self, owner: &UserId, agent: &AgentId) -> Result<()> {
+                let done = sqlx::query(sql::DELETE_MAPPING)
+                    .bind(owner.as_str())
+                    .bind(agent.as_str())
+                    .execute(self.writer())
+                    .await?;
+                if done.rows_affected() == 0 {
+                    return Err(Error::not_found(Resource::Mapping, agent.as_str()));
+                }
+                Ok(())
+            }
+
+            async fn outbox_channels(&self) -> Result<Vec<String>> {
+                Ok(sqlx::query_scalar(sql::SELECT_OUTBOX_CHANNELS).fetch_all(self.reader()).await?)
+            }
+
+            async fn claim_post(
+                &self,
+                channel_id: &str,
+                node: &str,
+                now: DateTime<Utc>,
+                lease_until: DateTime<Utc>,
+            ) -> Result<Option<OutboxPost>> {
+                let row: Option<OutboxRow> = sqlx::query_as(sql::CLAIM_POST)
+                    .bind(channel_id)
+                    .bind(node)
+                    .bind(now)
+                    .bind(lease_until)
+                    .fetch_optional(self.writer())
+                    .await?;
+                row.map(OutboxPost::try_from).transpose()
+            }
+
+            async fn next_post_due(&self, channel_id: &str) -> Result<Option<DateTime<Utc>>> {
+                let head: Option<(DateTime<Utc>, Option<DateTime<Utc>>)> =
+                    sqlx::query_as(sql::SELECT_HEAD_DUE).bind(channel_id).fetch_optional(self.reader()).await?;
+                Ok(head.map(|(due, lease)| lease.map_or(due, |lease| due.max(lease))))
+            }
+
+            async fn finish_post(&self, id: i64, node: &str) -> Result<()> {
+                sqlx::query(sql::DELETE_POST).bind(id).bind(node).execute(self.writer()).await?;
+                Ok(())
+            }
+
+            async fn retry_post(&self, id: i64, node: &str, next_attempt_at: DateTime<Utc>, error: &str) -> Result<()> {
+                sqlx::query(sql::RESCHEDULE_POST)
+                    .bind(id)
+                    .bind(node)
+                    .bind(next_attempt_at)
+                    .bind(error)
+                    .execute(self.writer())
+                    .await?;
+                Ok(())
+            }
+
+            async fn drop_post(&self, post: &OutboxPost, node: &str, activity: &NewActivity) -> Result<()> {
+                let owner = UserId::from_trusted(post.owner_id.clone());
+                let mut tx = self.begin_write().await?;
+                let removed = sqlx::query(sql::DELETE_POST).bind(post.id).bind(node).execute(&mut *tx).await?;
+                // The agent may be gone (the post went with it); then there is nothing to log.
+                if removed.rows_affected() > 0 {
+                    insert_activity(&mut tx, &owner, &post.agent_id, activity, $crate::domain::now()).await?;
+                }
+                tx.commit().await?;
+                Ok(())
             }
         }
 

@@ -22,6 +22,7 @@ use secrecy::{ExposeSecret, SecretString};
 
 use crate::domain::activity::{ActivityEntry, ActivityQuery, NewActivity};
 use crate::domain::agent::{Agent, AgentFilter, AgentId, NewAgent};
+use crate::domain::chat::{Connection, Mapping, NewPost, OutboxPost};
 use crate::domain::task::{Task, TaskId, TaskStatus};
 use crate::domain::user::UserId;
 use crate::error::{Error, Result};
@@ -118,11 +119,20 @@ pub struct UserRecord {
     pub created_at: DateTime<Utc>,
 }
 
-/// What an agent becomes after a command, and what to log about it.
+/// What an agent becomes after a command, what to log about it, and what to post to its
+/// channel (queued only when the agent is mapped).
 #[derive(Debug, Clone)]
 pub struct AgentChange {
     pub agent: Agent,
     pub activity: Vec<NewActivity>,
+    pub post: Option<NewPost>,
+}
+
+/// A connection row with its sealed bot token (`None` for OAuth connections).
+#[derive(Debug, Clone)]
+pub struct ConnectionRecord {
+    pub connection: Connection,
+    pub sealed_token: Option<String>,
 }
 
 /// What happens to a task after a command.
@@ -210,6 +220,43 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
         agent: &AgentId,
         query: &ActivityQuery,
     ) -> Result<Vec<ActivityEntry>>;
+    /// Writes one entry on its own (for events that change nothing else).
+    async fn log_activity(&self, owner: &UserId, agent: &AgentId, entry: &NewActivity) -> Result<()>;
+
+    /// Stores a connection, replacing the credentials of an earlier one to the same guild.
+    async fn upsert_connection(&self, owner: &UserId, record: &ConnectionRecord) -> Result<Connection>;
+    async fn connections(&self, owner: &UserId) -> Result<Vec<Connection>>;
+    /// Fails with `connection_not_found`.
+    async fn connection(&self, owner: &UserId, guild_id: &str) -> Result<ConnectionRecord>;
+    async fn set_channel_count(&self, owner: &UserId, guild_id: &str, count: i64) -> Result<()>;
+    /// Removes the connection with its mappings and pending posts.
+    async fn delete_connection(&self, owner: &UserId, guild_id: &str) -> Result<()>;
+
+    /// Maps the agent, replacing its earlier mapping.
+    async fn upsert_mapping(&self, owner: &UserId, mapping: &Mapping) -> Result<Mapping>;
+    async fn mappings(&self, owner: &UserId) -> Result<Vec<Mapping>>;
+    /// Fails with `mapping_not_found`.
+    async fn delete_mapping(&self, owner: &UserId, agent: &AgentId) -> Result<()>;
+
+    /// Channels with posts waiting.
+    async fn outbox_channels(&self) -> Result<Vec<String>>;
+    /// Leases the oldest post of `channel_id` to `node` until `lease_until`, if it is due at
+    /// `now` and not leased.
+    async fn claim_post(
+        &self,
+        channel_id: &str,
+        node: &str,
+        now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
+    ) -> Result<Option<OutboxPost>>;
+    /// When the oldest post of `channel_id` may be taken next; `None` when there is none.
+    async fn next_post_due(&self, channel_id: &str) -> Result<Option<DateTime<Utc>>>;
+    /// Removes a delivered post (only while `node` holds it).
+    async fn finish_post(&self, id: i64, node: &str) -> Result<()>;
+    /// Releases a post for another attempt at `next_attempt_at`.
+    async fn retry_post(&self, id: i64, node: &str, next_attempt_at: DateTime<Utc>, error: &str) -> Result<()>;
+    /// Drops a post that can never be delivered, logging `activity` for its agent.
+    async fn drop_post(&self, post: &OutboxPost, node: &str, activity: &NewActivity) -> Result<()>;
 }
 
 /// Maps a driver error, turning a unique violation into `on_unique`.

@@ -8,7 +8,8 @@ use crate::domain::task::{BacklogSummary, Task, TaskId, TaskStatus, Usage};
 use crate::domain::user::UserId;
 use crate::error::{Error, Result};
 
-use super::UserRecord;
+use super::{ConnectionRecord, UserRecord};
+use crate::domain::chat::{Connection, ConnectionKind, Mapping, OutboxPost};
 
 #[derive(Debug, sqlx::FromRow)]
 pub(super) struct UserRow {
@@ -164,4 +165,100 @@ where
 /// A value the schema should have prevented: the database was changed behind our back.
 fn corrupt(column: &'static str) -> impl Fn(String) -> Error {
     move |problem| Error::internal(format!("unexpected value in {column}: {problem}"))
+}
+
+#[derive(Debug, sqlx::FromRow)]
+pub(super) struct ConnectionRow {
+    id: String,
+    guild_id: String,
+    guild_name: String,
+    kind: String,
+    bot_token: Option<String>,
+    channel_count: i64,
+    connected_at: DateTime<Utc>,
+}
+
+impl TryFrom<ConnectionRow> for ConnectionRecord {
+    type Error = Error;
+
+    fn try_from(row: ConnectionRow) -> Result<Self> {
+        let kind = match row.kind.as_str() {
+            "bot_token" => ConnectionKind::BotToken,
+            "oauth" => ConnectionKind::Oauth,
+            other => return Err(corrupt("chat_connections.kind")(other.to_owned())),
+        };
+        Ok(ConnectionRecord {
+            connection: Connection {
+                id: row.id,
+                guild_id: row.guild_id,
+                guild_name: row.guild_name,
+                kind,
+                connected_at: row.connected_at,
+                channel_count: row.channel_count,
+            },
+            sealed_token: row.bot_token,
+        })
+    }
+}
+
+impl TryFrom<ConnectionRow> for Connection {
+    type Error = Error;
+
+    fn try_from(row: ConnectionRow) -> Result<Self> {
+        ConnectionRecord::try_from(row).map(|record| record.connection)
+    }
+}
+
+#[derive(Debug, sqlx::FromRow)]
+pub(super) struct MappingRow {
+    id: String,
+    agent_id: String,
+    guild_id: String,
+    channel_id: String,
+    channel_name: String,
+    created_at: DateTime<Utc>,
+}
+
+impl TryFrom<MappingRow> for Mapping {
+    type Error = Error;
+
+    fn try_from(row: MappingRow) -> Result<Self> {
+        Ok(Mapping {
+            id: row.id,
+            agent_id: AgentId::parse(&row.agent_id).map_err(corrupt("chat_mappings.agent_id"))?,
+            guild_id: row.guild_id,
+            channel_id: row.channel_id,
+            channel_name: row.channel_name,
+            created_at: row.created_at,
+        })
+    }
+}
+
+#[derive(Debug, sqlx::FromRow)]
+pub(super) struct OutboxRow {
+    id: i64,
+    owner_id: String,
+    agent_id: String,
+    guild_id: String,
+    channel_id: String,
+    nonce: String,
+    payload: String,
+    attempts: i32,
+}
+
+impl TryFrom<OutboxRow> for OutboxPost {
+    type Error = Error;
+
+    fn try_from(row: OutboxRow) -> Result<Self> {
+        Ok(OutboxPost {
+            id: row.id,
+            owner_id: row.owner_id,
+            agent_id: AgentId::parse(&row.agent_id).map_err(corrupt("outbox.agent_id"))?,
+            guild_id: row.guild_id,
+            channel_id: row.channel_id,
+            nonce: row.nonce,
+            body: serde_json::from_str(&row.payload).map_err(|e| corrupt("outbox.payload")(e.to_string()))?,
+            attempts: row.attempts,
+        })
+    }
 }

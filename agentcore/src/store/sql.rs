@@ -78,3 +78,54 @@ pub(super) const UPDATE_TASK: &str = "UPDATE tasks SET title = $4, description =
     WHERE owner_id = $1 AND agent_id = $2 AND id = $3";
 pub(super) const DELETE_TASK: &str =
     "DELETE FROM tasks WHERE owner_id = $1 AND agent_id = $2 AND id = $3";
+
+pub(super) const UPSERT_CONNECTION: &str = "INSERT INTO chat_connections \
+    (owner_id, guild_id, id, guild_name, kind, bot_token, channel_count, connected_at) \
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+    ON CONFLICT (owner_id, guild_id) DO UPDATE SET guild_name = excluded.guild_name, \
+    kind = excluded.kind, bot_token = excluded.bot_token, \
+    channel_count = excluded.channel_count, connected_at = excluded.connected_at \
+    RETURNING id, guild_id, guild_name, kind, bot_token, channel_count, connected_at";
+const CONNECTION_COLUMNS: &str = "SELECT id, guild_id, guild_name, kind, bot_token, channel_count, \
+    connected_at FROM chat_connections WHERE owner_id = $1";
+pub(super) fn select_connections() -> String {
+    format!("{CONNECTION_COLUMNS} ORDER BY connected_at, guild_id")
+}
+pub(super) fn select_connection() -> String {
+    format!("{CONNECTION_COLUMNS} AND guild_id = $2")
+}
+pub(super) const UPDATE_CHANNEL_COUNT: &str =
+    "UPDATE chat_connections SET channel_count = $3 WHERE owner_id = $1 AND guild_id = $2";
+pub(super) const DELETE_CONNECTION: &str =
+    "DELETE FROM chat_connections WHERE owner_id = $1 AND guild_id = $2";
+
+pub(super) const UPSERT_MAPPING: &str = "INSERT INTO chat_mappings \
+    (owner_id, agent_id, id, guild_id, channel_id, channel_name, created_at) \
+    VALUES ($1, $2, $3, $4, $5, $6, $7) \
+    ON CONFLICT (owner_id, agent_id) DO UPDATE SET id = excluded.id, \
+    guild_id = excluded.guild_id, channel_id = excluded.channel_id, \
+    channel_name = excluded.channel_name, created_at = excluded.created_at \
+    RETURNING id, agent_id, guild_id, channel_id, channel_name, created_at";
+pub(super) const SELECT_MAPPINGS: &str = "SELECT id, agent_id, guild_id, channel_id, channel_name, \
+    created_at FROM chat_mappings WHERE owner_id = $1 ORDER BY created_at, agent_id";
+pub(super) const DELETE_MAPPING: &str =
+    "DELETE FROM chat_mappings WHERE owner_id = $1 AND agent_id = $2";
+
+/// Queues a post to the agent's mapped channel; inserts nothing when the agent is unmapped.
+pub(super) const INSERT_POST_FOR_MAPPING: &str = "INSERT INTO outbox \
+    (owner_id, agent_id, guild_id, channel_id, nonce, payload, attempts, next_attempt_at, \
+    created_at) SELECT owner_id, agent_id, guild_id, channel_id, $3, $4, 0, $5, $5 \
+    FROM chat_mappings WHERE owner_id = $1 AND agent_id = $2";
+pub(super) const SELECT_OUTBOX_CHANNELS: &str = "SELECT DISTINCT channel_id FROM outbox";
+/// Takes the oldest post of a channel if it is due and nobody holds it: order per channel is
+/// kept because only the head is ever taken.
+pub(super) const CLAIM_POST: &str = "UPDATE outbox SET lease_owner = $2, lease_until = $4 \
+    WHERE id = (SELECT id FROM outbox WHERE channel_id = $1 ORDER BY id LIMIT 1) \
+    AND next_attempt_at <= $3 AND (lease_until IS NULL OR lease_until < $3) \
+    RETURNING id, owner_id, agent_id, guild_id, channel_id, nonce, payload, attempts";
+pub(super) const SELECT_HEAD_DUE: &str = "SELECT next_attempt_at, lease_until FROM outbox \
+    WHERE channel_id = $1 ORDER BY id LIMIT 1";
+pub(super) const DELETE_POST: &str = "DELETE FROM outbox WHERE id = $1 AND lease_owner = $2";
+pub(super) const RESCHEDULE_POST: &str = "UPDATE outbox SET attempts = attempts + 1, \
+    next_attempt_at = $3, last_error = $4, lease_owner = NULL, lease_until = NULL \
+    WHERE id = $1 AND lease_owner = $2";

@@ -14,10 +14,12 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{Pool, Sqlite, Transaction};
 
 use super::common::sql_store;
-use super::rows::{self, ActivityRow, AgentRow, TaskRow, UserRow};
+use super::rows::{self, ActivityRow, AgentRow, ConnectionRow, MappingRow, OutboxRow, TaskRow, UserRow};
 use super::{
-    AgentDecision, Backend, DatabaseUrl, TaskDecision, TaskWrite, UserRecord, db_error, sql,
+    db_error, sql, AgentDecision, Backend, ConnectionRecord, DatabaseUrl, TaskDecision, TaskWrite,
+    UserRecord,
 };
+use crate::domain::chat::{Connection, Mapping, OutboxPost};
 use crate::domain::activity::{ActivityEntry, ActivityQuery, NewActivity};
 use crate::domain::agent::{Agent, AgentFilter, AgentId, NewAgent};
 use crate::domain::task::{Task, TaskId, TaskStatus};

@@ -3,10 +3,11 @@
 mod accounts;
 mod agents;
 mod backlog;
+mod chat;
 mod ops;
 
 use axum::Router;
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 
 use crate::AppState;
 
@@ -30,6 +31,16 @@ pub fn routes() -> Router<AppState> {
             get(backlog::show).patch(backlog::update).delete(backlog::delete),
         )
         .route("/api/agents/{id}/backlog/{task_id}/retry", post(backlog::retry))
+        .route("/api/chat/oauth-url", get(chat::oauth_url))
+        .route("/api/chat/callback", post(chat::callback))
+        .route("/api/chat/connect", post(chat::connect))
+        .route("/api/chat/connections", get(chat::connections))
+        .route("/api/chat/connections/{guild_id}", delete(chat::disconnect))
+        .route("/api/chat/connections/{guild_id}/channels", get(chat::channels))
+        .route("/api/chat/test/{guild_id}", post(chat::test))
+        .route("/api/chat/mappings", get(chat::mappings))
+        .route("/api/chat/mappings/{id}", post(chat::map).delete(chat::unmap))
+        .route("/api/chat/send/{guild_id}", post(chat::send))
         .fallback(ops::route_not_found)
         .method_not_allowed_fallback(ops::method_not_allowed)
 }

@@ -1,0 +1,314 @@
+//! Chat: connecting Discord servers, mapping agents to their channels, sending messages.
+
+use std::time::Duration;
+
+use secrecy::{ExposeSecret, SecretString};
+use serde::{Deserialize, Serialize};
+
+use super::{Core, Principal};
+use crate::discord::{Channel, DiscordError};
+use crate::domain::activity::{Action, NewActivity};
+use crate::domain::agent::AgentId;
+use crate::domain::chat::{
+    BotToken, ChannelId, ChannelInfo, Connection, ConnectionKind, GuildId, Mapping, OutgoingMessage,
+};
+use crate::domain::now;
+use crate::error::{Conflict, Error, Refusal, Result, ValidationErrors};
+use crate::store::ConnectionRecord;
+
+/// How long an install link stays valid.
+const STATE_TTL: Duration = Duration::from_secs(600);
+/// View Channel, Send Messages, Embed Links, Read Message History.
+const BOT_PERMISSIONS: u64 = 1024 + 2048 + 16384 + 65536;
+
+/// Where to send a user to install the service's bot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OauthUrl {
+    pub url: String,
+    pub state: String,
+}
+
+/// `{"status": "connected", "guild_id", "guild_name"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Connected {
+    pub status: String,
+    pub guild_id: String,
+    pub guild_name: String,
+}
+
+/// `{"status": "sent", "message_id", "channel_id"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sent {
+    pub status: String,
+    pub message_id: String,
+    pub channel_id: String,
+}
+
+impl Core {
+    /// The link that installs the service's bot, with a `state` bound to the caller for ten
+    /// minutes.
+    pub async fn oauth_url(&self, who: &Principal) -> Result<OauthUrl> {
+        let config = &self.inner.discord_config;
+        let client_id = require_setting(config.client_id.as_deref(), "discord.client_id")?;
+        require_setting(config.client_secret.as_ref().map(|s| s.expose_secret()), "discord.client_secret")?;
+        let redirect_uri = require_setting(config.redirect_uri.as_deref(), "discord.redirect_uri")?;
+        require_setting(config.bot_token.as_ref().map(|s| s.expose_secret()), "discord.bot_token")?;
+        let state = self.auth().issue_state(&who.user_id, STATE_TTL)?;
+        let site = self.inner.discord.api_base().split("/api/").next().unwrap_or_default().to_owned();
+        let url = format!(
+            "{site}/oauth2/authorize?client_id={}&scope=bot&permissions={BOT_PERMISSIONS}&response_type=code&redirect_uri={}&state={}",
+            encode(client_id),
+            encode(redirect_uri),
+            encode(&state)
+        );
+        Ok(OauthUrl { url, state })
+    }
+
+    /// Completes an install: exchanges `code`, trusts the guild Discord names in its answer
+    /// (the redirect's `guild_id` is only a hint) and stores the connection.
+    pub async fn oauth_callback(&self, who: &Principal, code: &str, state: Option<&str>) -> Result<Connected> {
+        if let Some(state) = state {
+            if self.auth().verify_state(state).as_deref() != Some(who.user_id.as_str()) {
+                return Err(ValidationErrors::single("state", "is invalid, expired or not yours").into());
+            }
+        }
+        let config = &self.inner.discord_config;
+        let client_id = require_setting(config.client_id.as_deref(), "discord.client_id")?;
+        let client_secret = require_setting(config.client_secret.as_ref(), "discord.client_secret")?;
+        let redirect_uri = require_setting(config.redirect_uri.as_deref(), "discord.redirect_uri")?;
+        let bot_token = require_setting(config.bot_token.as_ref(), "discord.bot_token")?;
+        let exchanged = self
+            .inner
+            .discord
+            .exchange_code(client_id, client_secret, code, redirect_uri)
+            .await
+            .map_err(|error| match error {
+                DiscordError::Rejected { .. } | DiscordError::InvalidToken => {
+                    ValidationErrors::single("code", "was refused by Discord (expired or already used)").into()
+                }
+                other => upstream(&other),
+            })?;
+        let guild = exchanged
+            .guild
+            .ok_or_else(|| Error::Upstream("Discord's token answer named no server; was the bot scope granted?".into()))?;
+        let guild_id = GuildId::parse(&guild.id).map_err(|_| Error::Upstream("Discord named an invalid server id".into()))?;
+        self.store_connection(who, &guild_id, bot_token, ConnectionKind::Oauth, None, None).await
+    }
+
+    /// Connects a guild through the user's own bot, after checking the token and the guild.
+    pub async fn connect(
+        &self,
+        who: &Principal,
+        guild_id: &GuildId,
+        token: &BotToken,
+        guild_name: Option<String>,
+    ) -> Result<Connected> {
+        let sealed = self.inner.secrets.seal(token.0.expose_secret(), &seal_context(who, guild_id.as_str()))?;
+        self.inner.discord.forgive(&token.0);
+        self.inner.discord.current_user(&token.0).await.map_err(|e| guild_error(&e))?;
+        self.store_connection(who, guild_id, &token.0, ConnectionKind::BotToken, Some(sealed), guild_name).await
+    }
+
+    pub async fn connections(&self, who: &Principal) -> Result<Vec<Connection>> {
+        self.store().connections(&who.user_id).await
+    }
+
+    /// Checks that the connection's bot still works and sees its guild; returns its name.
+    pub async fn test_connection(&self, who: &Principal, guild_id: &GuildId) -> Result<String> {
+        let (token, _) = self.credentials(who, guild_id).await?;
+        let discord = &self.inner.discord;
+        discord.current_user(&token).await.map_err(|e| guild_error(&e))?;
+        let guild = discord.guild(&token, guild_id.as_str()).await.map_err(|e| guild_error(&e))?;
+        Ok(guild.name)
+    }
+
+    /// Removes the connection, its mappings and its pending posts.
+    pub async fn disconnect(&self, who: &Principal, guild_id: &GuildId) -> Result<()> {
+        self.store().delete_connection(&who.user_id, guild_id.as_str()).await
+    }
+
+    /// The guild's text channels (types 0 and 5) by position; refreshes `channel_count`.
+    pub async fn channels(&self, who: &Principal, guild_id: &GuildId) -> Result<Vec<ChannelInfo>> {
+        let (token, _) = self.credentials(who, guild_id).await?;
+        let channels = self.text_channels(&token, guild_id).await?;
+        let count = i64::try_from(channels.len()).unwrap_or(i64::MAX);
+        self.store().set_channel_count(&who.user_id, guild_id.as_str(), count).await?;
+        Ok(channels)
+    }
+
+    /// Maps the agent to a text channel of the guild, replacing its earlier mapping. The stored
+    /// channel name is Discord's.
+    pub async fn map_agent(
+        &self,
+        who: &Principal,
+        guild_id: &GuildId,
+        agent: &AgentId,
+        channel_id: &ChannelId,
+    ) -> Result<Mapping> {
+        self.store().agent(&who.user_id, agent).await?;
+        let (token, _) = self.credentials(who, guild_id).await?;
+        let channels = self.text_channels(&token, guild_id).await?;
+        let channel = channels
+            .into_iter()
+            .find(|c| c.id == channel_id.as_str())
+            .ok_or_else(|| ValidationErrors::single("channel_id", "is not a text channel of this server"))?;
+        let mapping = Mapping {
+            id: uuid::Uuid::now_v7().to_string(),
+            agent_id: agent.clone(),
+            guild_id: guild_id.as_str().to_owned(),
+            channel_id: channel.id,
+            channel_name: channel.name,
+            created_at: now(),
+        };
+        self.store().upsert_mapping(&who.user_id, &mapping).await
+    }
+
+    pub async fn mappings(&self, who: &Principal) -> Result<Vec<Mapping>> {
+        self.store().mappings(&who.user_id).await
+    }
+
+    pub async fn unmap_agent(&self, who: &Principal, agent: &AgentId) -> Result<()> {
+        self.store().delete_mapping(&who.user_id, agent).await
+    }
+
+    /// Sends a message to the agent's channel now, and waits for Discord's message id.
+    pub async fn send(
+        &self,
+        who: &Principal,
+        guild_id: &GuildId,
+        agent: &AgentId,
+        message: &OutgoingMessage,
+    ) -> Result<Sent> {
+        let (token, _) = self.credentials(who, guild_id).await?;
+        self.store().agent(&who.user_id, agent).await?;
+        let mapping = self
+            .store()
+            .mappings(&who.user_id)
+            .await?
+            .into_iter()
+            .find(|m| m.agent_id == *agent && m.guild_id == guild_id.as_str())
+            .ok_or_else(|| {
+                Error::conflict(
+                    Conflict::AgentNotMapped,
+                    format!("Agent '{agent}' has no channel in server {guild_id}; map it first."),
+                )
+            })?;
+        let posted = self
+            .inner
+            .discord
+            .create_message(&token, &mapping.channel_id, &message.body())
+            .await
+            .map_err(|e| match e {
+                DiscordError::InvalidToken => guild_error(&e),
+                other => upstream(&other),
+            })?;
+        let details = format!("Message sent to #{} by a user.", mapping.channel_name);
+        self.store().log_activity(&who.user_id, agent, &NewActivity::new(Action::MessageSent, details)).await?;
+        Ok(Sent { status: "sent".into(), message_id: posted.id, channel_id: posted.channel_id })
+    }
+
+    /// The bot token to act with in `guild_id`, and the connection.
+    pub(crate) async fn credentials(&self, who: &Principal, guild_id: &GuildId) -> Result<(SecretString, ConnectionRecord)> {
+        let record = self.store().connection(&who.user_id, guild_id.as_str()).await?;
+        let token = self.token_of(who.user_id.as_str(), &record)?;
+        Ok((token, record))
+    }
+
+    /// Opens a connection's sealed token, or the service bot's for OAuth connections.
+    pub(crate) fn token_of(&self, owner: &str, record: &ConnectionRecord) -> Result<SecretString> {
+        match (record.connection.kind, &record.sealed_token) {
+            (ConnectionKind::BotToken, Some(sealed)) => {
+                self.inner.secrets.open(sealed, &format!("{owner}/{}", record.connection.guild_id))
+            }
+            (ConnectionKind::BotToken, None) => Err(Error::internal("a bot-token connection has no token")),
+            (ConnectionKind::Oauth, _) => require_setting(self.inner.discord_config.bot_token.as_ref(), "discord.bot_token").cloned(),
+        }
+    }
+
+    async fn store_connection(
+        &self,
+        who: &Principal,
+        guild_id: &GuildId,
+        token: &SecretString,
+        kind: ConnectionKind,
+        sealed_token: Option<String>,
+        guild_name: Option<String>,
+    ) -> Result<Connected> {
+        let discord = &self.inner.discord;
+        let guild = discord.guild(token, guild_id.as_str()).await.map_err(|e| guild_error(&e))?;
+        let channels = self.text_channels(token, guild_id).await?;
+        let record = ConnectionRecord {
+            connection: Connection {
+                id: uuid::Uuid::now_v7().to_string(),
+                guild_id: guild.id.clone(),
+                guild_name: guild_name.filter(|n| !n.trim().is_empty()).unwrap_or(guild.name),
+                kind,
+                connected_at: now(),
+                channel_count: i64::try_from(channels.len()).unwrap_or(i64::MAX),
+            },
+            sealed_token,
+        };
+        let stored = self.store().upsert_connection(&who.user_id, &record).await?;
+        tracing::info!(user_id = %who.user_id, guild_id = %stored.guild_id, kind = kind.as_str(), "guild connected");
+        Ok(Connected { status: "connected".into(), guild_id: stored.guild_id, guild_name: stored.guild_name })
+    }
+
+    async fn text_channels(&self, token: &SecretString, guild_id: &GuildId) -> Result<Vec<ChannelInfo>> {
+        let channels = self.inner.discord.guild_channels(token, guild_id.as_str()).await.map_err(|e| guild_error(&e))?;
+        let mut text: Vec<ChannelInfo> = channels
+            .into_iter()
+            .filter(Channel::is_text)
+            .map(|c| ChannelInfo { name: c.name.unwrap_or_default(), position: c.position.unwrap_or(0), id: c.id })
+            .collect();
+        text.sort_by(|a, b| a.position.cmp(&b.position).then_with(|| a.id.cmp(&b.id)));
+        Ok(text)
+    }
+
+    pub(crate) fn wake_outbox(&self) {
+        self.inner.outbox_wakeup.notify_one();
+    }
+}
+
+/// The sealed token is bound to its owner and guild.
+fn seal_context(who: &Principal, guild_id: &str) -> String {
+    format!("{}/{guild_id}", who.user_id)
+}
+
+/// Discord's answer to a call about a guild, as the caller should see it.
+fn guild_error(error: &DiscordError) -> Error {
+    match error {
+        DiscordError::InvalidToken => {
+            Error::refused(Refusal::InvalidBotToken, "Discord does not accept this bot token.")
+        }
+        DiscordError::Rejected { status: 403 | 404, .. } => Error::refused(
+            Refusal::GuildNotAccessible,
+            "The bot cannot see this server; invite it to the server first.",
+        ),
+        other => upstream(other),
+    }
+}
+
+fn upstream(error: &DiscordError) -> Error {
+    tracing::warn!(%error, "Discord call failed");
+    match error {
+        DiscordError::Rejected { message, .. } if !message.is_empty() => {
+            Error::Upstream(format!("Discord refused the request: {message}."))
+        }
+        _ => Error::Upstream("Discord could not complete the request; try again later.".into()),
+    }
+}
+
+fn require_setting<'a, T: ?Sized>(value: Option<&'a T>, name: &str) -> Result<&'a T> {
+    value.ok_or_else(|| Error::NotConfigured(format!("Discord installs need the setting {name}.")))
+}
+
+/// Percent-encodes a query value.
+fn encode(value: &str) -> String {
+    value
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}

@@ -1,0 +1,169 @@
+//! Delivery of queued agent posts to Discord.
+//!
+//! Posts are rows of the `outbox` table, written in the same transaction as the change they
+//! report. One lane per channel delivers that channel's posts oldest first, one at a time, so
+//! order holds per channel while channels proceed in parallel. A lane leases the head post
+//! before sending it (several nodes never send the same post at once) and sends it with a
+//! nonce and `enforce_nonce`, so a retry after a lost answer cannot post twice. Transient
+//! failures (429 beyond the limiter's waits, 5xx, timeouts, connection errors) reschedule the
+//! post with exponential backoff; permanent ones (unknown channel, missing access, revoked
+//! token) drop it and log `post_failed` for its agent.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use crate::core::Core;
+use crate::domain::activity::{Action, NewActivity};
+use crate::domain::chat::OutboxPost;
+use crate::domain::now;
+use crate::domain::user::UserId;
+use crate::error::Error;
+
+/// The running delivery worker. Dropping it leaves the worker running; call
+/// [`OutboxWorker::shutdown`] to stop it.
+#[derive(Debug)]
+pub struct OutboxWorker {
+    stop: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl OutboxWorker {
+    /// Stops taking posts and waits for the sends in flight to finish.
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        let _ = self.task.await;
+    }
+}
+
+type Lanes = Arc<Mutex<HashSet<String>>>;
+
+impl Core {
+    /// Starts delivering the outbox in the background.
+    pub fn start_outbox(&self) -> OutboxWorker {
+        let (stop, stopped) = watch::channel(false);
+        let task = tokio::spawn(dispatch(self.clone(), stopped));
+        OutboxWorker { stop, task }
+    }
+}
+
+/// Starts a lane for every channel with posts, on each wake-up and at least every poll.
+async fn dispatch(core: Core, mut stop: watch::Receiver<bool>) {
+    let lanes: Lanes = Arc::default();
+    let mut running = JoinSet::new();
+    loop {
+        match core.store().outbox_channels().await {
+            Ok(channels) => {
+                for channel in channels {
+                    if lock(&lanes).insert(channel.clone()) {
+                        running.spawn(lane(core.clone(), channel, lanes.clone(), stop.clone()));
+                    }
+                }
+            }
+            Err(error) => tracing::warn!(%error, "cannot read the outbox"),
+        }
+        while running.try_join_next().is_some() {}
+        tokio::select! {
+            () = core.outbox_wakeup().notified() => {}
+            () = tokio::time::sleep(core.outbox_config().poll) => {}
+            _ = stop.changed() => break,
+        }
+    }
+    while running.join_next().await.is_some() {}
+}
+
+/// Delivers one channel's posts in order until none is left.
+async fn lane(core: Core, channel: String, lanes: Lanes, mut stop: watch::Receiver<bool>) {
+    let config = core.outbox_config();
+    while !*stop.borrow() {
+        let at = now();
+        let lease_until = at + chrono::Duration::from_std(config.lease).unwrap_or(chrono::Duration::seconds(30));
+        let wait = match core.store().claim_post(&channel, core.node_id(), at, lease_until).await {
+            Ok(Some(post)) => {
+                deliver(&core, post).await;
+                continue;
+            }
+            Ok(None) => match core.store().next_post_due(&channel).await {
+                Ok(Some(due)) => until(due).min(config.poll),
+                Ok(None) => {
+                    // Leave, unless a post arrived between the check and leaving.
+                    lock(&lanes).remove(&channel);
+                    match core.store().next_post_due(&channel).await {
+                        Ok(Some(_)) if lock(&lanes).insert(channel.clone()) => continue,
+                        _ => return,
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(%error, channel, "cannot read the outbox");
+                    config.poll
+                }
+            },
+            Err(error) => {
+                tracing::warn!(%error, channel, "cannot claim a post");
+                config.poll
+            }
+        };
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            _ = stop.changed() => {}
+        }
+    }
+    lock(&lanes).remove(&channel);
+}
+
+async fn deliver(core: &Core, post: OutboxPost) {
+    let store = core.store();
+    let node = core.node_id();
+    let owner = UserId::from_trusted(post.owner_id.clone());
+    let token = match store.connection(&owner, &post.guild_id).await {
+        Ok(record) => core.token_of(&post.owner_id, &record),
+        Err(error) => Err(error),
+    };
+    let outcome = match token {
+        Ok(token) => {
+            let body = post.body.clone().with_nonce(post.nonce.clone());
+            core.discord().create_message(&token, &post.channel_id, &body).await.map(|_| ()).map_err(|e| {
+                let permanent = !e.is_transient();
+                (e.to_string(), permanent)
+            })
+        }
+        Err(Error::NotFound { .. }) => Err(("the server is no longer connected".to_owned(), true)),
+        Err(error) => Err((error.to_string(), false)),
+    };
+    let written = match outcome {
+        Ok(()) => store.finish_post(post.id, node).await,
+        Err((reason, false)) => {
+            let delay = backoff(core, post.attempts);
+            tracing::info!(channel = %post.channel_id, attempts = post.attempts + 1, ?delay, %reason, "post will be retried");
+            let next = now() + chrono::Duration::from_std(delay).unwrap_or(chrono::Duration::seconds(60));
+            store.retry_post(post.id, node, next, &reason).await
+        }
+        Err((reason, true)) => {
+            tracing::warn!(channel = %post.channel_id, agent_id = %post.agent_id, %reason, "post dropped");
+            let details = format!("A post to channel {} could not be delivered and was dropped: {reason}.", post.channel_id);
+            store.drop_post(&post, node, &NewActivity::new(Action::PostFailed, details)).await
+        }
+    };
+    if let Err(error) = written {
+        // The lease runs out and the post is tried again; the nonce keeps it from doubling.
+        tracing::warn!(%error, post_id = post.id, "cannot record a delivery outcome");
+    }
+}
+
+fn backoff(core: &Core, attempts: i32) -> Duration {
+    let config = core.outbox_config();
+    let factor = 2u32.saturating_pow(u32::try_from(attempts).unwrap_or(0).min(20));
+    config.base_backoff.saturating_mul(factor).min(config.max_backoff)
+}
+
+fn until(at: DateTime<Utc>) -> Duration {
+    (at - Utc::now()).to_std().unwrap_or(Duration::ZERO)
+}
+
+fn lock(lanes: &Lanes) -> std::sync::MutexGuard<'_, HashSet<String>> {
+    lanes.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
