@@ -5,10 +5,12 @@
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::domain::activity::ActivityEntry;
-use crate::domain::chat::{BotToken, ChannelId, ChannelInfo, Connection, GuildId, Mapping, OutgoingMessage};
 use crate::domain::agent::{
     AgentId, AgentName, AgentPatch, AgentStatus, AgentSummary, ChannelName, ModelName, NewAgent,
     RolePrompt, ThrottleSeconds, Workspace,
+};
+use crate::domain::chat::{
+    BotToken, ChannelId, ChannelInfo, Connection, GuildId, Mapping, OutgoingMessage,
 };
 use crate::domain::task::{NewTask, Priority, Task, TaskDescription, TaskPatch, TaskTitle};
 use crate::domain::user::{Credentials, Email, NewUser, Password, UserName};
@@ -328,9 +330,12 @@ pub struct ConnectRequest {
 impl ConnectRequest {
     pub fn parse(&self) -> Result<(GuildId, BotToken, Option<String>), ValidationErrors> {
         let mut e = ValidationErrors::new();
-        let token = required(&mut e, "bot_token", &self.bot_token).and_then(|v| e.check("bot_token", BotToken::parse(v)));
-        let guild = required(&mut e, "guild_id", &self.guild_id).and_then(|v| e.check("guild_id", GuildId::parse(v)));
-        let name = self.guild_name.as_deref().and_then(|v| e.check("guild_name", text_field(v, 0, 100)));
+        let token = required(&mut e, "bot_token", &self.bot_token)
+            .and_then(|v| e.check("bot_token", BotToken::parse(v)));
+        let guild = required(&mut e, "guild_id", &self.guild_id)
+            .and_then(|v| e.check("guild_id", GuildId::parse(v)));
+        let name =
+            self.guild_name.as_deref().and_then(|v| e.check("guild_name", text_field(v, 0, 100)));
         match (guild, token) {
             (Some(guild), Some(token)) if e.is_empty() => Ok((guild, token, name)),
             _ => Err(e),
@@ -350,9 +355,10 @@ pub struct MapRequest {
 impl MapRequest {
     pub fn parse(&self) -> Result<(AgentId, ChannelId), ValidationErrors> {
         let mut e = ValidationErrors::new();
-        let agent = required(&mut e, "agent_id", &self.agent_id).and_then(|v| e.check("agent_id", AgentId::parse(v)));
-        let channel =
-            required(&mut e, "channel_id", &self.channel_id).and_then(|v| e.check("channel_id", ChannelId::parse(v)));
+        let agent = required(&mut e, "agent_id", &self.agent_id)
+            .and_then(|v| e.check("agent_id", AgentId::parse(v)));
+        let channel = required(&mut e, "channel_id", &self.channel_id)
+            .and_then(|v| e.check("channel_id", ChannelId::parse(v)));
         if let Some(name) = &self.channel_name {
             e.check("channel_name", text_field(name, 0, 100));
         }
@@ -376,14 +382,20 @@ pub struct SendRequest {
 impl SendRequest {
     pub fn parse(&self) -> Result<(AgentId, OutgoingMessage), ValidationErrors> {
         let mut e = ValidationErrors::new();
-        let agent = required(&mut e, "agent_id", &self.agent_id).and_then(|v| e.check("agent_id", AgentId::parse(v)));
-        let content = self.content.as_deref().and_then(|v| e.check("content", OutgoingMessage::content(v)));
-        let title = self.embed_title.as_deref().and_then(|v| e.check("embed_title", OutgoingMessage::embed_title(v)));
+        let agent = required(&mut e, "agent_id", &self.agent_id)
+            .and_then(|v| e.check("agent_id", AgentId::parse(v)));
+        let content =
+            self.content.as_deref().and_then(|v| e.check("content", OutgoingMessage::content(v)));
+        let title = self
+            .embed_title
+            .as_deref()
+            .and_then(|v| e.check("embed_title", OutgoingMessage::embed_title(v)));
         let description = self
             .embed_description
             .as_deref()
             .and_then(|v| e.check("embed_description", OutgoingMessage::embed_description(v)));
-        let color = self.embed_color.and_then(|v| e.check("embed_color", OutgoingMessage::embed_color(v)));
+        let color =
+            self.embed_color.and_then(|v| e.check("embed_color", OutgoingMessage::embed_color(v)));
         if !e.is_empty() {
             return Err(e);
         }

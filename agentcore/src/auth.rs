@@ -134,7 +134,9 @@ impl Auth {
 
     /// A signed OAuth `state` for `user`, valid for `ttl`.
     pub fn issue_state(&self, user: &UserId, ttl: Duration) -> Result<String> {
-        let exp = chrono::Utc::now().timestamp().saturating_add(i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX));
+        let exp = chrono::Utc::now()
+            .timestamp()
+            .saturating_add(i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX));
         let claims = StateClaims { sub: user.to_string(), purpose: STATE_PURPOSE.into(), exp };
         jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
             .map_err(|e| Error::internal(format!("signing a state failed: {e}")))
@@ -142,7 +144,10 @@ impl Auth {
 
     /// The user a `state` was issued to, if it is ours, unexpired and for an install.
     pub fn verify_state(&self, state: &str) -> Option<String> {
-        let claims = jsonwebtoken::decode::<StateClaims>(state, &self.decoding, &self.state_validation).ok()?.claims;
+        let claims =
+            jsonwebtoken::decode::<StateClaims>(state, &self.decoding, &self.state_validation)
+                .ok()?
+                .claims;
         (claims.purpose == STATE_PURPOSE).then_some(claims.sub)
     }
 
@@ -223,7 +228,8 @@ mod tests {
         let token = auth.issue(&user, 0).unwrap();
         assert!(auth.verify_state(&token).is_none(), "a login is not a state");
         let expired = StateClaims { sub: user.to_string(), purpose: STATE_PURPOSE.into(), exp: 1 };
-        let expired = jsonwebtoken::encode(&Header::new(Algorithm::HS256), &expired, &auth.encoding).unwrap();
+        let expired =
+            jsonwebtoken::encode(&Header::new(Algorithm::HS256), &expired, &auth.encoding).unwrap();
         assert!(auth.verify_state(&expired).is_none());
     }
 

@@ -31,9 +31,12 @@ impl std::fmt::Debug for SecretBox {
 impl SecretBox {
     /// A key of 64 hex characters (32 bytes).
     pub fn from_hex(key: &SecretString) -> Result<Self> {
-        let bytes = decode_hex(key.expose_secret().trim())
-            .filter(|b| b.len() == 32)
-            .ok_or_else(|| Error::NotConfigured("secret_key must be 64 hexadecimal characters (32 bytes)".into()))?;
+        let bytes =
+            decode_hex(key.expose_secret().trim()).filter(|b| b.len() == 32).ok_or_else(|| {
+                Error::NotConfigured(
+                    "secret_key must be 64 hexadecimal characters (32 bytes)".into(),
+                )
+            })?;
         let cipher = XChaCha20Poly1305::new_from_slice(&bytes)
             .map_err(|_| Error::NotConfigured("secret_key must be 32 bytes".into()))?;
         Ok(Self { cipher })
@@ -71,16 +74,21 @@ impl SecretBox {
         getrandom::fill(&mut nonce).map_err(|e| Error::internal(format!("no randomness: {e}")))?;
         let sealed = self
             .cipher
-            .encrypt(&XNonce::from(nonce), Payload { msg: plain.as_bytes(), aad: context.as_bytes() })
+            .encrypt(
+                &XNonce::from(nonce),
+                Payload { msg: plain.as_bytes(), aad: context.as_bytes() },
+            )
             .map_err(|_| Error::internal("encryption failed"))?;
         Ok(format!("{VERSION}:{}:{}", encode_hex(&nonce), encode_hex(&sealed)))
     }
 
     /// Decrypts what [`SecretBox::seal`] produced for the same `context`.
     pub fn open(&self, sealed: &str, context: &str) -> Result<SecretString> {
-        let unreadable = || Error::internal("a stored secret cannot be decrypted (was secret_key changed?)");
+        let unreadable =
+            || Error::internal("a stored secret cannot be decrypted (was secret_key changed?)");
         let mut parts = sealed.split(':');
-        let (Some(VERSION), Some(nonce), Some(body), None) = (parts.next(), parts.next(), parts.next(), parts.next())
+        let (Some(VERSION), Some(nonce), Some(body), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
         else {
             return Err(unreadable());
         };

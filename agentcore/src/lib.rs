@@ -33,8 +33,8 @@ pub use crate::core::{
     Connected, Core, CoreConfig, DiscordConfig, OauthUrl, OutboxConfig, Principal, Sent, Session,
     default_data_dir,
 };
-pub use outbox::OutboxWorker;
 pub use error::{Conflict, Error, Refusal, Resource, Result, ValidationErrors};
+pub use outbox::OutboxWorker;
 
 /// Installs the process-wide TLS crypto provider (ring) that every HTTP and database client of
 /// the library uses. `Core::open` calls it; call it yourself before building other rustls

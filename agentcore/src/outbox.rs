@@ -81,7 +81,8 @@ async fn lane(core: Core, channel: String, lanes: Lanes, mut stop: watch::Receiv
     let config = core.outbox_config();
     while !*stop.borrow() {
         let at = now();
-        let lease_until = at + chrono::Duration::from_std(config.lease).unwrap_or(chrono::Duration::seconds(30));
+        let lease_until =
+            at + chrono::Duration::from_std(config.lease).unwrap_or(chrono::Duration::seconds(30));
         let wait = match core.store().claim_post(&channel, core.node_id(), at, lease_until).await {
             Ok(Some(post)) => {
                 deliver(&core, post).await;
@@ -126,10 +127,14 @@ async fn deliver(core: &Core, post: OutboxPost) {
     let outcome = match token {
         Ok(token) => {
             let body = post.body.clone().with_nonce(post.nonce.clone());
-            core.discord().create_message(&token, &post.channel_id, &body).await.map(|_| ()).map_err(|e| {
-                let permanent = !e.is_transient();
-                (e.to_string(), permanent)
-            })
+            core.discord()
+                .create_message(&token, &post.channel_id, &body)
+                .await
+                .map(|_| ())
+                .map_err(|e| {
+                    let permanent = !e.is_transient();
+                    (e.to_string(), permanent)
+                })
         }
         Err(Error::NotFound { .. }) => Err(("the server is no longer connected".to_owned(), true)),
         Err(error) => Err((error.to_string(), false)),
@@ -139,12 +144,16 @@ async fn deliver(core: &Core, post: OutboxPost) {
         Err((reason, false)) => {
             let delay = backoff(core, post.attempts);
             tracing::info!(channel = %post.channel_id, attempts = post.attempts + 1, ?delay, %reason, "post will be retried");
-            let next = now() + chrono::Duration::from_std(delay).unwrap_or(chrono::Duration::seconds(60));
+            let next =
+                now() + chrono::Duration::from_std(delay).unwrap_or(chrono::Duration::seconds(60));
             store.retry_post(post.id, node, next, &reason).await
         }
         Err((reason, true)) => {
             tracing::warn!(channel = %post.channel_id, agent_id = %post.agent_id, %reason, "post dropped");
-            let details = format!("A post to channel {} could not be delivered and was dropped: {reason}.", post.channel_id);
+            let details = format!(
+                "A post to channel {} could not be delivered and was dropped: {reason}.",
+                post.channel_id
+            );
             store.drop_post(&post, node, &NewActivity::new(Action::PostFailed, details)).await
         }
     };

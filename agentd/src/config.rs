@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use secrecy::SecretString;
 
-use agentcore::{CoreConfig, DiscordConfig};
 use agentcore::store::DatabaseUrl;
+use agentcore::{CoreConfig, DiscordConfig};
 
 pub const DEFAULT_BIND: &str = "127.0.0.1:8080";
 
@@ -80,7 +80,10 @@ impl Config {
             timeout: defaults.timeout,
         };
         if !(discord.api_base.starts_with("https://") || discord.api_base.starts_with("http://")) {
-            return Err(ConfigError(format!("discord.api_base: '{}' is not an http(s) URL", discord.api_base)));
+            return Err(ConfigError(format!(
+                "discord.api_base: '{}' is not an http(s) URL",
+                discord.api_base
+            )));
         }
         Ok(Self { bind, database_url, data_dir, jwt_secret, token_ttl, secret_key, discord })
     }
@@ -206,7 +209,10 @@ mod tests {
         assert_eq!(config.discord.bot_token.unwrap().expose_secret(), "bot");
         assert!(config.discord.client_secret.is_none());
         assert_eq!(config.secret_key.unwrap().expose_secret(), "ab");
-        assert_eq!(load(Flags::default(), &[]).unwrap().discord.api_base, "https://discord.com/api/v10");
+        assert_eq!(
+            load(Flags::default(), &[]).unwrap().discord.api_base,
+            "https://discord.com/api/v10"
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use tokio::time::Instant;
 
 pub const CLIENT_ID: &str = "900000000000000001";
@@ -77,7 +77,10 @@ pub struct FakeDiscord {
 
 impl FakeDiscord {
     pub async fn start() -> Self {
-        let state = Arc::new(Mutex::new(FakeState { next_id: 1_300_000_000_000_000_000, ..FakeState::default() }));
+        let state = Arc::new(Mutex::new(FakeState {
+            next_id: 1_300_000_000_000_000_000,
+            ..FakeState::default()
+        }));
         let app = Router::new()
             .route("/api/v10/users/@me", get(current_user))
             .route("/api/v10/guilds/{id}", get(guild))
@@ -117,7 +120,9 @@ impl FakeDiscord {
             json!({"id": format!("{id}6"), "type": 15, "name": "forum", "position": 5, "parent_id": null}),
         ];
         let bots = bots.iter().map(|b| (*b).to_owned()).collect();
-        self.with(|s| s.guilds.insert(id.to_owned(), Guild { name: name.to_owned(), channels, bots }));
+        self.with(|s| {
+            s.guilds.insert(id.to_owned(), Guild { name: name.to_owned(), channels, bots })
+        });
     }
 
     /// An OAuth2 code that installs the service bot into `guild_id`.
@@ -133,6 +138,16 @@ impl FakeDiscord {
     /// Allow `count` messages per channel per `window`.
     pub fn limit_messages(&self, count: u32, window: Duration) {
         self.with(|s| s.limit = Some((count, window)));
+    }
+
+    pub fn remove_channel(&self, channel_id: &str) {
+        self.with(|s| {
+            s.guilds.values_mut().for_each(|g| g.channels.retain(|c| c["id"] != channel_id))
+        });
+    }
+
+    pub fn clear_failures(&self) {
+        self.with(|s| s.failures.clear());
     }
 
     pub fn fail_next(&self, failures: &[Failure]) {
@@ -165,9 +180,21 @@ fn error(status: u16, code: u32, message: &str) -> Response {
 }
 
 /// The bot behind the `Authorization: Bot <token>` header, or Discord's 401.
-fn authenticate(state: &mut FakeState, headers: &HeaderMap, method: &str, path: String, body: Value) -> Result<String, Response> {
-    let authorization = headers.get("authorization").and_then(|v| v.to_str().ok()).map(str::to_owned);
-    state.requests.push(Recorded { method: method.into(), path, authorization: authorization.clone(), body });
+fn authenticate(
+    state: &mut FakeState,
+    headers: &HeaderMap,
+    method: &str,
+    path: String,
+    body: Value,
+) -> Result<String, Response> {
+    let authorization =
+        headers.get("authorization").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    state.requests.push(Recorded {
+        method: method.into(),
+        path,
+        authorization: authorization.clone(),
+        body,
+    });
     let agent = headers.get("user-agent").and_then(|v| v.to_str().ok()).unwrap_or_default();
     if !agent.starts_with("DiscordBot (") {
         return Err(error(403, 40333, "internal network error"));
@@ -212,7 +239,13 @@ async fn guild(State(state): Shared, headers: HeaderMap, Path(id): Path<String>)
 
 async fn channels(State(state): Shared, headers: HeaderMap, Path(id): Path<String>) -> Response {
     let mut s = state.lock().unwrap();
-    let token = match authenticate(&mut s, &headers, "GET", format!("/guilds/{id}/channels"), Value::Null) {
+    let token = match authenticate(
+        &mut s,
+        &headers,
+        "GET",
+        format!("/guilds/{id}/channels"),
+        Value::Null,
+    ) {
         Ok(token) => token,
         Err(response) => return response,
     };
@@ -222,18 +255,31 @@ async fn channels(State(state): Shared, headers: HeaderMap, Path(id): Path<Strin
     }
 }
 
-async fn create_message(State(state): Shared, headers: HeaderMap, Path(channel_id): Path<String>, body: Bytes) -> Response {
+async fn create_message(
+    State(state): Shared,
+    headers: HeaderMap,
+    Path(channel_id): Path<String>,
+    body: Bytes,
+) -> Response {
     let body: Value = match serde_json::from_slice(&body) {
         Ok(body) => body,
         Err(_) => return error(400, 50109, "The request body contains invalid JSON."),
     };
     let (response, hang) = {
         let mut s = state.lock().unwrap();
-        let token = match authenticate(&mut s, &headers, "POST", format!("/channels/{channel_id}/messages"), body.clone()) {
+        let token = match authenticate(
+            &mut s,
+            &headers,
+            "POST",
+            format!("/channels/{channel_id}/messages"),
+            body.clone(),
+        ) {
             Ok(token) => token,
             Err(response) => return response,
         };
-        let Some(guild) = s.guilds.values().find(|g| g.channels.iter().any(|c| c["id"] == channel_id.as_str())) else {
+        let Some(guild) =
+            s.guilds.values().find(|g| g.channels.iter().any(|c| c["id"] == channel_id.as_str()))
+        else {
             return error(404, 10003, "Unknown Channel");
         };
         if !guild.bots.contains(&token) {
@@ -314,9 +360,13 @@ fn rate_limit(s: &mut FakeState, token: &str, channel_id: &str) -> Option<Respon
 
 fn bucket_headers(s: &FakeState, token: &str, channel_id: &str, headers: &mut HeaderMap) {
     let Some((limit, window)) = s.limit else { return };
-    let Some((start, used)) = s.windows.get(&(token.to_owned(), channel_id.to_owned())) else { return };
+    let Some((start, used)) = s.windows.get(&(token.to_owned(), channel_id.to_owned())) else {
+        return;
+    };
     let reset_after = (*start + window).saturating_duration_since(Instant::now()).as_secs_f64();
-    let reset = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64() + reset_after;
+    let reset =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64()
+            + reset_after;
     for (name, value) in [
         ("x-ratelimit-limit", limit.to_string()),
         ("x-ratelimit-remaining", limit.saturating_sub(*used).to_string()),
@@ -343,7 +393,8 @@ fn check_limits(body: &Value) -> Result<(), Response> {
     let too_long = content.chars().count() > 2000
         || embeds.len() > 10
         || embeds.iter().any(|e| chars(&e["title"]) > 256 || chars(&e["description"]) > 4096)
-        || embeds.iter().map(|e| chars(&e["title"]) + chars(&e["description"])).sum::<usize>() > 6000;
+        || embeds.iter().map(|e| chars(&e["title"]) + chars(&e["description"])).sum::<usize>()
+            > 6000;
     if too_long {
         return Err(error(400, 50035, "Invalid Form Body"));
     }
@@ -357,21 +408,32 @@ fn check_limits(body: &Value) -> Result<(), Response> {
 async fn token_exchange(State(state): Shared, headers: HeaderMap, body: Bytes) -> Response {
     let form: HashMap<String, String> = url_decode(&String::from_utf8_lossy(&body));
     let mut s = state.lock().unwrap();
-    s.requests.push(Recorded { method: "POST".into(), path: "/oauth2/token".into(), authorization: None, body: json!(form) });
+    s.requests.push(Recorded {
+        method: "POST".into(),
+        path: "/oauth2/token".into(),
+        authorization: None,
+        body: json!(form),
+    });
     let form_encoded = headers
         .get("content-type")
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
     let invalid = |error: &str, description: &str| {
-        (StatusCode::BAD_REQUEST, Json(json!({"error": error, "error_description": description}))).into_response()
+        (StatusCode::BAD_REQUEST, Json(json!({"error": error, "error_description": description})))
+            .into_response()
     };
     if !form_encoded {
         return invalid("invalid_request", "form-encoded body required");
     }
-    if form.get("client_id").map(String::as_str) != Some(CLIENT_ID) || form.get("client_secret").map(String::as_str) != Some(CLIENT_SECRET) {
-        return (StatusCode::UNAUTHORIZED, Json(json!({"error": "invalid_client"}))).into_response();
+    if form.get("client_id").map(String::as_str) != Some(CLIENT_ID)
+        || form.get("client_secret").map(String::as_str) != Some(CLIENT_SECRET)
+    {
+        return (StatusCode::UNAUTHORIZED, Json(json!({"error": "invalid_client"})))
+            .into_response();
     }
-    if form.get("grant_type").map(String::as_str) != Some("authorization_code") || form.get("redirect_uri").map(String::as_str) != Some(REDIRECT_URI) {
+    if form.get("grant_type").map(String::as_str) != Some("authorization_code")
+        || form.get("redirect_uri").map(String::as_str) != Some(REDIRECT_URI)
+    {
         return invalid("invalid_request", "bad grant_type or redirect_uri");
     }
     let Some(guild_id) = form.get("code").and_then(|code| s.codes.remove(code)) else {
@@ -390,7 +452,9 @@ fn url_decode(body: &str) -> HashMap<String, String> {
         let mut i = 0;
         while i < bytes.len() {
             if bytes[i] == b'%' && i + 2 < bytes.len() {
-                if let Ok(b) = u8::from_str_radix(&String::from_utf8_lossy(&bytes[i + 1..i + 3]), 16) {
+                if let Ok(b) =
+                    u8::from_str_radix(&String::from_utf8_lossy(&bytes[i + 1..i + 3]), 16)
+                {
                     out.push(b);
                     i += 3;
                     continue;
@@ -401,5 +465,8 @@ fn url_decode(body: &str) -> HashMap<String, String> {
         }
         String::from_utf8_lossy(&out).into_owned()
     };
-    body.split('&').filter_map(|pair| pair.split_once('=')).map(|(k, v)| (decode(k), decode(v))).collect()
+    body.split('&')
+        .filter_map(|pair| pair.split_once('='))
+        .map(|(k, v)| (decode(k), decode(v)))
+        .collect()
 }

@@ -112,6 +112,12 @@ impl TestDb {
         }
     }
 
+    /// The SQLite database's files (the database, its WAL and shared memory).
+    pub fn files(&self) -> Vec<std::path::PathBuf> {
+        let Some(dir) = &self._dir else { return Vec::new() };
+        ["agentd.db", "agentd.db-wal", "agentd.db-shm"].iter().map(|f| dir.path().join(f)).collect()
+    }
+
     /// A direct connection, for checking what the service wrote.
     pub async fn count(&self, sql: &str, binds: &[&str]) -> i64 {
         with_connection!(self, |conn| {
@@ -304,6 +310,14 @@ pub async fn app(backend: Backend) -> Option<TestApp> {
     Some(TestApp::start(db, Options::new().await).await)
 }
 
+/// A server without the service's own Discord application configured.
+pub async fn app_without_discord_app(backend: Backend) -> Option<TestApp> {
+    let db = TestDb::create(backend).await?;
+    let mut options = Options::new().await;
+    options.discord_app = false;
+    Some(TestApp::start(db, options).await)
+}
+
 impl TestApp {
     /// Starts a server on `db` as `options` say.
     pub async fn start(db: TestDb, options: Options) -> Self {
@@ -320,7 +334,16 @@ impl TestApp {
             .expect("server runs");
         });
         let client = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
-        Self { address, client, core, discord: options.discord.clone(), options, shutdown: Some(shutdown), server: Some(server), db }
+        Self {
+            address,
+            client,
+            core,
+            discord: options.discord.clone(),
+            options,
+            shutdown: Some(shutdown),
+            server: Some(server),
+            db,
+        }
     }
 
     /// Stops the server and closes its pool, handing back the database and the options for a
@@ -487,4 +510,63 @@ async fn read(response: reqwest::Response) -> Reply {
             .unwrap_or_else(|_| panic!("not JSON: {}", String::from_utf8_lossy(&bytes)))
     };
     Reply { status, headers, body }
+}
+
+/// Waits until `condition` holds, failing the test after `deadline`.
+pub async fn eventually<F, Fut>(deadline: Duration, what: &str, mut condition: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let until = tokio::time::Instant::now() + deadline;
+    loop {
+        if condition().await {
+            return;
+        }
+        assert!(tokio::time::Instant::now() < until, "within {deadline:?}: {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// A server in a runtime of its own, which can be killed: its tasks stop at their next await,
+/// nothing shuts down gracefully, and only what reached the database remains.
+pub struct CrashableApp {
+    pub address: String,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl CrashableApp {
+    pub async fn start(db: &TestDb, options: &Options) -> Self {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let config = options.core_config(db);
+        let (address_tx, address_rx) = oneshot::channel();
+        runtime.spawn(async move {
+            let core = Core::open(config).await.expect("open the core");
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let _ = address_tx.send(format!("http://{}", listener.local_addr().unwrap()));
+            agentd::serve(listener, agentd::AppState { core }, std::future::pending())
+                .await
+                .unwrap();
+        });
+        let address = address_rx.await.expect("the server started");
+        Self { address, runtime: Some(runtime) }
+    }
+
+    pub fn kill(mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl Drop for CrashableApp {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
 }

@@ -10,4 +10,5 @@ mod accounts;
 mod activity;
 mod agents;
 mod backlog;
+mod chat;
 mod storage;

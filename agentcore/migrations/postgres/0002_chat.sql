@@ -9,7 +9,7 @@ CREATE TABLE chat_connections (
     -- 'oauth': the service's bot, installed through OAuth (no token stored here).
     kind           TEXT NOT NULL CHECK (kind IN ('bot_token', 'oauth')),
     bot_token      TEXT,
-    channel_count  INTEGER NOT NULL DEFAULT 0,
+    channel_count  BIGINT NOT NULL DEFAULT 0,
     connected_at   TIMESTAMPTZ NOT NULL,
     PRIMARY KEY (owner_id, guild_id)
 );

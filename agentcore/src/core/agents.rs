@@ -1,8 +1,8 @@
 //! Agents: creating, reading, changing and removing them, and moving them between statuses.
 
 use super::{Core, Principal};
-use crate::domain::activity::{Action, NewActivity};
 use crate::discord::{Embed, MessageBody};
+use crate::domain::activity::{Action, NewActivity};
 use crate::domain::agent::{
     Agent, AgentDetail, AgentFilter, AgentId, AgentPatch, AgentStatus, AgentSummary, NewAgent,
 };

@@ -50,11 +50,15 @@ impl Core {
     pub async fn oauth_url(&self, who: &Principal) -> Result<OauthUrl> {
         let config = &self.inner.discord_config;
         let client_id = require_setting(config.client_id.as_deref(), "discord.client_id")?;
-        require_setting(config.client_secret.as_ref().map(|s| s.expose_secret()), "discord.client_secret")?;
+        require_setting(
+            config.client_secret.as_ref().map(|s| s.expose_secret()),
+            "discord.client_secret",
+        )?;
         let redirect_uri = require_setting(config.redirect_uri.as_deref(), "discord.redirect_uri")?;
         require_setting(config.bot_token.as_ref().map(|s| s.expose_secret()), "discord.bot_token")?;
         let state = self.auth().issue_state(&who.user_id, STATE_TTL)?;
-        let site = self.inner.discord.api_base().split("/api/").next().unwrap_or_default().to_owned();
+        let site =
+            self.inner.discord.api_base().split("/api/").next().unwrap_or_default().to_owned();
         let url = format!(
             "{site}/oauth2/authorize?client_id={}&scope=bot&permissions={BOT_PERMISSIONS}&response_type=code&redirect_uri={}&state={}",
             encode(client_id),
@@ -66,15 +70,23 @@ impl Core {
 
     /// Completes an install: exchanges `code`, trusts the guild Discord names in its answer
     /// (the redirect's `guild_id` is only a hint) and stores the connection.
-    pub async fn oauth_callback(&self, who: &Principal, code: &str, state: Option<&str>) -> Result<Connected> {
+    pub async fn oauth_callback(
+        &self,
+        who: &Principal,
+        code: &str,
+        state: Option<&str>,
+    ) -> Result<Connected> {
         if let Some(state) = state {
             if self.auth().verify_state(state).as_deref() != Some(who.user_id.as_str()) {
-                return Err(ValidationErrors::single("state", "is invalid, expired or not yours").into());
+                return Err(
+                    ValidationErrors::single("state", "is invalid, expired or not yours").into()
+                );
             }
         }
         let config = &self.inner.discord_config;
         let client_id = require_setting(config.client_id.as_deref(), "discord.client_id")?;
-        let client_secret = require_setting(config.client_secret.as_ref(), "discord.client_secret")?;
+        let client_secret =
+            require_setting(config.client_secret.as_ref(), "discord.client_secret")?;
         let redirect_uri = require_setting(config.redirect_uri.as_deref(), "discord.redirect_uri")?;
         let bot_token = require_setting(config.bot_token.as_ref(), "discord.bot_token")?;
         let exchanged = self
@@ -84,14 +96,21 @@ impl Core {
             .await
             .map_err(|error| match error {
                 DiscordError::Rejected { .. } | DiscordError::InvalidToken => {
-                    ValidationErrors::single("code", "was refused by Discord (expired or already used)").into()
+                    ValidationErrors::single(
+                        "code",
+                        "was refused by Discord (expired or already used)",
+                    )
+                    .into()
                 }
                 other => upstream(&other),
             })?;
-        let guild = exchanged
-            .guild
-            .ok_or_else(|| Error::Upstream("Discord's token answer named no server; was the bot scope granted?".into()))?;
-        let guild_id = GuildId::parse(&guild.id).map_err(|_| Error::Upstream("Discord named an invalid server id".into()))?;
+        let guild = exchanged.guild.ok_or_else(|| {
+            Error::Upstream(
+                "Discord's token answer named no server; was the bot scope granted?".into(),
+            )
+        })?;
+        let guild_id = GuildId::parse(&guild.id)
+            .map_err(|_| Error::Upstream("Discord named an invalid server id".into()))?;
         self.store_connection(who, &guild_id, bot_token, ConnectionKind::Oauth, None, None).await
     }
 
@@ -103,10 +122,21 @@ impl Core {
         token: &BotToken,
         guild_name: Option<String>,
     ) -> Result<Connected> {
-        let sealed = self.inner.secrets.seal(token.0.expose_secret(), &seal_context(who, guild_id.as_str()))?;
+        let sealed = self
+            .inner
+            .secrets
+            .seal(token.0.expose_secret(), &seal_context(who, guild_id.as_str()))?;
         self.inner.discord.forgive(&token.0);
         self.inner.discord.current_user(&token.0).await.map_err(|e| guild_error(&e))?;
-        self.store_connection(who, guild_id, &token.0, ConnectionKind::BotToken, Some(sealed), guild_name).await
+        self.store_connection(
+            who,
+            guild_id,
+            &token.0,
+            ConnectionKind::BotToken,
+            Some(sealed),
+            guild_name,
+        )
+        .await
     }
 
     pub async fn connections(&self, who: &Principal) -> Result<Vec<Connection>> {
@@ -148,10 +178,10 @@ impl Core {
         self.store().agent(&who.user_id, agent).await?;
         let (token, _) = self.credentials(who, guild_id).await?;
         let channels = self.text_channels(&token, guild_id).await?;
-        let channel = channels
-            .into_iter()
-            .find(|c| c.id == channel_id.as_str())
-            .ok_or_else(|| ValidationErrors::single("channel_id", "is not a text channel of this server"))?;
+        let channel =
+            channels.into_iter().find(|c| c.id == channel_id.as_str()).ok_or_else(|| {
+                ValidationErrors::single("channel_id", "is not a text channel of this server")
+            })?;
         let mapping = Mapping {
             id: uuid::Uuid::now_v7().to_string(),
             agent_id: agent.clone(),
@@ -203,12 +233,18 @@ impl Core {
                 other => upstream(&other),
             })?;
         let details = format!("Message sent to #{} by a user.", mapping.channel_name);
-        self.store().log_activity(&who.user_id, agent, &NewActivity::new(Action::MessageSent, details)).await?;
+        self.store()
+            .log_activity(&who.user_id, agent, &NewActivity::new(Action::MessageSent, details))
+            .await?;
         Ok(Sent { status: "sent".into(), message_id: posted.id, channel_id: posted.channel_id })
     }
 
     /// The bot token to act with in `guild_id`, and the connection.
-    pub(crate) async fn credentials(&self, who: &Principal, guild_id: &GuildId) -> Result<(SecretString, ConnectionRecord)> {
+    pub(crate) async fn credentials(
+        &self,
+        who: &Principal,
+        guild_id: &GuildId,
+    ) -> Result<(SecretString, ConnectionRecord)> {
         let record = self.store().connection(&who.user_id, guild_id.as_str()).await?;
         let token = self.token_of(who.user_id.as_str(), &record)?;
         Ok((token, record))
@@ -220,8 +256,13 @@ impl Core {
             (ConnectionKind::BotToken, Some(sealed)) => {
                 self.inner.secrets.open(sealed, &format!("{owner}/{}", record.connection.guild_id))
             }
-            (ConnectionKind::BotToken, None) => Err(Error::internal("a bot-token connection has no token")),
-            (ConnectionKind::Oauth, _) => require_setting(self.inner.discord_config.bot_token.as_ref(), "discord.bot_token").cloned(),
+            (ConnectionKind::BotToken, None) => {
+                Err(Error::internal("a bot-token connection has no token"))
+            }
+            (ConnectionKind::Oauth, _) => {
+                require_setting(self.inner.discord_config.bot_token.as_ref(), "discord.bot_token")
+                    .cloned()
+            }
         }
     }
 
@@ -250,15 +291,32 @@ impl Core {
         };
         let stored = self.store().upsert_connection(&who.user_id, &record).await?;
         tracing::info!(user_id = %who.user_id, guild_id = %stored.guild_id, kind = kind.as_str(), "guild connected");
-        Ok(Connected { status: "connected".into(), guild_id: stored.guild_id, guild_name: stored.guild_name })
+        Ok(Connected {
+            status: "connected".into(),
+            guild_id: stored.guild_id,
+            guild_name: stored.guild_name,
+        })
     }
 
-    async fn text_channels(&self, token: &SecretString, guild_id: &GuildId) -> Result<Vec<ChannelInfo>> {
-        let channels = self.inner.discord.guild_channels(token, guild_id.as_str()).await.map_err(|e| guild_error(&e))?;
+    async fn text_channels(
+        &self,
+        token: &SecretString,
+        guild_id: &GuildId,
+    ) -> Result<Vec<ChannelInfo>> {
+        let channels = self
+            .inner
+            .discord
+            .guild_channels(token, guild_id.as_str())
+            .await
+            .map_err(|e| guild_error(&e))?;
         let mut text: Vec<ChannelInfo> = channels
             .into_iter()
             .filter(Channel::is_text)
-            .map(|c| ChannelInfo { name: c.name.unwrap_or_default(), position: c.position.unwrap_or(0), id: c.id })
+            .map(|c| ChannelInfo {
+                name: c.name.unwrap_or_default(),
+                position: c.position.unwrap_or(0),
+                id: c.id,
+            })
             .collect();
         text.sort_by(|a, b| a.position.cmp(&b.position).then_with(|| a.id.cmp(&b.id)));
         Ok(text)
@@ -307,7 +365,9 @@ fn encode(value: &str) -> String {
     value
         .bytes()
         .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
             _ => format!("%{b:02X}"),
         })
         .collect()

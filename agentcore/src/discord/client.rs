@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use reqwest::{Method, RequestBuilder, StatusCode};
 use secrecy::{ExposeSecret, SecretString};
-use serde::de::DeserializeOwned;
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 
 use super::ratelimit::{Observed, RateLimiter, Slot, TokenKey};
 use super::{BotUser, Channel, Guild, Message, MessageBody, TokenResponse};
@@ -36,7 +36,12 @@ pub enum DiscordError {
 impl DiscordError {
     /// Whether the same request may succeed later.
     pub fn is_transient(&self) -> bool {
-        matches!(self, DiscordError::RateLimited | DiscordError::Unavailable { .. } | DiscordError::Transport(_))
+        matches!(
+            self,
+            DiscordError::RateLimited
+                | DiscordError::Unavailable { .. }
+                | DiscordError::Transport(_)
+        )
     }
 
     /// Discord's JSON error code, when it sent one.
@@ -71,18 +76,19 @@ pub struct DiscordClient {
 impl DiscordClient {
     /// `api_base` is like `https://discord.com/api/v10`; `timeout` bounds each request.
     pub fn new(api_base: &str, timeout: Duration) -> Result<Self, DiscordError> {
-        let user_agent = format!(
-            "DiscordBot ({}, {})",
-            env!("CARGO_PKG_REPOSITORY"),
-            env!("CARGO_PKG_VERSION")
-        );
+        let user_agent =
+            format!("DiscordBot ({}, {})", env!("CARGO_PKG_REPOSITORY"), env!("CARGO_PKG_VERSION"));
         let http = reqwest::Client::builder()
             .user_agent(user_agent)
             .timeout(timeout)
             .connect_timeout(timeout.min(Duration::from_secs(10)))
             .build()
             .map_err(|e| DiscordError::Transport(e.to_string()))?;
-        Ok(Self { http, api_base: api_base.trim_end_matches('/').to_owned(), limiter: RateLimiter::new() })
+        Ok(Self {
+            http,
+            api_base: api_base.trim_end_matches('/').to_owned(),
+            limiter: RateLimiter::new(),
+        })
     }
 
     pub fn api_base(&self) -> &str {
@@ -100,11 +106,23 @@ impl DiscordClient {
     }
 
     pub async fn guild(&self, token: &SecretString, guild_id: &str) -> Result<Guild, DiscordError> {
-        self.bot(token, Method::GET, "GET /guilds/{id}", guild_id, format!("/guilds/{guild_id}"), None).await
+        self.bot(
+            token,
+            Method::GET,
+            "GET /guilds/{id}",
+            guild_id,
+            format!("/guilds/{guild_id}"),
+            None,
+        )
+        .await
     }
 
     /// Every channel of the guild, of every type, as Discord lists them.
-    pub async fn guild_channels(&self, token: &SecretString, guild_id: &str) -> Result<Vec<Channel>, DiscordError> {
+    pub async fn guild_channels(
+        &self,
+        token: &SecretString,
+        guild_id: &str,
+    ) -> Result<Vec<Channel>, DiscordError> {
         let path = format!("/guilds/{guild_id}/channels");
         self.bot(token, Method::GET, "GET /guilds/{id}/channels", guild_id, path, None).await
     }
@@ -116,8 +134,10 @@ impl DiscordClient {
         body: &MessageBody,
     ) -> Result<Message, DiscordError> {
         let path = format!("/channels/{channel_id}/messages");
-        let body = serde_json::to_value(body).map_err(|e| DiscordError::Transport(e.to_string()))?;
-        self.bot(token, Method::POST, "POST /channels/{id}/messages", channel_id, path, Some(body)).await
+        let body =
+            serde_json::to_value(body).map_err(|e| DiscordError::Transport(e.to_string()))?;
+        self.bot(token, Method::POST, "POST /channels/{id}/messages", channel_id, path, Some(body))
+            .await
     }
 
     /// Exchanges an OAuth2 authorization code (form-encoded, client credentials in the form).
@@ -140,7 +160,8 @@ impl DiscordClient {
         let status = response.status();
         let bytes = response.bytes().await.map_err(transport)?;
         if status.is_success() {
-            serde_json::from_slice(&bytes).map_err(|e| DiscordError::Transport(format!("unreadable answer: {e}")))
+            serde_json::from_slice(&bytes)
+                .map_err(|e| DiscordError::Transport(format!("unreadable answer: {e}")))
         } else {
             Err(error_of(status, &bytes))
         }
@@ -156,7 +177,8 @@ impl DiscordClient {
         path: String,
         body: Option<serde_json::Value>,
     ) -> Result<T, DiscordError> {
-        let slot = Slot { token: TokenKey::of(token.expose_secret()), route, major: major.to_owned() };
+        let slot =
+            Slot { token: TokenKey::of(token.expose_secret()), route, major: major.to_owned() };
         let url = format!("{}{path}", self.api_base);
         for _ in 0..=RATE_LIMIT_RETRIES {
             self.limiter.acquire(&slot).await.map_err(|_| DiscordError::InvalidToken)?;
@@ -176,7 +198,11 @@ impl DiscordClient {
             } else {
                 serde_json::from_slice(&bytes).unwrap_or_default()
             };
-            let observed = Observed { status: status.as_u16(), retry_after: error.retry_after, global: error.global };
+            let observed = Observed {
+                status: status.as_u16(),
+                retry_after: error.retry_after,
+                global: error.global,
+            };
             self.limiter.observe(&slot, &headers, observed);
             if status == StatusCode::TOO_MANY_REQUESTS {
                 tracing::warn!(route, major, retry_after = ?error.retry_after, "Discord rate limited a request");

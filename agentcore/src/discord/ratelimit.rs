@@ -107,13 +107,16 @@ impl RateLimiter {
             state.buckets_of_routes.insert((slot.token, slot.route), bucket.to_owned());
         }
         let key = state.bucket_key(slot);
-        let remaining = header(headers, "x-ratelimit-remaining").and_then(|v| v.parse::<u32>().ok());
+        let remaining =
+            header(headers, "x-ratelimit-remaining").and_then(|v| v.parse::<u32>().ok());
         let reset_after = header(headers, "x-ratelimit-reset-after").and_then(seconds);
         if let (Some(remaining), Some(reset_after)) = (remaining, reset_after) {
-            let bucket = state.buckets.entry(key.clone()).or_insert(Bucket { remaining, reset_at: now });
+            let bucket =
+                state.buckets.entry(key.clone()).or_insert(Bucket { remaining, reset_at: now });
             // Responses may arrive out of order; the lower count is the safer one.
             let fresh_window = bucket.reset_at <= now;
-            bucket.remaining = if fresh_window { remaining } else { bucket.remaining.min(remaining) };
+            bucket.remaining =
+                if fresh_window { remaining } else { bucket.remaining.min(remaining) };
             bucket.reset_at = now + reset_after;
         }
         if observed.status == 429 {
@@ -123,7 +126,8 @@ impl RateLimiter {
                 .or_else(|| header(headers, "retry-after").and_then(seconds))
                 .unwrap_or(Duration::from_secs(1));
             let global = observed.global
-                || header(headers, "x-ratelimit-global").is_some_and(|v| v.eq_ignore_ascii_case("true"))
+                || header(headers, "x-ratelimit-global")
+                    .is_some_and(|v| v.eq_ignore_ascii_case("true"))
                 || header(headers, "x-ratelimit-scope") == Some("global");
             let until = now + retry_after;
             if global {
@@ -185,7 +189,11 @@ impl State {
     }
 
     fn global(&mut self, token: TokenKey, now: Instant) -> &mut Global {
-        self.globals.entry(token).or_insert(Global { blocked_until: None, window_start: now, sent: 0 })
+        self.globals.entry(token).or_insert(Global {
+            blocked_until: None,
+            window_start: now,
+            sent: 0,
+        })
     }
 }
 
@@ -204,7 +212,11 @@ mod tests {
     use super::*;
 
     fn slot(major: &str) -> Slot {
-        Slot { token: TokenKey::of("t"), route: "POST /channels/{id}/messages", major: major.into() }
+        Slot {
+            token: TokenKey::of("t"),
+            route: "POST /channels/{id}/messages",
+            major: major.into(),
+        }
     }
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
@@ -223,9 +235,20 @@ mod tests {
     async fn an_empty_bucket_waits_for_its_reset_and_other_channels_do_not() {
         let limiter = RateLimiter::new();
         limiter.acquire(&slot("1")).await.unwrap();
-        limiter.observe(&slot("1"), &headers(&[("x-ratelimit-remaining", "0"), ("x-ratelimit-reset-after", "2.5"), ("x-ratelimit-bucket", "abc")]), ok());
+        limiter.observe(
+            &slot("1"),
+            &headers(&[
+                ("x-ratelimit-remaining", "0"),
+                ("x-ratelimit-reset-after", "2.5"),
+                ("x-ratelimit-bucket", "abc"),
+            ]),
+            ok(),
+        );
         let now = Instant::now();
-        assert_eq!(limiter.try_reserve(&slot("1"), now).unwrap(), Some(now + Duration::from_secs_f64(2.5)));
+        assert_eq!(
+            limiter.try_reserve(&slot("1"), now).unwrap(),
+            Some(now + Duration::from_secs_f64(2.5))
+        );
         assert_eq!(limiter.try_reserve(&slot("2"), now).unwrap(), None);
         limiter.acquire(&slot("1")).await.unwrap();
         assert!(Instant::now() >= now + Duration::from_secs_f64(2.5));
@@ -234,7 +257,11 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn remaining_requests_are_counted_down_locally() {
         let limiter = RateLimiter::new();
-        limiter.observe(&slot("1"), &headers(&[("x-ratelimit-remaining", "2"), ("x-ratelimit-reset-after", "5")]), ok());
+        limiter.observe(
+            &slot("1"),
+            &headers(&[("x-ratelimit-remaining", "2"), ("x-ratelimit-reset-after", "5")]),
+            ok(),
+        );
         let now = Instant::now();
         assert_eq!(limiter.try_reserve(&slot("1"), now).unwrap(), None);
         assert_eq!(limiter.try_reserve(&slot("1"), now).unwrap(), None);
@@ -245,12 +272,26 @@ mod tests {
     async fn a_429_blocks_its_bucket_or_everything_when_global() {
         let limiter = RateLimiter::new();
         let now = Instant::now();
-        limiter.observe(&slot("1"), &headers(&[("retry-after", "3")]), Observed { status: 429, retry_after: Some(0.75), global: false });
-        assert_eq!(limiter.try_reserve(&slot("1"), now).unwrap(), Some(now + Duration::from_millis(750)));
+        limiter.observe(
+            &slot("1"),
+            &headers(&[("retry-after", "3")]),
+            Observed { status: 429, retry_after: Some(0.75), global: false },
+        );
+        assert_eq!(
+            limiter.try_reserve(&slot("1"), now).unwrap(),
+            Some(now + Duration::from_millis(750))
+        );
         assert_eq!(limiter.try_reserve(&slot("2"), now).unwrap(), None);
 
-        limiter.observe(&slot("2"), &headers(&[("retry-after", "4"), ("x-ratelimit-global", "true")]), Observed { status: 429, retry_after: None, global: false });
-        assert_eq!(limiter.try_reserve(&slot("3"), now).unwrap(), Some(now + Duration::from_secs(4)));
+        limiter.observe(
+            &slot("2"),
+            &headers(&[("retry-after", "4"), ("x-ratelimit-global", "true")]),
+            Observed { status: 429, retry_after: None, global: false },
+        );
+        assert_eq!(
+            limiter.try_reserve(&slot("3"), now).unwrap(),
+            Some(now + Duration::from_secs(4))
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -260,7 +301,10 @@ mod tests {
         for i in 0..GLOBAL_PER_SECOND {
             assert_eq!(limiter.try_reserve(&slot(&i.to_string()), now).unwrap(), None);
         }
-        assert_eq!(limiter.try_reserve(&slot("x"), now).unwrap(), Some(now + Duration::from_secs(1)));
+        assert_eq!(
+            limiter.try_reserve(&slot("x"), now).unwrap(),
+            Some(now + Duration::from_secs(1))
+        );
         let other = Slot { token: TokenKey::of("other"), ..slot("x") };
         assert_eq!(limiter.try_reserve(&other, now).unwrap(), None);
     }
@@ -268,7 +312,11 @@ mod tests {
     #[tokio::test]
     async fn a_refused_token_is_not_used_again_until_forgiven() {
         let limiter = RateLimiter::new();
-        limiter.observe(&slot("1"), &HeaderMap::new(), Observed { status: 401, retry_after: None, global: false });
+        limiter.observe(
+            &slot("1"),
+            &HeaderMap::new(),
+            Observed { status: 401, retry_after: None, global: false },
+        );
         assert_eq!(limiter.acquire(&slot("2")).await, Err(TokenRefused));
         limiter.forgive(TokenKey::of("t"));
         assert_eq!(limiter.acquire(&slot("2")).await, Ok(()));

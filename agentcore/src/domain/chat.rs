@@ -139,7 +139,11 @@ impl OutgoingMessage {
         let content = content.filter(|c| !c.trim().is_empty());
         let title = title.filter(|t| !t.trim().is_empty());
         let description = description.filter(|d| !d.trim().is_empty());
-        let embed = (title.is_some() || description.is_some()).then_some(Embed { title, description, color });
+        let embed = (title.is_some() || description.is_some()).then_some(Embed {
+            title,
+            description,
+            color,
+        });
         (content.is_some() || embed.is_some()).then_some(Self { content, embed })
     }
 
@@ -192,7 +196,8 @@ mod tests {
     fn a_message_needs_something_to_show() {
         assert!(OutgoingMessage::new(None, None, None, Some(5)).is_none());
         assert!(OutgoingMessage::new(Some("  ".into()), None, None, None).is_none());
-        let message = OutgoingMessage::new(None, Some("Title".into()), None, Some(0xFF0000)).unwrap();
+        let message =
+            OutgoingMessage::new(None, Some("Title".into()), None, Some(0xFF0000)).unwrap();
         assert_eq!(message.body().embeds.len(), 1);
         assert!(message.body().allowed_mentions.parse.is_empty());
     }

@@ -342,7 +342,12 @@ macro_rules! sql_store {
                 rows::convert(rows)
             }
 
-            async fn log_activity(&self, owner: &UserId, agent: &AgentId, entry: &NewActivity) -> Result<()> {
+            async fn log_activity(
+                &self,
+                owner: &UserId,
+                agent: &AgentId,
+                entry: &NewActivity,
+            ) -> Result<()> {
                 let mut tx = self.begin_write().await?;
                 lock_agent(&mut tx, owner, agent).await?;
                 insert_activity(&mut tx, owner, agent, entry, $crate::domain::now()).await?;
@@ -350,7 +355,11 @@ macro_rules! sql_store {
                 Ok(())
             }
 
-            async fn upsert_connection(&self, owner: &UserId, record: &ConnectionRecord) -> Result<Connection> {
+            async fn upsert_connection(
+                &self,
+                owner: &UserId,
+                record: &ConnectionRecord,
+            ) -> Result<Connection> {
                 let c = &record.connection;
                 let row: ConnectionRow = sqlx::query_as(sql::UPSERT_CONNECTION)
                     .bind(owner.as_str())
@@ -383,7 +392,12 @@ macro_rules! sql_store {
                 row.ok_or_else(|| Error::not_found(Resource::Connection, guild_id))?.try_into()
             }
 
-            async fn set_channel_count(&self, owner: &UserId, guild_id: &str, count: i64) -> Result<()> {
+            async fn set_channel_count(
+                &self,
+                owner: &UserId,
+                guild_id: &str,
+                count: i64,
+            ) -> Result<()> {
                 sqlx::query(sql::UPDATE_CHANNEL_COUNT)
                     .bind(owner.as_str())
                     .bind(guild_id)
@@ -465,7 +479,10 @@ macro_rules! sql_store {
 
             async fn next_post_due(&self, channel_id: &str) -> Result<Option<DateTime<Utc>>> {
                 let head: Option<(DateTime<Utc>, Option<DateTime<Utc>>)> =
-                    sqlx::query_as(sql::SELECT_HEAD_DUE).bind(channel_id).fetch_optional(self.reader()).await?;
+                    sqlx::query_as(sql::SELECT_HEAD_DUE)
+                        .bind(channel_id)
+                        .fetch_optional(self.reader())
+                        .await?;
                 Ok(head.map(|(due, lease)| lease.map_or(due, |lease| due.max(lease))))
             }
 
@@ -474,7 +491,13 @@ macro_rules! sql_store {
                 Ok(())
             }
 
-            async fn retry_post(&self, id: i64, node: &str, next_attempt_at: DateTime<Utc>, error: &str) -> Result<()> {
+            async fn retry_post(
+                &self,
+                id: i64,
+                node: &str,
+                next_attempt_at: DateTime<Utc>,
+                error: &str,
+            ) -> Result<()> {
                 sqlx::query(sql::RESCHEDULE_POST)
                     .bind(id)
                     .bind(node)
@@ -485,13 +508,29 @@ macro_rules! sql_store {
                 Ok(())
             }
 
-            async fn drop_post(&self, post: &OutboxPost, node: &str, activity: &NewActivity) -> Result<()> {
+            async fn drop_post(
+                &self,
+                post: &OutboxPost,
+                node: &str,
+                activity: &NewActivity,
+            ) -> Result<()> {
                 let owner = UserId::from_trusted(post.owner_id.clone());
                 let mut tx = self.begin_write().await?;
-                let removed = sqlx::query(sql::DELETE_POST).bind(post.id).bind(node).execute(&mut *tx).await?;
+                let removed = sqlx::query(sql::DELETE_POST)
+                    .bind(post.id)
+                    .bind(node)
+                    .execute(&mut *tx)
+                    .await?;
                 // The agent may be gone (the post went with it); then there is nothing to log.
                 if removed.rows_affected() > 0 {
-                    insert_activity(&mut tx, &owner, &post.agent_id, activity, $crate::domain::now()).await?;
+                    insert_activity(
+                        &mut tx,
+                        &owner,
+                        &post.agent_id,
+                        activity,
+                        $crate::domain::now(),
+                    )
+                    .await?;
                 }
                 tx.commit().await?;
                 Ok(())

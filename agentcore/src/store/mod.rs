@@ -221,10 +221,19 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
         query: &ActivityQuery,
     ) -> Result<Vec<ActivityEntry>>;
     /// Writes one entry on its own (for events that change nothing else).
-    async fn log_activity(&self, owner: &UserId, agent: &AgentId, entry: &NewActivity) -> Result<()>;
+    async fn log_activity(
+        &self,
+        owner: &UserId,
+        agent: &AgentId,
+        entry: &NewActivity,
+    ) -> Result<()>;
 
     /// Stores a connection, replacing the credentials of an earlier one to the same guild.
-    async fn upsert_connection(&self, owner: &UserId, record: &ConnectionRecord) -> Result<Connection>;
+    async fn upsert_connection(
+        &self,
+        owner: &UserId,
+        record: &ConnectionRecord,
+    ) -> Result<Connection>;
     async fn connections(&self, owner: &UserId) -> Result<Vec<Connection>>;
     /// Fails with `connection_not_found`.
     async fn connection(&self, owner: &UserId, guild_id: &str) -> Result<ConnectionRecord>;
@@ -254,7 +263,13 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// Removes a delivered post (only while `node` holds it).
     async fn finish_post(&self, id: i64, node: &str) -> Result<()>;
     /// Releases a post for another attempt at `next_attempt_at`.
-    async fn retry_post(&self, id: i64, node: &str, next_attempt_at: DateTime<Utc>, error: &str) -> Result<()>;
+    async fn retry_post(
+        &self,
+        id: i64,
+        node: &str,
+        next_attempt_at: DateTime<Utc>,
+        error: &str,
+    ) -> Result<()>;
     /// Drops a post that can never be delivered, logging `activity` for its agent.
     async fn drop_post(&self, post: &OutboxPost, node: &str, activity: &NewActivity) -> Result<()>;
 }

@@ -257,7 +257,8 @@ impl TryFrom<OutboxRow> for OutboxPost {
             guild_id: row.guild_id,
             channel_id: row.channel_id,
             nonce: row.nonce,
-            body: serde_json::from_str(&row.payload).map_err(|e| corrupt("outbox.payload")(e.to_string()))?,
+            body: serde_json::from_str(&row.payload)
+                .map_err(|e| corrupt("outbox.payload")(e.to_string()))?,
             attempts: row.attempts,
         })
     }

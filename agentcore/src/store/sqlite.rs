@@ -14,14 +14,16 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{Pool, Sqlite, Transaction};
 
 use super::common::sql_store;
-use super::rows::{self, ActivityRow, AgentRow, ConnectionRow, MappingRow, OutboxRow, TaskRow, UserRow};
-use super::{
-    db_error, sql, AgentDecision, Backend, ConnectionRecord, DatabaseUrl, TaskDecision, TaskWrite,
-    UserRecord,
+use super::rows::{
+    self, ActivityRow, AgentRow, ConnectionRow, MappingRow, OutboxRow, TaskRow, UserRow,
 };
-use crate::domain::chat::{Connection, Mapping, OutboxPost};
+use super::{
+    AgentDecision, Backend, ConnectionRecord, DatabaseUrl, TaskDecision, TaskWrite, UserRecord,
+    db_error, sql,
+};
 use crate::domain::activity::{ActivityEntry, ActivityQuery, NewActivity};
 use crate::domain::agent::{Agent, AgentFilter, AgentId, NewAgent};
+use crate::domain::chat::{Connection, Mapping, OutboxPost};
 use crate::domain::task::{Task, TaskId, TaskStatus};
 use crate::domain::user::UserId;
 use crate::error::{Conflict, Error, Resource, Result};

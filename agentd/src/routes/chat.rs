@@ -1,7 +1,7 @@
 //! `/api/chat/*`: Discord connections, channel mappings and sending.
 
-use axum::extract::{Path, State};
 use axum::Json as Reply;
+use axum::extract::{Path, State};
 
 use agentcore::api::{
     CallbackRequest, ChannelList, ConnectRequest, ConnectionList, ConnectionTest, Disconnected,
@@ -11,16 +11,19 @@ use agentcore::domain::agent::AgentId;
 use agentcore::domain::chat::GuildId;
 use agentcore::{Connected, Error, OauthUrl, Resource, Sent};
 
+use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{Caller, Json};
-use crate::AppState;
 
 /// A guild id from the path; one that cannot exist is simply not connected.
 fn guild_id(raw: &str) -> Result<GuildId, ApiError> {
     GuildId::parse(raw).map_err(|_| Error::not_found(Resource::Connection, raw).into())
 }
 
-pub async fn oauth_url(State(state): State<AppState>, Caller(who): Caller) -> Result<Reply<OauthUrl>, ApiError> {
+pub async fn oauth_url(
+    State(state): State<AppState>,
+    Caller(who): Caller,
+) -> Result<Reply<OauthUrl>, ApiError> {
     Ok(Reply(state.core.oauth_url(&who).await?))
 }
 
@@ -88,7 +91,10 @@ pub async fn map(
     Ok(Reply(Mapped { status: "mapped".into(), mapping }))
 }
 
-pub async fn mappings(State(state): State<AppState>, Caller(who): Caller) -> Result<Reply<MappingList>, ApiError> {
+pub async fn mappings(
+    State(state): State<AppState>,
+    Caller(who): Caller,
+) -> Result<Reply<MappingList>, ApiError> {
     Ok(Reply(MappingList { mappings: state.core.mappings(&who).await? }))
 }
 
