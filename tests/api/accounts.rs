@@ -97,7 +97,8 @@ async fn missing_garbage_and_foreign_tokens_are_unauthorized(app) {
     let foreign = {
         // A well-formed token signed with another secret.
         let other = agentcore::Core::open({
-            let mut config = agentcore::CoreConfig::new(agentcore::store::DatabaseUrl::new("sqlite::memory:"));
+            let mut config = app.options.core_config(&app.db);
+            config.database_url = agentcore::store::DatabaseUrl::new("sqlite::memory:");
             config.jwt_secret = Some("another secret".to_owned().into());
             config
         }).await.unwrap();

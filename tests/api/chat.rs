@@ -142,6 +142,11 @@ async fn mapping_puts_an_agent_on_one_text_channel_and_remapping_replaces_it(app
     let removed = app.delete("/api/chat/mappings/writer", &user).await;
     assert_eq!(removed.assert_status(200), &json!({"status": "unmapped", "agent_id": "writer"}));
     app.delete("/api/chat/mappings/writer", &user).await.assert_error(404, "mapping_not_found");
+
+    app.post(&path, &user, json!({"agent_id": "writer", "channel_id": GENERAL})).await.assert_status(200);
+    app.delete("/api/agents/writer", &user).await.assert_status(200);
+    assert_eq!(app.get("/api/chat/mappings", &user).await.body["mappings"], json!([]), "deleting the agent removes its mapping");
+    assert_eq!(app.db.count("SELECT COUNT(*) FROM chat_mappings", &[]).await, 0);
 }
 
 async fn disconnecting_removes_the_guilds_mappings(app) {
@@ -241,6 +246,9 @@ async fn oauth_installs_the_service_bot_into_the_guild_discord_names(app) {
 
     let reply = app.post("/api/chat/callback", &user, json!({"code": "code-1", "guild_id": "999", "state": state})).await;
     assert_eq!(reply.assert_status(200), &json!({"status": "connected", "guild_id": "444", "guild_name": "Installed Guild"}));
+    let exchange = app.discord.requests().into_iter().rfind(|r| r.path == "/oauth2/token").unwrap();
+    assert_eq!(exchange.body["grant_type"], "authorization_code");
+    assert_eq!(exchange.body["redirect_uri"], fake_discord::REDIRECT_URI);
     let connections = app.get("/api/chat/connections", &user).await.body["connections"].clone();
     assert_eq!((&connections[0]["guild_id"], &connections[0]["kind"]), (&json!("444"), &json!("oauth")));
     app.post("/api/chat/callback", &user, json!({"code": "code-1"})).await.assert_error(400, "validation_failed");

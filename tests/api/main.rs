@@ -5,6 +5,7 @@
 
 mod fake_discord;
 mod helpers;
+mod outbox;
 
 mod accounts;
 mod activity;

@@ -76,12 +76,12 @@ impl Core {
         code: &str,
         state: Option<&str>,
     ) -> Result<Connected> {
-        if let Some(state) = state {
-            if self.auth().verify_state(state).as_deref() != Some(who.user_id.as_str()) {
-                return Err(
-                    ValidationErrors::single("state", "is invalid, expired or not yours").into()
-                );
-            }
+        if let Some(state) = state
+            && self.auth().verify_state(state).as_deref() != Some(who.user_id.as_str())
+        {
+            return Err(
+                ValidationErrors::single("state", "is invalid, expired or not yours").into()
+            );
         }
         let config = &self.inner.discord_config;
         let client_id = require_setting(config.client_id.as_deref(), "discord.client_id")?;

@@ -160,13 +160,11 @@ impl RateLimiter {
         if global.sent >= GLOBAL_PER_SECOND {
             return Ok(Some(global.window_start + Duration::from_secs(1)));
         }
-        if let Some(bucket) = state.buckets.get_mut(&key) {
-            if bucket.reset_at > now {
-                if bucket.remaining == 0 {
-                    return Ok(Some(bucket.reset_at));
-                }
-                bucket.remaining -= 1;
+        if let Some(bucket) = state.buckets.get_mut(&key).filter(|b| b.reset_at > now) {
+            if bucket.remaining == 0 {
+                return Ok(Some(bucket.reset_at));
             }
+            bucket.remaining -= 1;
         }
         state.global(slot.token, now).sent += 1;
         Ok(None)
