@@ -2,7 +2,8 @@
 //!
 //! Posts are rows of the `outbox` table, written in the same transaction as the change they
 //! report. One lane per channel delivers that channel's posts oldest first, one at a time, so
-//! order holds per channel while channels proceed in parallel. A lane leases the head post
+//! order holds per channel while channels proceed in parallel. A delivered post keeps Discord's
+//! message id for a week. A lane leases the head post
 //! before sending it (several nodes never send the same post at once) and sends it with a
 //! nonce and `enforce_nonce`, so a retry after a lost answer cannot post twice. Transient
 //! failures (429 beyond the limiter's waits, 5xx, timeouts, connection errors) reschedule the
@@ -42,6 +43,10 @@ impl OutboxWorker {
 
 type Lanes = Arc<Mutex<HashSet<String>>>;
 
+/// Delivered posts are kept this long, with Discord's message id, for tracing.
+const KEEP_DELIVERED_DAYS: i64 = 7;
+const PRUNE_EVERY: Duration = Duration::from_secs(3600);
+
 impl Core {
     /// Starts delivering the outbox in the background.
     pub fn start_outbox(&self) -> OutboxWorker {
@@ -55,7 +60,17 @@ impl Core {
 async fn dispatch(core: Core, mut stop: watch::Receiver<bool>) {
     let lanes: Lanes = Arc::default();
     let mut running = JoinSet::new();
+    let mut pruned_at: Option<tokio::time::Instant> = None;
     loop {
+        if pruned_at.is_none_or(|at| at.elapsed() >= PRUNE_EVERY) {
+            let week_ago = now() - chrono::Duration::days(KEEP_DELIVERED_DAYS);
+            match core.store().prune_delivered(week_ago).await {
+                Ok(0) => {}
+                Ok(count) => tracing::debug!(count, "forgot delivered posts"),
+                Err(error) => tracing::warn!(%error, "cannot prune the outbox"),
+            }
+            pruned_at = Some(tokio::time::Instant::now());
+        }
         match core.store().outbox_channels().await {
             Ok(channels) => {
                 for channel in channels {
@@ -130,7 +145,7 @@ async fn deliver(core: &Core, post: OutboxPost) {
             core.discord()
                 .create_message(&token, &post.channel_id, &body)
                 .await
-                .map(|_| ())
+                .map(|message| message.id)
                 .map_err(|e| {
                     let permanent = !e.is_transient();
                     (e.to_string(), permanent)
@@ -140,7 +155,7 @@ async fn deliver(core: &Core, post: OutboxPost) {
         Err(error) => Err((error.to_string(), false)),
     };
     let written = match outcome {
-        Ok(()) => store.finish_post(post.id, node).await,
+        Ok(message_id) => store.finish_post(post.id, node, &message_id).await,
         Err((reason, false)) => {
             let delay = backoff(core, post.attempts);
             tracing::info!(channel = %post.channel_id, attempts = post.attempts + 1, ?delay, %reason, "post will be retried");

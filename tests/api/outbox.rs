@@ -45,8 +45,9 @@ fn per_nonce(app: &TestApp) -> HashMap<String, usize> {
     counts
 }
 
+/// Posts not yet delivered.
 async fn outbox_rows(app: &TestApp) -> i64 {
-    app.db.count("SELECT COUNT(*) FROM outbox", &[]).await
+    app.db.count("SELECT COUNT(*) FROM outbox WHERE delivered_at IS NULL", &[]).await
 }
 
 backend_tests! { app;
@@ -70,6 +71,10 @@ async fn status_changes_post_to_the_mapped_channel_in_order(app) {
     assert!(first["nonce"].as_str().is_some_and(|n| !n.is_empty() && n.len() <= 25));
     eventually(Duration::from_secs(5), "the outbox drains", || async { outbox_rows(&app).await == 0 }).await;
     assert!(per_nonce(&app).values().all(|n| *n == 1));
+    for message in app.discord.messages_in(CHANNEL) {
+        let recorded = app.db.count("SELECT COUNT(*) FROM outbox WHERE message_id = $1 AND delivered_at IS NOT NULL", &[&message.id]).await;
+        assert_eq!(recorded, 1, "Discord's message id {} is recorded with its post", message.id);
+    }
 }
 
 async fn agents_without_a_mapping_queue_nothing(app) {
@@ -157,7 +162,7 @@ async fn pending_posts_survive_a_crash_and_are_delivered_after_restart(app) {
     let failed_attempts = || fake.requests().iter().filter(|r| r.path.ends_with("/messages")).count();
     eventually(Duration::from_secs(10), "delivery was attempted", || async { failed_attempts() > 0 }).await;
     server.kill();
-    assert_eq!(db.count("SELECT COUNT(*) FROM outbox", &[]).await, 3, "the posts are still pending");
+    assert_eq!(db.count("SELECT COUNT(*) FROM outbox WHERE delivered_at IS NULL", &[]).await, 3, "the posts are still pending");
     assert!(fake.messages().is_empty());
 
     fake.clear_failures();

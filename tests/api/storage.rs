@@ -239,3 +239,99 @@ async fn concurrent_inserts_of_one_agent_id_keep_exactly_one(store) {
 }
 
 }
+
+mod outbox {
+    use super::*;
+    use agentcore::discord::MessageBody;
+    use agentcore::domain::chat::{Connection, ConnectionKind, Mapping, NewPost};
+    use agentcore::store::ConnectionRecord;
+
+    /// An owner with agent `a` mapped to channel 71 of guild 7, and `count` status posts queued.
+    async fn queued(s: &std::sync::Arc<dyn agentcore::store::Store>, count: usize) -> UserId {
+        let owner = user("outbox@example.com");
+        s.insert_user(&owner).await.unwrap();
+        s.insert_agent(&owner.id, &new_agent("a", None), agentcore::domain::now(), &created())
+            .await
+            .unwrap();
+        let connection = Connection {
+            id: "c1".into(),
+            guild_id: "7".into(),
+            guild_name: "G".into(),
+            kind: ConnectionKind::Oauth,
+            connected_at: agentcore::domain::now(),
+            channel_count: 1,
+        };
+        s.upsert_connection(&owner.id, &ConnectionRecord { connection, sealed_token: None })
+            .await
+            .unwrap();
+        let mapping = Mapping {
+            id: "m1".into(),
+            agent_id: id("a"),
+            guild_id: "7".into(),
+            channel_id: "71".into(),
+            channel_name: "c".into(),
+            created_at: agentcore::domain::now(),
+        };
+        s.upsert_mapping(&owner.id, &mapping).await.unwrap();
+        for i in 0..count {
+            s.update_agent(&owner.id, &id("a"), &|current| {
+                Ok(Some(AgentChange {
+                    agent: Agent { name: format!("n{i}"), ..current.clone() },
+                    activity: vec![],
+                    post: Some(NewPost::new(MessageBody::new(Some(format!("post {i}")), None))),
+                }))
+            })
+            .await
+            .unwrap();
+        }
+        owner.id
+    }
+
+    backend_tests! { store;
+
+    async fn only_the_oldest_post_of_a_channel_can_be_claimed_and_only_once(store) {
+        let s = &store.store;
+        queued(s, 2).await;
+        assert_eq!(s.outbox_channels().await.unwrap(), ["71"]);
+        let now = agentcore::domain::now();
+        let lease = now + Duration::seconds(30);
+        let first = s.claim_post("71", "node-a", now, lease).await.unwrap().unwrap();
+        assert_eq!(first.body.content.as_deref(), Some("post 0"));
+        assert!(s.claim_post("71", "node-b", now, lease).await.unwrap().is_none(), "the head is leased");
+        assert_eq!(s.next_post_due("71").await.unwrap(), Some(lease));
+
+        let retry_at = now + Duration::seconds(5);
+        s.retry_post(first.id, "node-b", retry_at, "not the holder").await.unwrap();
+        assert_eq!(s.next_post_due("71").await.unwrap(), Some(lease), "only the holder can release");
+        s.retry_post(first.id, "node-a", retry_at, "500").await.unwrap();
+        assert!(s.claim_post("71", "node-b", now, lease).await.unwrap().is_none(), "the head waits for its retry");
+        let again = s.claim_post("71", "node-b", retry_at, lease).await.unwrap().unwrap();
+        assert_eq!((again.id, again.attempts), (first.id, 1));
+
+        s.finish_post(again.id, "node-b", "999").await.unwrap();
+        let second = s.claim_post("71", "node-a", retry_at, lease).await.unwrap().unwrap();
+        assert_eq!(second.body.content.as_deref(), Some("post 1"));
+        assert_eq!(store.db.count("SELECT COUNT(*) FROM outbox WHERE message_id = '999'", &[]).await, 1);
+
+        s.finish_post(second.id, "node-a", "1000").await.unwrap();
+        assert!(s.outbox_channels().await.unwrap().is_empty());
+        assert_eq!(s.next_post_due("71").await.unwrap(), None);
+        assert_eq!(s.prune_delivered(agentcore::domain::now() + Duration::seconds(1)).await.unwrap(), 2);
+    }
+
+    async fn a_dropped_post_logs_for_its_agent_and_removing_the_connection_clears_the_channel(store) {
+        let s = &store.store;
+        let owner = queued(s, 2).await;
+        let now = agentcore::domain::now();
+        let post = s.claim_post("71", "n", now, now + Duration::seconds(30)).await.unwrap().unwrap();
+        s.drop_post(&post, "n", &NewActivity::new(Action::PostFailed, "gone")).await.unwrap();
+        let log = s.activity(&owner, &id("a"), &ActivityQuery::default()).await.unwrap();
+        assert_eq!(log[0].action, Action::PostFailed);
+        assert_eq!(store.db.count("SELECT COUNT(*) FROM outbox", &[]).await, 1);
+        s.delete_connection(&owner, "7").await.unwrap();
+        assert_eq!(store.db.count("SELECT COUNT(*) FROM outbox", &[]).await, 0);
+        assert_eq!(store.db.count("SELECT COUNT(*) FROM chat_mappings", &[]).await, 0);
+    }
+
+    }
+}

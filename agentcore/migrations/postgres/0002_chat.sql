@@ -40,9 +40,13 @@ CREATE TABLE outbox (
     next_attempt_at  TIMESTAMPTZ NOT NULL,
     lease_owner      TEXT,
     lease_until      TIMESTAMPTZ,
+    -- Set once Discord accepted the post; delivered rows are kept a week for tracing.
+    message_id       TEXT,
+    delivered_at     TIMESTAMPTZ,
     created_at       TIMESTAMPTZ NOT NULL,
     FOREIGN KEY (owner_id, agent_id) REFERENCES agents (owner_id, id) ON DELETE CASCADE,
     FOREIGN KEY (owner_id, guild_id) REFERENCES chat_connections (owner_id, guild_id) ON DELETE CASCADE
 );
 
-CREATE INDEX outbox_by_channel ON outbox (channel_id, id);
+CREATE INDEX outbox_pending ON outbox (channel_id, id) WHERE delivered_at IS NULL;
+CREATE INDEX outbox_delivered ON outbox (delivered_at) WHERE delivered_at IS NOT NULL;

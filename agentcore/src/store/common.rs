@@ -486,9 +486,21 @@ macro_rules! sql_store {
                 Ok(head.map(|(due, lease)| lease.map_or(due, |lease| due.max(lease))))
             }
 
-            async fn finish_post(&self, id: i64, node: &str) -> Result<()> {
-                sqlx::query(sql::DELETE_POST).bind(id).bind(node).execute(self.writer()).await?;
+            async fn finish_post(&self, id: i64, node: &str, message_id: &str) -> Result<()> {
+                sqlx::query(sql::MARK_DELIVERED)
+                    .bind(id)
+                    .bind(node)
+                    .bind(message_id)
+                    .bind($crate::domain::now())
+                    .execute(self.writer())
+                    .await?;
                 Ok(())
+            }
+
+            async fn prune_delivered(&self, before: DateTime<Utc>) -> Result<u64> {
+                let done =
+                    sqlx::query(sql::PRUNE_DELIVERED).bind(before).execute(self.writer()).await?;
+                Ok(done.rows_affected())
             }
 
             async fn retry_post(

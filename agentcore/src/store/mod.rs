@@ -260,8 +260,10 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     ) -> Result<Option<OutboxPost>>;
     /// When the oldest post of `channel_id` may be taken next; `None` when there is none.
     async fn next_post_due(&self, channel_id: &str) -> Result<Option<DateTime<Utc>>>;
-    /// Removes a delivered post (only while `node` holds it).
-    async fn finish_post(&self, id: i64, node: &str) -> Result<()>;
+    /// Records Discord's id for a delivered post (only while `node` holds it).
+    async fn finish_post(&self, id: i64, node: &str, message_id: &str) -> Result<()>;
+    /// Forgets delivered posts older than `before`.
+    async fn prune_delivered(&self, before: DateTime<Utc>) -> Result<u64>;
     /// Releases a post for another attempt at `next_attempt_at`.
     async fn retry_post(
         &self,
