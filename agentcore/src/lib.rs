@@ -26,6 +26,7 @@ pub mod crypto;
 pub mod discord;
 pub mod domain;
 pub mod error;
+pub mod models;
 mod outbox;
 pub mod store;
 

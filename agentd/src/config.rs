@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use secrecy::SecretString;
 
+use agentcore::models::ModelsConfig;
 use agentcore::store::DatabaseUrl;
 use agentcore::{CoreConfig, DiscordConfig};
 
@@ -35,6 +36,7 @@ pub struct Config {
     pub token_ttl: Option<Duration>,
     pub secret_key: Option<SecretString>,
     pub discord: DiscordConfig,
+    pub models: ModelsConfig,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -85,7 +87,44 @@ impl Config {
                 discord.api_base
             )));
         }
-        Ok(Self { bind, database_url, data_dir, jwt_secret, token_ttl, secret_key, discord })
+        let model_defaults = ModelsConfig::default();
+        let timeout = env("AGENTD_MODELS__TIMEOUT_SECONDS")
+            .map(|raw| {
+                match raw.parse::<f64>().ok().and_then(|s| Duration::try_from_secs_f64(s).ok()) {
+                    Some(timeout) if !timeout.is_zero() => Ok(timeout),
+                    _ => Err(ConfigError(format!(
+                        "models.timeout_seconds: '{raw}' is not a positive number"
+                    ))),
+                }
+            })
+            .transpose()?;
+        let models = ModelsConfig {
+            default: env("AGENTD_MODELS__DEFAULT").unwrap_or(model_defaults.default),
+            openai_base_url: env("AGENTD_MODELS__OPENAI_BASE_URL")
+                .unwrap_or(model_defaults.openai_base_url),
+            openai_api_key: match secret(&env, "AGENTD_MODELS__OPENAI_API_KEY")? {
+                Some(key) => Some(key),
+                None => env("OPENAI_API_KEY").map(SecretString::from),
+            },
+            anthropic_base_url: env("AGENTD_MODELS__ANTHROPIC_BASE_URL")
+                .unwrap_or(model_defaults.anthropic_base_url),
+            anthropic_api_key: match secret(&env, "AGENTD_MODELS__ANTHROPIC_API_KEY")? {
+                Some(key) => Some(key),
+                None => env("ANTHROPIC_API_KEY").map(SecretString::from),
+            },
+            timeout: timeout.unwrap_or(model_defaults.timeout),
+            max_tokens: model_defaults.max_tokens,
+        };
+        Ok(Self {
+            bind,
+            database_url,
+            data_dir,
+            jwt_secret,
+            token_ttl,
+            secret_key,
+            discord,
+            models,
+        })
     }
 
     /// The data directory: as configured, else the platform's.
@@ -110,6 +149,7 @@ impl Config {
         core.token_ttl = self.token_ttl;
         core.secret_key.clone_from(&self.secret_key);
         core.discord = self.discord.clone();
+        core.models = self.models.clone();
         Ok(core)
     }
 }
@@ -213,6 +253,27 @@ mod tests {
             load(Flags::default(), &[]).unwrap().discord.api_base,
             "https://discord.com/api/v10"
         );
+    }
+
+    #[test]
+    fn model_settings_fall_back_to_the_providers_own_variables() {
+        let config = load(
+            Flags::default(),
+            &[("OPENAI_API_KEY", "sk-plain"), ("AGENTD_MODELS__DEFAULT", "openai:gpt-4o-mini")],
+        )
+        .unwrap();
+        assert_eq!(config.models.default, "openai:gpt-4o-mini");
+        assert_eq!(config.models.openai_api_key.unwrap().expose_secret(), "sk-plain");
+        let config = load(
+            Flags::default(),
+            &[("OPENAI_API_KEY", "sk-plain"), ("AGENTD_MODELS__OPENAI_API_KEY", "sk-ours")],
+        )
+        .unwrap();
+        assert_eq!(config.models.openai_api_key.unwrap().expose_secret(), "sk-ours");
+        let config = load(Flags::default(), &[("AGENTD_MODELS__TIMEOUT_SECONDS", "2.5")]).unwrap();
+        assert_eq!(config.models.timeout, Duration::from_millis(2500));
+        assert_eq!(load(Flags::default(), &[]).unwrap().models.default, "echo");
+        assert!(load(Flags::default(), &[("AGENTD_MODELS__TIMEOUT_SECONDS", "0")]).is_err());
     }
 
     #[test]

@@ -50,6 +50,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     let core_config = config.core_config()?;
     tracing::info!(database = %core_config.database_url.redacted(), "opening the database");
     let core = Core::open(core_config).await?;
+    match core.models().default_model() {
+        "echo" => tracing::info!(
+            "default model: echo (offline, answers without calling any model); set AGENTD_MODELS__DEFAULT to use a real one"
+        ),
+        model => tracing::info!(model, "default model"),
+    }
     let listener = TcpListener::bind(config.bind)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.bind))?;

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod fake_discord;
+mod fake_models;
 mod helpers;
 mod outbox;
 
@@ -12,4 +13,5 @@ mod activity;
 mod agents;
 mod backlog;
 mod chat;
+mod models;
 mod storage;

@@ -22,6 +22,7 @@ use crate::crypto::SecretBox;
 use crate::discord::DiscordClient;
 use crate::domain::user::UserId;
 use crate::error::{Error, Result};
+use crate::models::{Models, ModelsConfig};
 use crate::store::{self, DatabaseUrl, Store};
 
 pub use accounts::Session;
@@ -43,6 +44,7 @@ pub struct CoreConfig {
     pub secret_key: Option<SecretString>,
     pub discord: DiscordConfig,
     pub outbox: OutboxConfig,
+    pub models: ModelsConfig,
 }
 
 impl CoreConfig {
@@ -57,6 +59,7 @@ impl CoreConfig {
             secret_key: None,
             discord: DiscordConfig::default(),
             outbox: OutboxConfig::default(),
+            models: ModelsConfig::default(),
         }
     }
 
@@ -142,6 +145,7 @@ struct Inner {
     discord: DiscordClient,
     discord_config: DiscordConfig,
     outbox: OutboxConfig,
+    models: Models,
     /// Fired after a post is queued, so the delivery worker starts at once.
     outbox_wakeup: Notify,
     /// This process, for leases; fresh on every start.
@@ -158,6 +162,12 @@ impl Core {
         let secrets = SecretBox::load(config.secret_key.as_ref(), &config.data_dir)?;
         let discord = DiscordClient::new(&config.discord.api_base, config.discord.timeout)
             .map_err(|e| Error::internal(e.to_string()))?;
+        let models = Models::new(&config.models).map_err(|e| Error::internal(e.to_string()))?;
+        models.resolve(None, "", "").map_err(|e| {
+            Error::NotConfigured(format!(
+                "models.default: {e}; use echo, openai:<model> or anthropic:<model>"
+            ))
+        })?;
         let store = store::connect(&config.database_url).await?;
         let secret = match config.jwt_secret {
             Some(secret) => secret,
@@ -173,6 +183,7 @@ impl Core {
             discord,
             discord_config: config.discord,
             outbox: config.outbox,
+            models,
             outbox_wakeup: Notify::new(),
             node_id: uuid::Uuid::new_v4().to_string(),
         };
@@ -211,6 +222,11 @@ impl Core {
 
     fn auth(&self) -> &Auth {
         &self.inner.auth
+    }
+
+    /// The configured model providers.
+    pub fn models(&self) -> &Models {
+        &self.inner.models
     }
 
     /// This process's id in leases.
