@@ -19,7 +19,6 @@ fn config(fake: &FakeModels) -> ModelsConfig {
 }
 
 async fn call(models: &Models, model: &str) -> Result<agentcore::models::Completion, ModelError> {
-    agentcore::install_tls_provider();
     let (provider, request): (_, CompletionRequest) =
         models.resolve(Some(model), "You are a writer.", "Write a haiku").unwrap();
     provider.complete(&request).await
@@ -28,7 +27,6 @@ async fn call(models: &Models, model: &str) -> Result<agentcore::models::Complet
 #[tokio::test]
 async fn openai_compatible_calls_send_roles_and_report_usage() {
     let fake = FakeModels::start().await;
-    agentcore::install_tls_provider();
     let models = Models::new(&config(&fake)).unwrap();
     let done = call(&models, "openai:gpt-4o-mini").await.unwrap();
     assert_eq!(done.text, "Answer to: Write a haiku");
@@ -51,7 +49,6 @@ async fn openai_compatible_calls_send_roles_and_report_usage() {
 #[tokio::test]
 async fn anthropic_calls_use_its_headers_and_system_field() {
     let fake = FakeModels::start().await;
-    agentcore::install_tls_provider();
     let models = Models::new(&config(&fake)).unwrap();
     fake.script([Script::Answer("Autumn moonlight".into())]);
     let done = call(&models, "anthropic:claude-sonnet-4-5").await.unwrap();
@@ -70,7 +67,6 @@ async fn anthropic_calls_use_its_headers_and_system_field() {
 #[tokio::test]
 async fn bad_keys_and_unknown_models_are_permanent() {
     let fake = FakeModels::start().await;
-    agentcore::install_tls_provider();
     let mut wrong = config(&fake);
     wrong.openai_api_key = Some("sk-wrong".into());
     wrong.anthropic_api_key = None;
@@ -85,7 +81,6 @@ async fn bad_keys_and_unknown_models_are_permanent() {
 #[tokio::test]
 async fn rate_limits_server_errors_and_timeouts_are_transient() {
     let fake = FakeModels::start().await;
-    agentcore::install_tls_provider();
     let models = Models::new(&config(&fake)).unwrap();
     fake.script([
         Script::Status(429, Some(7)),

@@ -109,6 +109,7 @@ pub struct Models {
 
 impl Models {
     pub fn new(config: &ModelsConfig) -> Result<Self, ModelError> {
+        crate::install_tls_provider();
         let http = reqwest::Client::builder()
             .user_agent(concat!("agentd/", env!("CARGO_PKG_VERSION")))
             .timeout(config.timeout)
