@@ -4,6 +4,7 @@
 //! listener until a shutdown future completes. Tests start it in-process on port 0; the binary
 //! adds configuration, logging and signal handling around the same two functions.
 
+pub mod cli;
 pub mod config;
 pub mod error;
 mod extract;

@@ -112,6 +112,11 @@ impl TestDb {
         }
     }
 
+    /// The URL to hand a server process.
+    pub fn url_for_process(&self) -> String {
+        self.raw_url.clone()
+    }
+
     /// The SQLite database's files (the database, its WAL and shared memory).
     pub fn files(&self) -> Vec<std::path::PathBuf> {
         let Some(dir) = &self._dir else { return Vec::new() };
@@ -308,6 +313,11 @@ pub struct TestApp {
 pub async fn app(backend: Backend) -> Option<TestApp> {
     let db = TestDb::create(backend).await?;
     Some(TestApp::start(db, Options::new().await).await)
+}
+
+/// Just a fresh database, for tests that run the server as a process.
+pub async fn db(backend: Backend) -> Option<TestDb> {
+    TestDb::create(backend).await
 }
 
 /// A server without the service's own Discord application configured.

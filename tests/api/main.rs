@@ -14,4 +14,5 @@ mod agents;
 mod backlog;
 mod chat;
 mod models;
+mod process;
 mod storage;

@@ -1,0 +1,155 @@
+//! The real `agentd` process: the embedded default, a clean exit on SIGTERM, and a `kill -9`
+//! with posts pending.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+use tokio::sync::oneshot;
+
+use crate::fake_discord::{Failure, FakeDiscord};
+use crate::helpers::{backend_tests, eventually};
+
+/// A running `agentd` process and the address it reported.
+struct Server {
+    child: Child,
+    address: String,
+    client: reqwest::Client,
+}
+
+impl Server {
+    /// Starts the binary on port 0 with `env`, and waits for its "listening" line.
+    async fn start(env: &[(&str, String)]) -> Self {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_agentd-under-test"));
+        command
+            .args(["--bind", "127.0.0.1:0"])
+            .env("AGENTD_LOG", "info")
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let mut child = command.spawn().expect("agentd starts");
+        let stderr = child.stderr.take().expect("stderr piped");
+        let (found, address) = oneshot::channel();
+        tokio::spawn(async move {
+            let mut found = Some(found);
+            let mut lines = BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let Some(at) = line.find("address=") else { continue };
+                if let Some(found) = found.take() {
+                    let _ = found.send(line[at + "address=".len()..].trim().to_owned());
+                }
+            }
+        });
+        let address = tokio::time::timeout(Duration::from_secs(30), address)
+            .await
+            .expect("agentd reports its address in time")
+            .expect("agentd reports its address");
+        agentcore::install_tls_provider();
+        Self { child, address: format!("http://{address}"), client: reqwest::Client::new() }
+    }
+
+    async fn send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        token: Option<&str>,
+        body: Value,
+    ) -> (u16, Value) {
+        let mut request =
+            self.client.request(method, format!("{}{path}", self.address)).json(&body);
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    /// Sends `signal` and waits for the exit, with a deadline.
+    async fn signal(mut self, signal: &str) -> std::process::ExitStatus {
+        let pid = self.child.id().expect("still running").to_string();
+        let sent = Command::new("kill").args([signal, &pid]).status().await.expect("kill runs");
+        assert!(sent.success());
+        tokio::time::timeout(Duration::from_secs(30), self.child.wait())
+            .await
+            .expect("agentd exits after the signal")
+            .expect("exit status")
+    }
+}
+
+#[tokio::test]
+async fn agentd_creates_its_database_exits_cleanly_on_sigterm_and_keeps_tokens_across_restarts() {
+    let data_dir = tempfile::tempdir().unwrap();
+    let env = [
+        ("AGENTD_DATA_DIR", data_dir.path().display().to_string()),
+        ("AGENTD_DATABASE_URL", String::new()),
+    ];
+    let server = Server::start(&env).await;
+    assert!(
+        data_dir.path().join("agentd.db").exists(),
+        "the default database lives in the data directory"
+    );
+    let body = json!({"email": "ops@example.com", "password": "correct horse", "name": "Ops"});
+    let (status, registered) =
+        server.send(reqwest::Method::POST, "/auth/register", None, body).await;
+    assert_eq!(status, 201);
+    let token = registered["access_token"].as_str().unwrap().to_owned();
+    let exit = server.signal("-TERM").await;
+    assert!(exit.success(), "exit status {exit:?}");
+
+    let server = Server::start(&env).await;
+    let (status, _) =
+        server.send(reqwest::Method::GET, "/auth/me", Some(&token), Value::Null).await;
+    assert_eq!(status, 200);
+    assert!(server.signal("-TERM").await.success());
+}
+
+backend_tests! { db;
+
+async fn a_killed_process_loses_no_pending_post(db) {
+    let discord = FakeDiscord::start().await;
+    discord.add_bot("kill-bot.1", "KillBot");
+    discord.add_guild("777", "Kill", &["kill-bot.1"]);
+    let data_dir = tempfile::tempdir().unwrap();
+    let env = [
+        ("AGENTD_DATA_DIR", data_dir.path().display().to_string()),
+        ("AGENTD_DATABASE_URL", db.url_for_process()),
+        ("AGENTD_DISCORD__API_BASE", discord.api_base.clone()),
+    ];
+    let server = Server::start(&env).await;
+    let post = reqwest::Method::POST;
+    let body = json!({"email": "kill@example.com", "password": "correct horse", "name": "K"});
+    let (_, registered) = server.send(post.clone(), "/auth/register", None, body).await;
+    let token = registered["access_token"].as_str().unwrap().to_owned();
+    let token = Some(token.as_str());
+    assert_eq!(server.send(post.clone(), "/api/chat/connect", token, json!({"bot_token": "kill-bot.1", "guild_id": "777"})).await.0, 200);
+    let agent = json!({"id": "poster", "name": "Poster", "role_prompt": "Post.", "channel": "c"});
+    assert_eq!(server.send(post.clone(), "/api/agents", token, agent).await.0, 201);
+    assert_eq!(server.send(post.clone(), "/api/chat/mappings/777", token, json!({"agent_id": "poster", "channel_id": "7771"})).await.0, 200);
+
+    discord.fail_next(&[Failure::ServerError; 10_000]);
+    for status in ["active", "idle", "active"] {
+        assert_eq!(server.send(reqwest::Method::PATCH, "/api/agents/poster", token, json!({"status": status})).await.0, 200);
+    }
+    let attempts = || discord.requests().iter().filter(|r| r.path.ends_with("/messages")).count();
+    eventually(Duration::from_secs(20), "delivery was attempted", || async { attempts() > 0 }).await;
+    server.signal("-KILL").await;
+    assert_eq!(db.count("SELECT COUNT(*) FROM outbox WHERE delivered_at IS NULL", &[]).await, 3);
+    assert!(discord.messages().is_empty());
+
+    discord.clear_failures();
+    let _server = Server::start(&env).await;
+    // The first retry waits a second, a post held at the kill waits out its 30 s lease.
+    eventually(Duration::from_secs(60), "three posts delivered", || async { discord.messages().len() >= 3 }).await;
+    eventually(Duration::from_secs(10), "the outbox drains", || async {
+        db.count("SELECT COUNT(*) FROM outbox WHERE delivered_at IS NULL", &[]).await == 0
+    }).await;
+    let titles: Vec<String> = discord.messages().iter().map(|m| m.body["embeds"][0]["title"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(titles, ["Poster is active", "Poster is idle", "Poster is active"]);
+}
+
+}
