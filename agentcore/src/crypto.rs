@@ -103,15 +103,23 @@ impl SecretBox {
     }
 }
 
-/// Creates `path` readable by its owner only; fails if it exists.
+/// Creates `path` readable by its owner only, whole or not at all; fails if it exists.
+///
+/// The key is written to a private temporary file first and then linked into place, so a crash
+/// or a second process never sees a half-written key.
 fn write_private(path: &Path, contents: &str) -> std::io::Result<()> {
+    let temporary = path.with_extension(format!("tmp-{}", std::process::id()));
     let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
+    options.write(true).create(true).truncate(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut file = options.open(path)?;
-    file.write_all(contents.as_bytes())?;
-    file.sync_all()
+    let written = options.open(&temporary).and_then(|mut file| {
+        file.write_all(contents.as_bytes())?;
+        file.sync_all()
+    });
+    let linked = written.and_then(|()| std::fs::hard_link(&temporary, path));
+    let _ = std::fs::remove_file(&temporary);
+    linked
 }
 
 fn encode_hex(bytes: &[u8]) -> String {

@@ -20,7 +20,7 @@ use tokio::task::JoinSet;
 
 use crate::core::Core;
 use crate::domain::activity::{Action, NewActivity};
-use crate::domain::chat::OutboxPost;
+use crate::domain::chat::{OutboxLane, OutboxPost};
 use crate::domain::now;
 use crate::domain::user::UserId;
 use crate::error::Error;
@@ -41,7 +41,7 @@ impl OutboxWorker {
     }
 }
 
-type Lanes = Arc<Mutex<HashSet<String>>>;
+type Lanes = Arc<Mutex<HashSet<OutboxLane>>>;
 
 /// Delivered posts are kept this long, with Discord's message id, for tracing.
 const KEEP_DELIVERED_DAYS: i64 = 7;
@@ -56,7 +56,7 @@ impl Core {
     }
 }
 
-/// Starts a lane for every channel with posts, on each wake-up and at least every poll.
+/// Starts a lane for every user and channel with posts, on each wake-up and at least every poll.
 async fn dispatch(core: Core, mut stop: watch::Receiver<bool>) {
     let lanes: Lanes = Arc::default();
     let mut running = JoinSet::new();
@@ -71,11 +71,11 @@ async fn dispatch(core: Core, mut stop: watch::Receiver<bool>) {
             }
             pruned_at = Some(tokio::time::Instant::now());
         }
-        match core.store().outbox_channels().await {
-            Ok(channels) => {
-                for channel in channels {
-                    if lock(&lanes).insert(channel.clone()) {
-                        running.spawn(lane(core.clone(), channel, lanes.clone(), stop.clone()));
+        match core.store().outbox_lanes().await {
+            Ok(waiting) => {
+                for queue in waiting {
+                    if lock(&lanes).insert(queue.clone()) {
+                        running.spawn(lane(core.clone(), queue, lanes.clone(), stop.clone()));
                     }
                 }
             }
@@ -91,25 +91,26 @@ async fn dispatch(core: Core, mut stop: watch::Receiver<bool>) {
     while running.join_next().await.is_some() {}
 }
 
-/// Delivers one channel's posts in order until none is left.
-async fn lane(core: Core, channel: String, lanes: Lanes, mut stop: watch::Receiver<bool>) {
+/// Delivers one lane's posts in order until none is left.
+async fn lane(core: Core, queue: OutboxLane, lanes: Lanes, mut stop: watch::Receiver<bool>) {
+    let channel = queue.channel_id.as_str();
     let config = core.outbox_config();
     while !*stop.borrow() {
         let at = now();
         let lease_until =
             at + chrono::Duration::from_std(config.lease).unwrap_or(chrono::Duration::seconds(30));
-        let wait = match core.store().claim_post(&channel, core.node_id(), at, lease_until).await {
+        let wait = match core.store().claim_post(&queue, core.node_id(), at, lease_until).await {
             Ok(Some(post)) => {
                 deliver(&core, post).await;
                 continue;
             }
-            Ok(None) => match core.store().next_post_due(&channel).await {
+            Ok(None) => match core.store().next_post_due(&queue).await {
                 Ok(Some(due)) => until(due).min(config.poll),
                 Ok(None) => {
                     // Leave, unless a post arrived between the check and leaving.
-                    lock(&lanes).remove(&channel);
-                    match core.store().next_post_due(&channel).await {
-                        Ok(Some(_)) if lock(&lanes).insert(channel.clone()) => continue,
+                    lock(&lanes).remove(&queue);
+                    match core.store().next_post_due(&queue).await {
+                        Ok(Some(_)) if lock(&lanes).insert(queue.clone()) => continue,
                         _ => return,
                     }
                 }
@@ -128,7 +129,7 @@ async fn lane(core: Core, channel: String, lanes: Lanes, mut stop: watch::Receiv
             _ = stop.changed() => {}
         }
     }
-    lock(&lanes).remove(&channel);
+    lock(&lanes).remove(&queue);
 }
 
 async fn deliver(core: &Core, post: OutboxPost) {
@@ -152,10 +153,19 @@ async fn deliver(core: &Core, post: OutboxPost) {
                 })
         }
         Err(Error::NotFound { .. }) => Err(("the server is no longer connected".to_owned(), true)),
+        // The stored token cannot be opened (the server key changed): it never will be.
+        Err(error @ Error::Internal(_)) => Err((error.public_message(), true)),
+        // A missing setting (the service's bot token) may be fixed by the operator.
         Err(error) => Err((error.to_string(), false)),
     };
     let written = match outcome {
-        Ok(message_id) => store.finish_post(post.id, node, &message_id).await,
+        Ok(message_id) => store.finish_post(post.id, node, &message_id).await.map(|held| {
+            if !held {
+                // The lease ran out during the send; whoever takes the post next sends it with
+                // the same nonce, and Discord answers with this message instead of a new one.
+                tracing::warn!(post_id = post.id, "delivered a post after its lease ran out");
+            }
+        }),
         Err((reason, false)) => {
             let delay = backoff(core, post.attempts);
             tracing::info!(channel = %post.channel_id, attempts = post.attempts + 1, ?delay, %reason, "post will be retried");
@@ -188,6 +198,6 @@ fn until(at: DateTime<Utc>) -> Duration {
     (at - Utc::now()).to_std().unwrap_or(Duration::ZERO)
 }
 
-fn lock(lanes: &Lanes) -> std::sync::MutexGuard<'_, HashSet<String>> {
+fn lock(lanes: &Lanes) -> std::sync::MutexGuard<'_, HashSet<OutboxLane>> {
     lanes.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }

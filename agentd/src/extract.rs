@@ -87,6 +87,22 @@ fn strip_position(message: &str) -> String {
     }
 }
 
+/// Path parameters. A segment that cannot even be decoded (bad percent-encoding, invalid
+/// UTF-8) names nothing, so it is `route_not_found` in the contract's error body.
+#[derive(Debug)]
+pub struct Path<T>(pub T);
+
+impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for Path<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        axum::extract::Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|axum::extract::Path(value)| Path(value))
+            .map_err(|_| ApiError::RouteNotFound)
+    }
+}
+
 /// Query parameters; anything unreadable is `validation_failed`.
 #[derive(Debug)]
 pub struct Params<T>(pub T);

@@ -15,7 +15,9 @@ use std::future::Future;
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
+use axum::response::IntoResponse;
 use tokio::net::TcpListener;
+use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use tracing::Level;
 
@@ -50,6 +52,10 @@ pub fn router(state: AppState) -> Router {
                 })
                 .on_response(DefaultOnResponse::new().level(Level::INFO)),
         )
+        .layer(CatchPanicLayer::custom(|_: Box<dyn std::any::Any + Send>| {
+            tracing::error!("a request handler panicked");
+            error::ApiError::Core(agentcore::Error::internal("handler panicked")).into_response()
+        }))
         .layer(axum::middleware::from_fn(request_id::assign))
         .with_state(state)
 }

@@ -99,7 +99,7 @@ async fn missing_garbage_and_foreign_tokens_are_unauthorized(app) {
         let other = agentcore::Core::open({
             let mut config = app.options.core_config(&app.db);
             config.database_url = agentcore::store::DatabaseUrl::new("sqlite::memory:");
-            config.jwt_secret = Some("another secret".to_owned().into());
+            config.jwt_secret = Some("another secret, long enough for HS256 keys".to_owned().into());
             config
         }).await.unwrap();
         let session = other.register(agentcore::api::RegisterRequest {
@@ -148,7 +148,7 @@ async fn tokens_survive_a_restart_with_the_generated_secret(app) {
 async fn a_configured_secret_replaces_the_generated_one(app) {
     let user = app.register("secret@example.com").await;
     let (db, mut options) = app.stop().await;
-    options.jwt_secret = Some("operator-chosen secret".into());
+    options.jwt_secret = Some("an operator-chosen secret of 32+ bytes".into());
     let app = TestApp::start(db, options).await;
     app.get("/auth/me", &user).await.assert_error(401, "unauthorized");
 }
@@ -175,6 +175,8 @@ async fn health_and_readiness_answer_and_unknown_routes_use_the_error_body(app) 
     assert_eq!(app.request(Method::GET, "/readyz", None, None).await.assert_status(200), &json!({"status": "ready"}));
     app.request(Method::GET, "/no/such/route", None, None).await.assert_error(404, "route_not_found");
     app.request(Method::DELETE, "/auth/login", None, None).await.assert_error(405, "method_not_allowed");
+    let user = app.register("routes@example.com").await;
+    app.get("/api/agents/%FF", &user).await.assert_error(404, "route_not_found");
     app.core.close().await;
     app.request(Method::GET, "/readyz", None, None).await.assert_error(503, "not_ready");
 }

@@ -66,4 +66,20 @@ async fn thirty_entries_by_default_limit_and_before_page_back(app) {
     }
 }
 
+async fn paging_one_entry_at_a_time_never_skips_part_of_a_change(app) {
+    let user = app.register("onebyone@example.com").await;
+    app.create_agent(&user, "pager").await;
+    app.patch("/api/agents/pager", &user, json!({"name": "Pager", "status": "active"})).await.assert_status(200);
+    let mut seen = Vec::new();
+    let mut path = "/api/agents/pager/activity?limit=1".to_owned();
+    loop {
+        let page = app.get(&path, &user).await;
+        let Some(entry) = page.assert_status(200)["entries"].as_array().unwrap().first().cloned() else { break };
+        seen.push(entry["action"].as_str().unwrap().to_owned());
+        let before = entry["timestamp"].as_str().unwrap().replace(':', "%3A");
+        path = format!("/api/agents/pager/activity?limit=1&before={before}");
+    }
+    assert_eq!(seen, ["status_changed", "agent_updated", "agent_created"]);
+}
+
 }

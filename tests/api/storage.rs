@@ -243,10 +243,14 @@ async fn concurrent_inserts_of_one_agent_id_keep_exactly_one(store) {
 mod outbox {
     use super::*;
     use agentcore::discord::MessageBody;
-    use agentcore::domain::chat::{Connection, ConnectionKind, Mapping, NewPost};
+    use agentcore::domain::chat::{Connection, ConnectionKind, Mapping, NewPost, OutboxLane};
     use agentcore::store::ConnectionRecord;
 
     /// An owner with agent `a` mapped to channel 71 of guild 7, and `count` status posts queued.
+    fn lane(owner: &UserId) -> OutboxLane {
+        OutboxLane { owner_id: owner.as_str().to_owned(), channel_id: "71".into() }
+    }
+
     async fn queued(s: &std::sync::Arc<dyn agentcore::store::Store>, count: usize) -> UserId {
         let owner = user("outbox@example.com");
         s.insert_user(&owner).await.unwrap();
@@ -291,31 +295,33 @@ mod outbox {
 
     async fn only_the_oldest_post_of_a_channel_can_be_claimed_and_only_once(store) {
         let s = &store.store;
-        queued(s, 2).await;
-        assert_eq!(s.outbox_channels().await.unwrap(), ["71"]);
+        let owner = queued(s, 2).await;
+        let lane = &lane(&owner);
+        assert_eq!(s.outbox_lanes().await.unwrap(), std::slice::from_ref(lane));
         let now = agentcore::domain::now();
         let lease = now + Duration::seconds(30);
-        let first = s.claim_post("71", "node-a", now, lease).await.unwrap().unwrap();
+        let first = s.claim_post(lane, "node-a", now, lease).await.unwrap().unwrap();
         assert_eq!(first.body.content.as_deref(), Some("post 0"));
-        assert!(s.claim_post("71", "node-b", now, lease).await.unwrap().is_none(), "the head is leased");
-        assert_eq!(s.next_post_due("71").await.unwrap(), Some(lease));
+        assert!(s.claim_post(lane, "node-b", now, lease).await.unwrap().is_none(), "the head is leased");
+        assert_eq!(s.next_post_due(lane).await.unwrap(), Some(lease));
 
         let retry_at = now + Duration::seconds(5);
         s.retry_post(first.id, "node-b", retry_at, "not the holder").await.unwrap();
-        assert_eq!(s.next_post_due("71").await.unwrap(), Some(lease), "only the holder can release");
+        assert_eq!(s.next_post_due(lane).await.unwrap(), Some(lease), "only the holder can release");
         s.retry_post(first.id, "node-a", retry_at, "500").await.unwrap();
-        assert!(s.claim_post("71", "node-b", now, lease).await.unwrap().is_none(), "the head waits for its retry");
-        let again = s.claim_post("71", "node-b", retry_at, lease).await.unwrap().unwrap();
+        assert!(s.claim_post(lane, "node-b", now, lease).await.unwrap().is_none(), "the head waits for its retry");
+        let again = s.claim_post(lane, "node-b", retry_at, lease).await.unwrap().unwrap();
         assert_eq!((again.id, again.attempts), (first.id, 1));
 
-        s.finish_post(again.id, "node-b", "999").await.unwrap();
-        let second = s.claim_post("71", "node-a", retry_at, lease).await.unwrap().unwrap();
+        assert!(s.finish_post(again.id, "node-b", "999").await.unwrap());
+        let second = s.claim_post(lane, "node-a", retry_at, lease).await.unwrap().unwrap();
         assert_eq!(second.body.content.as_deref(), Some("post 1"));
         assert_eq!(store.db.count("SELECT COUNT(*) FROM outbox WHERE message_id = '999'", &[]).await, 1);
 
-        s.finish_post(second.id, "node-a", "1000").await.unwrap();
-        assert!(s.outbox_channels().await.unwrap().is_empty());
-        assert_eq!(s.next_post_due("71").await.unwrap(), None);
+        assert!(!s.finish_post(second.id, "node-b", "1000").await.unwrap(), "only the holder records delivery");
+        assert!(s.finish_post(second.id, "node-a", "1000").await.unwrap());
+        assert!(s.outbox_lanes().await.unwrap().is_empty());
+        assert_eq!(s.next_post_due(lane).await.unwrap(), None);
         assert_eq!(s.prune_delivered(agentcore::domain::now() + Duration::seconds(1)).await.unwrap(), 2);
     }
 
@@ -323,7 +329,7 @@ mod outbox {
         let s = &store.store;
         let owner = queued(s, 2).await;
         let now = agentcore::domain::now();
-        let post = s.claim_post("71", "n", now, now + Duration::seconds(30)).await.unwrap().unwrap();
+        let post = s.claim_post(&lane(&owner), "n", now, now + Duration::seconds(30)).await.unwrap().unwrap();
         s.drop_post(&post, "n", &NewActivity::new(Action::PostFailed, "gone")).await.unwrap();
         let log = s.activity(&owner, &id("a"), &ActivityQuery::default()).await.unwrap();
         assert_eq!(log[0].action, Action::PostFailed);

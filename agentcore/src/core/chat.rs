@@ -277,6 +277,11 @@ impl Core {
     ) -> Result<Connected> {
         let discord = &self.inner.discord;
         let guild = discord.guild(token, guild_id.as_str()).await.map_err(|e| guild_error(&e))?;
+        if guild.id != guild_id.as_str() {
+            return Err(Error::Upstream(
+                "Discord answered for a different server than asked.".into(),
+            ));
+        }
         let channels = self.text_channels(token, guild_id).await?;
         let record = ConnectionRecord {
             connection: Connection {

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use secrecy::SecretString;
+use secrecy::{ExposeSecret, SecretString};
 
 use tokio::sync::Notify;
 
@@ -153,6 +153,8 @@ struct Inner {
 }
 
 const JWT_SECRET_NAME: &str = "jwt_secret";
+/// HS256 keys shorter than the hash give away security for nothing.
+const MIN_JWT_SECRET_BYTES: usize = 32;
 
 impl Core {
     /// Connects to the database, brings its schema up to date and loads the signing secret.
@@ -170,6 +172,11 @@ impl Core {
         })?;
         let store = store::connect(&config.database_url).await?;
         let secret = match config.jwt_secret {
+            Some(secret) if secret.expose_secret().len() < MIN_JWT_SECRET_BYTES => {
+                return Err(Error::NotConfigured(format!(
+                    "auth.jwt_secret must be at least {MIN_JWT_SECRET_BYTES} bytes; a short key makes tokens guessable"
+                )));
+            }
             Some(secret) => secret,
             None => SecretString::from(
                 store.secret_or_insert(JWT_SECRET_NAME, &auth::random_secret()?).await?,

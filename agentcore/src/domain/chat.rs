@@ -10,7 +10,12 @@ use crate::discord::{Embed, MessageBody};
 
 /// A Discord snowflake: the decimal id of a guild, channel or message.
 fn snowflake(value: &str) -> Result<String, String> {
-    if !value.is_empty() && value.len() <= 20 && value.bytes().all(|b| b.is_ascii_digit()) {
+    // Snowflakes never start with 0; a leading zero would name the same number twice.
+    if !value.is_empty()
+        && value.len() <= 20
+        && !value.starts_with('0')
+        && value.bytes().all(|b| b.is_ascii_digit())
+    {
         Ok(value.to_owned())
     } else {
         Err("must be a Discord id (up to 20 digits)".into())
@@ -165,6 +170,14 @@ pub struct OutboxPost {
     pub attempts: i32,
 }
 
+/// One queue of posts: a user's posts to one channel, delivered in order. Users sharing a
+/// channel have separate queues, so one user's stuck post never holds back another's.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, sqlx::FromRow)]
+pub struct OutboxLane {
+    pub owner_id: String,
+    pub channel_id: String,
+}
+
 /// A post to queue with a change, if the agent is mapped.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewPost {
@@ -187,7 +200,7 @@ mod tests {
     #[test]
     fn snowflakes_are_digits() {
         assert!(GuildId::parse("123456789012345678").is_ok());
-        for bad in ["", "abc", "12a", &"1".repeat(21), "-1"] {
+        for bad in ["", "abc", "12a", &"1".repeat(21), "-1", "0123"] {
             assert!(GuildId::parse(bad).is_err(), "{bad:?}");
         }
     }

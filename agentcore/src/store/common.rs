@@ -183,8 +183,9 @@ macro_rules! sql_store {
                     .bind(next.updated_at)
                     .execute(&mut *tx)
                     .await?;
-                for entry in &change.activity {
-                    insert_activity(&mut tx, owner, id, entry, next.updated_at).await?;
+                for (nth, entry) in change.activity.iter().enumerate() {
+                    insert_activity(&mut tx, owner, id, entry, nth_instant(next.updated_at, nth))
+                        .await?;
                 }
                 if let Some(post) = &change.post {
                     let payload = serde_json::to_string(&post.body).map_err(Error::internal)?;
@@ -317,8 +318,8 @@ macro_rules! sql_store {
                         *task
                     }
                 };
-                for entry in &change.activity {
-                    insert_activity(&mut tx, owner, agent, entry, at).await?;
+                for (nth, entry) in change.activity.iter().enumerate() {
+                    insert_activity(&mut tx, owner, agent, entry, nth_instant(at, nth)).await?;
                 }
                 tx.commit().await?;
                 Ok(written)
@@ -456,19 +457,20 @@ macro_rules! sql_store {
                 Ok(())
             }
 
-            async fn outbox_channels(&self) -> Result<Vec<String>> {
-                Ok(sqlx::query_scalar(sql::SELECT_OUTBOX_CHANNELS).fetch_all(self.reader()).await?)
+            async fn outbox_lanes(&self) -> Result<Vec<OutboxLane>> {
+                Ok(sqlx::query_as(sql::SELECT_OUTBOX_LANES).fetch_all(self.reader()).await?)
             }
 
             async fn claim_post(
                 &self,
-                channel_id: &str,
+                lane: &OutboxLane,
                 node: &str,
                 now: DateTime<Utc>,
                 lease_until: DateTime<Utc>,
             ) -> Result<Option<OutboxPost>> {
                 let row: Option<OutboxRow> = sqlx::query_as(sql::CLAIM_POST)
-                    .bind(channel_id)
+                    .bind(&lane.owner_id)
+                    .bind(&lane.channel_id)
                     .bind(node)
                     .bind(now)
                     .bind(lease_until)
@@ -477,24 +479,25 @@ macro_rules! sql_store {
                 row.map(OutboxPost::try_from).transpose()
             }
 
-            async fn next_post_due(&self, channel_id: &str) -> Result<Option<DateTime<Utc>>> {
+            async fn next_post_due(&self, lane: &OutboxLane) -> Result<Option<DateTime<Utc>>> {
                 let head: Option<(DateTime<Utc>, Option<DateTime<Utc>>)> =
                     sqlx::query_as(sql::SELECT_HEAD_DUE)
-                        .bind(channel_id)
+                        .bind(&lane.owner_id)
+                        .bind(&lane.channel_id)
                         .fetch_optional(self.reader())
                         .await?;
                 Ok(head.map(|(due, lease)| lease.map_or(due, |lease| due.max(lease))))
             }
 
-            async fn finish_post(&self, id: i64, node: &str, message_id: &str) -> Result<()> {
-                sqlx::query(sql::MARK_DELIVERED)
+            async fn finish_post(&self, id: i64, node: &str, message_id: &str) -> Result<bool> {
+                let done = sqlx::query(sql::MARK_DELIVERED)
                     .bind(id)
                     .bind(node)
                     .bind(message_id)
                     .bind($crate::domain::now())
                     .execute(self.writer())
                     .await?;
-                Ok(())
+                Ok(done.rows_affected() > 0)
             }
 
             async fn prune_delivered(&self, before: DateTime<Utc>) -> Result<u64> {
@@ -528,12 +531,15 @@ macro_rules! sql_store {
             ) -> Result<()> {
                 let owner = UserId::from_trusted(post.owner_id.clone());
                 let mut tx = self.begin_write().await?;
+                // Agent first, as every writer does; a deleted agent took its posts with it.
+                if lock_agent(&mut tx, &owner, &post.agent_id).await.is_err() {
+                    return Ok(());
+                }
                 let removed = sqlx::query(sql::DELETE_POST)
                     .bind(post.id)
                     .bind(node)
                     .execute(&mut *tx)
                     .await?;
-                // The agent may be gone (the post went with it); then there is nothing to log.
                 if removed.rows_affected() > 0 {
                     insert_activity(
                         &mut tx,
@@ -547,6 +553,12 @@ macro_rules! sql_store {
                 tx.commit().await?;
                 Ok(())
             }
+        }
+
+        /// The time of the `nth` entry of one change: a microsecond apart each, so entries keep
+        /// their order and paging by `before` never splits a change ambiguously.
+        fn nth_instant(at: DateTime<Utc>, nth: usize) -> DateTime<Utc> {
+            at + chrono::Duration::microseconds(i64::try_from(nth).unwrap_or(0))
         }
 
         /// Locks the agent row for the transaction, or fails with `agent_not_found`.

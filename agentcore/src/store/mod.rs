@@ -22,7 +22,7 @@ use secrecy::{ExposeSecret, SecretString};
 
 use crate::domain::activity::{ActivityEntry, ActivityQuery, NewActivity};
 use crate::domain::agent::{Agent, AgentFilter, AgentId, NewAgent};
-use crate::domain::chat::{Connection, Mapping, NewPost, OutboxPost};
+use crate::domain::chat::{Connection, Mapping, NewPost, OutboxLane, OutboxPost};
 use crate::domain::task::{Task, TaskId, TaskStatus};
 use crate::domain::user::UserId;
 use crate::error::{Error, Result};
@@ -64,21 +64,31 @@ impl DatabaseUrl {
         self.0.expose_secret()
     }
 
-    /// The URL with any password replaced, fit for logs.
+    /// The URL with any password replaced, fit for logs: in the user part and in a
+    /// `password=` query parameter.
     pub fn redacted(&self) -> String {
         let url = self.0.expose_secret();
-        match (url.find("://"), url.rfind('@')) {
+        let (base, query) = url.split_once('?').map_or((url, None), |(b, q)| (b, Some(q)));
+        let base = match (base.find("://"), base.rfind('@')) {
             (Some(scheme_end), Some(at)) if at > scheme_end => {
-                let userinfo = &url[scheme_end + 3..at];
-                match userinfo.split_once(':') {
+                match base[scheme_end + 3..at].split_once(':') {
                     Some((user, _)) => {
-                        format!("{}{user}:***{}", &url[..scheme_end + 3], &url[at..])
+                        format!("{}{user}:***{}", &base[..scheme_end + 3], &base[at..])
                     }
-                    None => url.to_owned(),
+                    None => base.to_owned(),
                 }
             }
-            _ => url.to_owned(),
-        }
+            _ => base.to_owned(),
+        };
+        let Some(query) = query else { return base };
+        let query: Vec<String> = query
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((key, _)) if key.eq_ignore_ascii_case("password") => format!("{key}=***"),
+                _ => pair.to_owned(),
+            })
+            .collect();
+        format!("{base}?{}", query.join("&"))
     }
 }
 
@@ -247,21 +257,21 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// Fails with `mapping_not_found`.
     async fn delete_mapping(&self, owner: &UserId, agent: &AgentId) -> Result<()>;
 
-    /// Channels with posts waiting.
-    async fn outbox_channels(&self) -> Result<Vec<String>>;
-    /// Leases the oldest post of `channel_id` to `node` until `lease_until`, if it is due at
-    /// `now` and not leased.
+    /// Lanes with posts waiting.
+    async fn outbox_lanes(&self) -> Result<Vec<OutboxLane>>;
+    /// Leases the oldest post of `lane` to `node` until `lease_until`, if it is due at `now`
+    /// and not leased.
     async fn claim_post(
         &self,
-        channel_id: &str,
+        lane: &OutboxLane,
         node: &str,
         now: DateTime<Utc>,
         lease_until: DateTime<Utc>,
     ) -> Result<Option<OutboxPost>>;
-    /// When the oldest post of `channel_id` may be taken next; `None` when there is none.
-    async fn next_post_due(&self, channel_id: &str) -> Result<Option<DateTime<Utc>>>;
-    /// Records Discord's id for a delivered post (only while `node` holds it).
-    async fn finish_post(&self, id: i64, node: &str, message_id: &str) -> Result<()>;
+    /// When the oldest post of `lane` may be taken next; `None` when there is none.
+    async fn next_post_due(&self, lane: &OutboxLane) -> Result<Option<DateTime<Utc>>>;
+    /// Records Discord's id for a delivered post; `false` when `node` no longer held it.
+    async fn finish_post(&self, id: i64, node: &str, message_id: &str) -> Result<bool>;
     /// Forgets delivered posts older than `before`.
     async fn prune_delivered(&self, before: DateTime<Utc>) -> Result<u64>;
     /// Releases a post for another attempt at `next_attempt_at`.
@@ -306,6 +316,12 @@ mod tests {
         let shown = format!("{url:?}");
         assert!(!shown.contains("hunter2"), "{shown}");
         assert!(shown.contains("app:***@db.internal"), "{shown}");
+        let in_query =
+            DatabaseUrl::new("postgres://db/agents?user=app&password=hunter2&sslmode=require");
+        assert_eq!(
+            in_query.redacted(),
+            "postgres://db/agents?user=app&password=***&sslmode=require"
+        );
     }
 
     #[tokio::test]

@@ -116,17 +116,18 @@ pub(super) const INSERT_POST_FOR_MAPPING: &str = "INSERT INTO outbox \
     (owner_id, agent_id, guild_id, channel_id, nonce, payload, attempts, next_attempt_at, \
     created_at) SELECT owner_id, agent_id, guild_id, channel_id, $3, $4, 0, $5, $5 \
     FROM chat_mappings WHERE owner_id = $1 AND agent_id = $2";
-pub(super) const SELECT_OUTBOX_CHANNELS: &str =
-    "SELECT DISTINCT channel_id FROM outbox WHERE delivered_at IS NULL";
-/// Takes the oldest post of a channel if it is due and nobody holds it: order per channel is
-/// kept because only the head is ever taken.
-pub(super) const CLAIM_POST: &str = "UPDATE outbox SET lease_owner = $2, lease_until = $4 \
-    WHERE id = (SELECT id FROM outbox WHERE channel_id = $1 AND delivered_at IS NULL \
-    ORDER BY id LIMIT 1) \
-    AND next_attempt_at <= $3 AND (lease_until IS NULL OR lease_until < $3) \
+pub(super) const SELECT_OUTBOX_LANES: &str =
+    "SELECT DISTINCT owner_id, channel_id FROM outbox WHERE delivered_at IS NULL";
+/// Takes the oldest undelivered post of a lane if it is due and nobody holds it: order per
+/// lane is kept because only the head is ever taken.
+pub(super) const CLAIM_POST: &str = "UPDATE outbox SET lease_owner = $3, lease_until = $5 \
+    WHERE id = (SELECT id FROM outbox WHERE owner_id = $1 AND channel_id = $2 \
+    AND delivered_at IS NULL ORDER BY id LIMIT 1) \
+    AND delivered_at IS NULL AND next_attempt_at <= $4 \
+    AND (lease_until IS NULL OR lease_until < $4) \
     RETURNING id, owner_id, agent_id, guild_id, channel_id, nonce, payload, attempts";
 pub(super) const SELECT_HEAD_DUE: &str = "SELECT next_attempt_at, lease_until FROM outbox \
-    WHERE channel_id = $1 AND delivered_at IS NULL ORDER BY id LIMIT 1";
+    WHERE owner_id = $1 AND channel_id = $2 AND delivered_at IS NULL ORDER BY id LIMIT 1";
 pub(super) const DELETE_POST: &str = "DELETE FROM outbox WHERE id = $1 AND lease_owner = $2";
 pub(super) const MARK_DELIVERED: &str = "UPDATE outbox SET message_id = $3, delivered_at = $4, \
     lease_owner = NULL, lease_until = NULL WHERE id = $1 AND lease_owner = $2";

@@ -23,7 +23,7 @@ use super::{
 };
 use crate::domain::activity::{ActivityEntry, ActivityQuery, NewActivity};
 use crate::domain::agent::{Agent, AgentFilter, AgentId, NewAgent};
-use crate::domain::chat::{Connection, Mapping, OutboxPost};
+use crate::domain::chat::{Connection, Mapping, OutboxLane, OutboxPost};
 use crate::domain::task::{Task, TaskId, TaskStatus};
 use crate::domain::user::UserId;
 use crate::error::{Conflict, Error, Resource, Result};

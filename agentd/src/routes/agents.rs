@@ -1,7 +1,7 @@
 //! `/api/agents` and `/api/agents/{id}`: agents, their status commands and activity.
 
 use axum::Json as Reply;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Deserialize;
 
@@ -15,7 +15,7 @@ use agentcore::domain::agent::{Agent, AgentDetail, AgentFilter};
 
 use crate::AppState;
 use crate::error::ApiError;
-use crate::extract::{Caller, Json, OptionalJson, Params, agent_id};
+use crate::extract::{Caller, Json, OptionalJson, Params, Path, agent_id};
 
 #[derive(Debug, Deserialize)]
 pub struct ListParams {

@@ -1,7 +1,7 @@
 //! `/api/agents/{id}/backlog`: an agent's tasks.
 
 use axum::Json as Reply;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Deserialize;
 
@@ -11,7 +11,7 @@ use agentcore::domain::task::Task;
 
 use crate::AppState;
 use crate::error::ApiError;
-use crate::extract::{Caller, Json, Params, agent_id, task_id};
+use crate::extract::{Caller, Json, Params, Path, agent_id, task_id};
 
 pub async fn add(
     State(state): State<AppState>,

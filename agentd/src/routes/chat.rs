@@ -1,7 +1,7 @@
 //! `/api/chat/*`: Discord connections, channel mappings and sending.
 
 use axum::Json as Reply;
-use axum::extract::{Path, State};
+use axum::extract::State;
 
 use agentcore::api::{
     CallbackRequest, ChannelList, ConnectRequest, ConnectionList, ConnectionTest, Disconnected,
@@ -13,7 +13,7 @@ use agentcore::{Connected, Error, OauthUrl, Resource, Sent};
 
 use crate::AppState;
 use crate::error::ApiError;
-use crate::extract::{Caller, Json};
+use crate::extract::{Caller, Json, Path};
 
 /// A guild id from the path; one that cannot exist is simply not connected.
 fn guild_id(raw: &str) -> Result<GuildId, ApiError> {
