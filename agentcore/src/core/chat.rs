@@ -357,6 +357,7 @@ fn upstream(error: &DiscordError) -> Error {
         DiscordError::Rejected { message, .. } if !message.is_empty() => {
             Error::Upstream(format!("Discord refused the request: {message}."))
         }
+        DiscordError::Paused => Error::Upstream(format!("{error}.")),
         _ => Error::Upstream("Discord could not complete the request; try again later.".into()),
     }
 }

@@ -7,7 +7,7 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
-use super::ratelimit::{Observed, RateLimiter, Slot, TokenKey};
+use super::ratelimit::{Observed, RateLimiter, Refused, Slot, TokenKey};
 use super::{BotUser, Channel, Guild, Message, MessageBody, TokenResponse};
 
 /// How often a request that met a 429 is sent again (after waiting as told) before giving up.
@@ -28,6 +28,10 @@ pub enum DiscordError {
     /// 5xx: Discord had a problem; a later retry may work.
     #[error("Discord answered {status}")]
     Unavailable { status: u16 },
+    /// This process stopped calling Discord for a while: it made too many invalid requests
+    /// lately, and Discord bans the address of whoever makes 10,000 in ten minutes.
+    #[error("Discord calls are paused after too many refused requests; try again in a few minutes")]
+    Paused,
     /// No answer: a timeout, a refused or dropped connection, an unreadable body.
     #[error("Discord could not be reached: {0}")]
     Transport(String),
@@ -39,6 +43,7 @@ impl DiscordError {
         matches!(
             self,
             DiscordError::RateLimited
+                | DiscordError::Paused
                 | DiscordError::Unavailable { .. }
                 | DiscordError::Transport(_)
         )
@@ -182,7 +187,10 @@ impl DiscordClient {
             Slot { token: TokenKey::of(token.expose_secret()), route, major: major.to_owned() };
         let url = format!("{}{path}", self.api_base);
         for _ in 0..=RATE_LIMIT_RETRIES {
-            self.limiter.acquire(&slot).await.map_err(|_| DiscordError::InvalidToken)?;
+            self.limiter.acquire(&slot).await.map_err(|refused| match refused {
+                Refused::Token => DiscordError::InvalidToken,
+                Refused::Paused { .. } => DiscordError::Paused,
+            })?;
             let mut request: RequestBuilder = self
                 .http
                 .request(method.clone(), &url)

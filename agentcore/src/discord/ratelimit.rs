@@ -6,8 +6,10 @@
 //! token is under a global block, and keeps the token under 50 requests per second. After a
 //! response it records what the headers say; a 429 of any scope blocks until its
 //! `retry_after`. A token that was refused with 401 is never used again until it is replaced.
+//! Discord bans an IP address that makes 10,000 invalid requests (401, 403, 429 other than
+//! `shared`) in ten minutes; the limiter stops calling Discord at half that.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -17,6 +19,9 @@ use tokio::time::Instant;
 
 /// Requests per second Discord allows one bot across all routes.
 pub const GLOBAL_PER_SECOND: u32 = 50;
+/// Invalid requests in [`INVALID_WINDOW`] after which this process stops calling Discord.
+pub const INVALID_BUDGET: usize = 5_000;
+pub const INVALID_WINDOW: Duration = Duration::from_secs(600);
 
 /// Identifies a token without keeping it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -38,9 +43,16 @@ pub struct Slot {
     pub major: String,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct RateLimiter {
     state: Mutex<State>,
+    invalid_budget: usize,
+}
+
+impl Default for RateLimiter {
+    fn default() -> Self {
+        Self::with_invalid_budget(INVALID_BUDGET)
+    }
 }
 
 #[derive(Debug, Default)]
@@ -50,6 +62,8 @@ struct State {
     buckets: HashMap<(TokenKey, String, String), Bucket>,
     globals: HashMap<TokenKey, Global>,
     refused: HashSet<TokenKey>,
+    /// When each recent invalid request was answered, oldest first.
+    invalid: VecDeque<Instant>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -67,7 +81,12 @@ struct Global {
 
 /// Why a request may not be sent at all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TokenRefused;
+pub enum Refused {
+    /// The token was refused with 401 and has not been replaced.
+    Token,
+    /// Too many invalid requests lately; calls resume after `until`.
+    Paused { until: Instant },
+}
 
 /// What a response said about the limits.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -84,8 +103,13 @@ impl RateLimiter {
         Self::default()
     }
 
+    /// A limiter that pauses after `budget` invalid requests in ten minutes.
+    pub fn with_invalid_budget(budget: usize) -> Self {
+        Self { state: Mutex::new(State::default()), invalid_budget: budget }
+    }
+
     /// Waits until `slot` may send, then reserves its place.
-    pub async fn acquire(&self, slot: &Slot) -> Result<(), TokenRefused> {
+    pub async fn acquire(&self, slot: &Slot) -> Result<(), Refused> {
         loop {
             let wait = self.try_reserve(slot, Instant::now())?;
             match wait {
@@ -99,6 +123,10 @@ impl RateLimiter {
     pub fn observe(&self, slot: &Slot, headers: &HeaderMap, observed: Observed) {
         let now = Instant::now();
         let mut state = self.lock();
+        let shared = header(headers, "x-ratelimit-scope") == Some("shared");
+        if matches!(observed.status, 401 | 403) || (observed.status == 429 && !shared) {
+            state.invalid.push_back(now);
+        }
         if observed.status == 401 {
             state.refused.insert(slot.token);
             return;
@@ -143,10 +171,17 @@ impl RateLimiter {
         self.lock().refused.remove(&token);
     }
 
-    fn try_reserve(&self, slot: &Slot, now: Instant) -> Result<Option<Instant>, TokenRefused> {
+    fn try_reserve(&self, slot: &Slot, now: Instant) -> Result<Option<Instant>, Refused> {
         let mut state = self.lock();
         if state.refused.contains(&slot.token) {
-            return Err(TokenRefused);
+            return Err(Refused::Token);
+        }
+        while state.invalid.front().is_some_and(|at| *at + INVALID_WINDOW <= now) {
+            state.invalid.pop_front();
+        }
+        if state.invalid.len() >= self.invalid_budget {
+            let until = state.invalid.front().map_or(now, |oldest| *oldest + INVALID_WINDOW);
+            return Err(Refused::Paused { until });
         }
         let key = state.bucket_key(slot);
         let global = state.global(slot.token, now);
@@ -307,6 +342,31 @@ mod tests {
         assert_eq!(limiter.try_reserve(&other, now).unwrap(), None);
     }
 
+    #[tokio::test(start_paused = true)]
+    async fn too_many_invalid_requests_pause_all_calls_for_the_window() {
+        let limiter = RateLimiter::with_invalid_budget(3);
+        let forbidden = Observed { status: 403, retry_after: None, global: false };
+        limiter.observe(&slot("1"), &HeaderMap::new(), forbidden);
+        let shared = headers(&[("x-ratelimit-scope", "shared"), ("retry-after", "0")]);
+        limiter.observe(
+            &slot("2"),
+            &shared,
+            Observed { status: 429, retry_after: Some(0.0), global: false },
+        );
+        limiter.observe(&slot("3"), &HeaderMap::new(), forbidden);
+        assert_eq!(limiter.acquire(&slot("4")).await, Ok(()), "a shared 429 is not invalid");
+        let first = Instant::now();
+        limiter.observe(&slot("5"), &HeaderMap::new(), forbidden);
+        let other = Slot { token: TokenKey::of("another bot"), ..slot("6") };
+        assert!(
+            matches!(limiter.acquire(&other).await, Err(Refused::Paused { .. })),
+            "the ban is per address"
+        );
+        tokio::time::advance(INVALID_WINDOW).await;
+        assert_eq!(limiter.acquire(&other).await, Ok(()));
+        let _ = first;
+    }
+
     #[tokio::test]
     async fn a_refused_token_is_not_used_again_until_forgiven() {
         let limiter = RateLimiter::new();
@@ -315,7 +375,7 @@ mod tests {
             &HeaderMap::new(),
             Observed { status: 401, retry_after: None, global: false },
         );
-        assert_eq!(limiter.acquire(&slot("2")).await, Err(TokenRefused));
+        assert_eq!(limiter.acquire(&slot("2")).await, Err(Refused::Token));
         limiter.forgive(TokenKey::of("t"));
         assert_eq!(limiter.acquire(&slot("2")).await, Ok(()));
     }
