@@ -70,6 +70,10 @@ struct State {
 struct Bucket {
     remaining: u32,
     reset_at: Instant,
+    /// `X-RateLimit-Limit` and the longest `Reset-After` seen: enough to start the next window
+    /// locally instead of letting everyone through when the last one ends.
+    limit: Option<u32>,
+    window: Duration,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -138,14 +142,21 @@ impl RateLimiter {
         let remaining =
             header(headers, "x-ratelimit-remaining").and_then(|v| v.parse::<u32>().ok());
         let reset_after = header(headers, "x-ratelimit-reset-after").and_then(seconds);
+        let limit = header(headers, "x-ratelimit-limit").and_then(|v| v.parse::<u32>().ok());
         if let (Some(remaining), Some(reset_after)) = (remaining, reset_after) {
-            let bucket =
-                state.buckets.entry(key.clone()).or_insert(Bucket { remaining, reset_at: now });
+            let bucket = state.buckets.entry(key.clone()).or_insert(Bucket {
+                remaining,
+                reset_at: now,
+                limit,
+                window: reset_after,
+            });
             // Responses may arrive out of order; the lower count is the safer one.
             let fresh_window = bucket.reset_at <= now;
             bucket.remaining =
                 if fresh_window { remaining } else { bucket.remaining.min(remaining) };
             bucket.reset_at = now + reset_after;
+            bucket.limit = limit.or(bucket.limit);
+            bucket.window = bucket.window.max(reset_after);
         }
         if observed.status == 429 {
             let retry_after = observed
@@ -161,7 +172,14 @@ impl RateLimiter {
             if global {
                 state.global(slot.token, now).blocked_until = Some(until);
             } else {
-                state.buckets.insert(key, Bucket { remaining: 0, reset_at: until });
+                let bucket = state.buckets.entry(key).or_insert(Bucket {
+                    remaining: 0,
+                    reset_at: until,
+                    limit: None,
+                    window: retry_after,
+                });
+                bucket.remaining = 0;
+                bucket.reset_at = until;
             }
         }
     }
@@ -195,11 +213,20 @@ impl RateLimiter {
         if global.sent >= GLOBAL_PER_SECOND {
             return Ok(Some(global.window_start + Duration::from_secs(1)));
         }
-        if let Some(bucket) = state.buckets.get_mut(&key).filter(|b| b.reset_at > now) {
-            if bucket.remaining == 0 {
-                return Ok(Some(bucket.reset_at));
+        if let Some(bucket) = state.buckets.get_mut(&key) {
+            if bucket.reset_at <= now {
+                // The known window ended without news: assume a fresh one like the last.
+                if let Some(limit) = bucket.limit {
+                    bucket.remaining = limit;
+                    bucket.reset_at = now + bucket.window;
+                }
             }
-            bucket.remaining -= 1;
+            if bucket.reset_at > now {
+                if bucket.remaining == 0 {
+                    return Ok(Some(bucket.reset_at));
+                }
+                bucket.remaining -= 1;
+            }
         }
         state.global(slot.token, now).sent += 1;
         Ok(None)
@@ -299,6 +326,26 @@ mod tests {
         assert_eq!(limiter.try_reserve(&slot("1"), now).unwrap(), None);
         assert_eq!(limiter.try_reserve(&slot("1"), now).unwrap(), None);
         assert!(limiter.try_reserve(&slot("1"), now).unwrap().is_some());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn after_a_window_ends_the_next_one_is_counted_from_the_known_limit() {
+        let limiter = RateLimiter::new();
+        let known = headers(&[
+            ("x-ratelimit-limit", "2"),
+            ("x-ratelimit-remaining", "1"),
+            ("x-ratelimit-reset-after", "1"),
+        ]);
+        limiter.observe(&slot("1"), &known, ok());
+        tokio::time::advance(Duration::from_secs(2)).await;
+        let now = Instant::now();
+        assert_eq!(limiter.try_reserve(&slot("1"), now).unwrap(), None);
+        assert_eq!(limiter.try_reserve(&slot("1"), now).unwrap(), None);
+        assert_eq!(
+            limiter.try_reserve(&slot("1"), now).unwrap(),
+            Some(now + Duration::from_secs(1)),
+            "a third request in the new window waits"
+        );
     }
 
     #[tokio::test(start_paused = true)]
