@@ -5,9 +5,7 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{
-    Completion, CompletionRequest, ModelError, ModelProvider, classify, retry_after, transport,
-};
+use super::{Completion, CompletionRequest, ModelError, ModelProvider, send_json};
 use crate::domain::task::Usage;
 
 const NAME: &str = "Anthropic";
@@ -41,18 +39,6 @@ struct TokenCounts {
     output_tokens: i64,
 }
 
-#[derive(Debug, Default, Deserialize)]
-struct ErrorBody {
-    #[serde(default)]
-    error: ErrorDetail,
-}
-
-#[derive(Debug, Default, Deserialize)]
-struct ErrorDetail {
-    #[serde(default)]
-    message: String,
-}
-
 impl AnthropicProvider {
     pub fn new(http: reqwest::Client, base_url: &str, api_key: Option<SecretString>) -> Self {
         Self { http, url: format!("{}/v1/messages", base_url.trim_end_matches('/')), api_key }
@@ -73,24 +59,13 @@ impl ModelProvider for AnthropicProvider {
             "system": request.system,
             "messages": [{"role": "user", "content": request.user}],
         });
-        let response = self
+        let call = self
             .http
             .post(&self.url)
             .header("x-api-key", key.expose_secret())
             .header("anthropic-version", API_VERSION)
-            .json(&body)
-            .send()
-            .await
-            .map_err(|e| transport(&e, NAME))?;
-        let status = response.status();
-        let wait = retry_after(response.headers());
-        let bytes = response.bytes().await.map_err(|e| transport(&e, NAME))?;
-        if !status.is_success() {
-            let detail: ErrorBody = serde_json::from_slice(&bytes).unwrap_or_default();
-            return Err(classify(status, wait, &detail.error.message, NAME));
-        }
-        let answer: Answer = serde_json::from_slice(&bytes)
-            .map_err(|e| ModelError::transient(format!("{NAME} sent an unreadable answer: {e}")))?;
+            .json(&body);
+        let answer: Answer = send_json(call, NAME).await?;
         let text: Vec<String> =
             answer.content.into_iter().filter(|b| b.kind == "text").map(|b| b.text).collect();
         if text.is_empty() {

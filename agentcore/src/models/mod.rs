@@ -162,6 +162,36 @@ impl Models {
     }
 }
 
+/// Both providers put a failure's explanation at `error.message`.
+#[derive(Debug, Default, serde::Deserialize)]
+struct ErrorBody {
+    #[serde(default)]
+    error: ErrorDetail,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+struct ErrorDetail {
+    #[serde(default)]
+    message: String,
+}
+
+/// Sends a provider call and reads a successful answer as `T`; any failure comes back sorted.
+pub(crate) async fn send_json<T: serde::de::DeserializeOwned>(
+    call: reqwest::RequestBuilder,
+    provider: &str,
+) -> Result<T, ModelError> {
+    let response = call.send().await.map_err(|e| transport(&e, provider))?;
+    let status = response.status();
+    let wait = retry_after(response.headers());
+    let body = response.bytes().await.map_err(|e| transport(&e, provider))?;
+    if !status.is_success() {
+        let detail: ErrorBody = serde_json::from_slice(&body).unwrap_or_default();
+        return Err(classify(status, wait, &detail.error.message, provider));
+    }
+    serde_json::from_slice(&body)
+        .map_err(|e| ModelError::transient(format!("{provider} sent an unreadable answer: {e}")))
+}
+
 /// Sorts an HTTP failure of a provider by what the caller should do about it.
 pub(crate) fn classify(
     status: reqwest::StatusCode,

@@ -6,9 +6,7 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{
-    Completion, CompletionRequest, ModelError, ModelProvider, classify, retry_after, transport,
-};
+use super::{Completion, CompletionRequest, ModelError, ModelProvider, send_json};
 use crate::domain::task::Usage;
 
 const NAME: &str = "the OpenAI-compatible provider";
@@ -45,18 +43,6 @@ struct TokenCounts {
     completion_tokens: i64,
 }
 
-#[derive(Debug, Default, Deserialize)]
-struct ErrorBody {
-    #[serde(default)]
-    error: ErrorDetail,
-}
-
-#[derive(Debug, Default, Deserialize)]
-struct ErrorDetail {
-    #[serde(default)]
-    message: String,
-}
-
 impl OpenAiProvider {
     pub fn new(http: reqwest::Client, base_url: &str, api_key: Option<SecretString>) -> Self {
         Self { http, url: format!("{}/chat/completions", base_url.trim_end_matches('/')), api_key }
@@ -78,16 +64,7 @@ impl ModelProvider for OpenAiProvider {
         if let Some(key) = &self.api_key {
             call = call.bearer_auth(key.expose_secret());
         }
-        let response = call.send().await.map_err(|e| transport(&e, NAME))?;
-        let status = response.status();
-        let wait = retry_after(response.headers());
-        let bytes = response.bytes().await.map_err(|e| transport(&e, NAME))?;
-        if !status.is_success() {
-            let detail: ErrorBody = serde_json::from_slice(&bytes).unwrap_or_default();
-            return Err(classify(status, wait, &detail.error.message, NAME));
-        }
-        let answer: Answer = serde_json::from_slice(&bytes)
-            .map_err(|e| ModelError::transient(format!("{NAME} sent an unreadable answer: {e}")))?;
+        let answer: Answer = send_json(call, NAME).await?;
         let text = answer
             .choices
             .into_iter()
