@@ -1,7 +1,8 @@
 //! `agentcore`: the agent service as a library.
 //!
 //! Everything the service does is a method of [`Core`]: accounts, agents, their backlog and
-//! activity. `agentd` serves it over HTTP and `agentctl` drives it from a terminal; an
+//! activity; [`Core::start_runtime`] runs the active agents and [`Core::start_outbox`] delivers
+//! their posts. `agentd` serves it over HTTP and `agentctl` drives it from a terminal; an
 //! application can embed it directly:
 //!
 //! ```no_run
@@ -28,6 +29,7 @@ pub mod domain;
 pub mod error;
 pub mod models;
 mod outbox;
+pub mod runtime;
 pub mod store;
 
 pub use crate::core::{
@@ -36,6 +38,7 @@ pub use crate::core::{
 };
 pub use error::{Conflict, Error, Refusal, Resource, Result, ValidationErrors};
 pub use outbox::OutboxWorker;
+pub use runtime::{Runtime, RuntimeConfig, RuntimeStats, RuntimeStopper};
 
 /// Installs the process-wide TLS crypto provider (ring) that every HTTP and database client of
 /// the library uses. `Core::open` calls it; call it yourself before building other rustls

@@ -9,7 +9,7 @@ use secrecy::SecretString;
 
 use agentcore::models::ModelsConfig;
 use agentcore::store::DatabaseUrl;
-use agentcore::{CoreConfig, DiscordConfig};
+use agentcore::{CoreConfig, DiscordConfig, RuntimeConfig};
 
 pub const DEFAULT_BIND: &str = "127.0.0.1:8080";
 
@@ -37,6 +37,7 @@ pub struct Config {
     pub secret_key: Option<SecretString>,
     pub discord: DiscordConfig,
     pub models: ModelsConfig,
+    pub runtime: RuntimeConfig,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -88,16 +89,8 @@ impl Config {
             )));
         }
         let model_defaults = ModelsConfig::default();
-        let timeout = env("AGENTD_MODELS__TIMEOUT_SECONDS")
-            .map(|raw| {
-                match raw.parse::<f64>().ok().and_then(|s| Duration::try_from_secs_f64(s).ok()) {
-                    Some(timeout) if !timeout.is_zero() => Ok(timeout),
-                    _ => Err(ConfigError(format!(
-                        "models.timeout_seconds: '{raw}' is not a positive number"
-                    ))),
-                }
-            })
-            .transpose()?;
+        let timeout = seconds(&env, "AGENTD_MODELS__TIMEOUT_SECONDS", "models.timeout_seconds", false)?;
+        let max_tokens = count(&env, "AGENTD_MODELS__MAX_TOKENS", "models.max_tokens")?;
         let models = ModelsConfig {
             default: env("AGENTD_MODELS__DEFAULT").unwrap_or(model_defaults.default),
             openai_base_url: env("AGENTD_MODELS__OPENAI_BASE_URL")
@@ -113,7 +106,29 @@ impl Config {
                 None => env("ANTHROPIC_API_KEY").map(SecretString::from),
             },
             timeout: timeout.unwrap_or(model_defaults.timeout),
-            max_tokens: model_defaults.max_tokens,
+            max_tokens: max_tokens.unwrap_or(model_defaults.max_tokens),
+        };
+        let runtime_defaults = RuntimeConfig::default();
+        let lease = seconds(&env, "AGENTD_RUNTIME__LEASE_SECONDS", "runtime.lease_seconds", false)?
+            .unwrap_or(runtime_defaults.lease);
+        let runtime = RuntimeConfig {
+            max_concurrent_calls: count(
+                &env,
+                "AGENTD_RUNTIME__MAX_CONCURRENT_CALLS",
+                "runtime.max_concurrent_calls",
+            )?
+            .unwrap_or(runtime_defaults.max_concurrent_calls),
+            lease,
+            shutdown_grace: seconds(
+                &env,
+                "AGENTD_RUNTIME__SHUTDOWN_GRACE_SECONDS",
+                "runtime.shutdown_grace_seconds",
+                true,
+            )?
+            .unwrap_or(runtime_defaults.shutdown_grace),
+            poll: seconds(&env, "AGENTD_RUNTIME__POLL_SECONDS", "runtime.poll_seconds", false)?
+                .unwrap_or(runtime_defaults.poll),
+            ..runtime_defaults
         };
         Ok(Self {
             bind,
@@ -124,6 +139,7 @@ impl Config {
             secret_key,
             discord,
             models,
+            runtime,
         })
     }
 
@@ -150,8 +166,41 @@ impl Config {
         core.secret_key.clone_from(&self.secret_key);
         core.discord = self.discord.clone();
         core.models = self.models.clone();
+        core.runtime = self.runtime;
         Ok(core)
     }
+}
+
+/// A number of seconds from `name` (fractions allowed); zero only when `zero_ok`.
+fn seconds(
+    env: &dyn Fn(&str) -> Option<String>,
+    name: &str,
+    key: &str,
+    zero_ok: bool,
+) -> Result<Option<Duration>, ConfigError> {
+    env(name)
+        .map(|raw| {
+            match raw.trim().parse::<f64>().ok().and_then(|s| Duration::try_from_secs_f64(s).ok()) {
+                Some(value) if zero_ok || !value.is_zero() => Ok(value),
+                _ if zero_ok => Err(ConfigError(format!("{key}: '{raw}' is not a number of seconds"))),
+                _ => Err(ConfigError(format!("{key}: '{raw}' is not a positive number"))),
+            }
+        })
+        .transpose()
+}
+
+/// A positive whole number from `name`.
+fn count<T: std::str::FromStr + Default + PartialEq>(
+    env: &dyn Fn(&str) -> Option<String>,
+    name: &str,
+    key: &str,
+) -> Result<Option<T>, ConfigError> {
+    env(name)
+        .map(|raw| match raw.trim().parse::<T>() {
+            Ok(value) if value != T::default() => Ok(value),
+            _ => Err(ConfigError(format!("{key}: '{raw}' is not a positive whole number"))),
+        })
+        .transpose()
 }
 
 /// A secret from `NAME`, or from the file named by `NAME_FILE` (trailing newline dropped).
@@ -274,6 +323,38 @@ mod tests {
         assert_eq!(config.models.timeout, Duration::from_millis(2500));
         assert_eq!(load(Flags::default(), &[]).unwrap().models.default, "echo");
         assert!(load(Flags::default(), &[("AGENTD_MODELS__TIMEOUT_SECONDS", "0")]).is_err());
+    }
+
+    #[test]
+    fn runtime_settings_have_contract_names_and_defaults() {
+        let defaults = load(Flags::default(), &[]).unwrap().runtime;
+        assert_eq!(defaults.max_concurrent_calls, 64);
+        assert_eq!(defaults.lease, Duration::from_secs(30));
+        assert_eq!(defaults.shutdown_grace, Duration::from_secs(30));
+        let config = load(
+            Flags::default(),
+            &[
+                ("AGENTD_RUNTIME__MAX_CONCURRENT_CALLS", "8"),
+                ("AGENTD_RUNTIME__LEASE_SECONDS", "2.5"),
+                ("AGENTD_RUNTIME__SHUTDOWN_GRACE_SECONDS", "0"),
+                ("AGENTD_MODELS__MAX_TOKENS", "256"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(config.runtime.max_concurrent_calls, 8);
+        assert_eq!(config.runtime.lease, Duration::from_millis(2500));
+        assert_eq!(config.runtime.shutdown_grace, Duration::ZERO);
+        assert_eq!(config.models.max_tokens, 256);
+        for (name, value) in [
+            ("AGENTD_RUNTIME__MAX_CONCURRENT_CALLS", "0"),
+            ("AGENTD_RUNTIME__MAX_CONCURRENT_CALLS", "lots"),
+            ("AGENTD_RUNTIME__LEASE_SECONDS", "0"),
+            ("AGENTD_RUNTIME__SHUTDOWN_GRACE_SECONDS", "-1"),
+        ] {
+            let error = load(Flags::default(), &[(name, value)]).unwrap_err();
+            let key = name.trim_start_matches("AGENTD_").replace("__", ".").to_lowercase();
+            assert!(error.to_string().contains(&key), "{error}");
+        }
     }
 
     #[test]

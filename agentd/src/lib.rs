@@ -60,15 +60,25 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Serves `router(state)` on `listener` and runs the outbox delivery until `shutdown`
-/// completes; then lets requests and deliveries in flight finish.
+/// Serves `router(state)` on `listener`, runs the agents and delivers their posts until
+/// `shutdown` completes. Then it stops taking requests and tasks, lets requests and tasks in
+/// flight finish (tasks within the runtime's grace period), gives back its leases and stops the
+/// delivery.
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let outbox = state.core.start_outbox();
-    let served = axum::serve(listener, router(state)).with_graceful_shutdown(shutdown).await;
+    let runtime = state.core.start_runtime();
+    let stop_claiming = runtime.stopper();
+    let served = axum::serve(listener, router(state))
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            stop_claiming.stop();
+        })
+        .await;
+    runtime.shutdown().await;
     outbox.shutdown().await;
     served
 }

@@ -1,11 +1,12 @@
 //! A fake model server speaking both wire formats: OpenAI chat completions
 //! (`POST /v1/chat/completions`) and Anthropic Messages (`POST /v1/messages`). Answers are
 //! scripted, or derived from the request; 429 with `Retry-After`, 500, 401 and hangs are
-//! available on demand. Every request is recorded.
+//! available on demand, and a latency for every answer. Every request is recorded with when it
+//! arrived and when it was answered.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -32,12 +33,32 @@ pub struct Call {
     pub format: &'static str,
     pub headers: HeaderMap,
     pub body: Value,
+    pub received: Instant,
+    /// When the answer left; `None` while the call is open (or its client went away).
+    pub answered: Option<Instant>,
+}
+
+impl Call {
+    /// The system prompt, in either format.
+    pub fn system(&self) -> &str {
+        match self.format {
+            "openai" => self.body["messages"][0]["content"].as_str().unwrap_or_default(),
+            _ => self.body["system"].as_str().unwrap_or_default(),
+        }
+    }
+
+    /// The user message, in either format.
+    pub fn user(&self) -> &str {
+        let messages = self.body["messages"].as_array().unwrap();
+        messages.last().unwrap()["content"].as_str().unwrap_or_default()
+    }
 }
 
 #[derive(Debug, Default)]
 struct ModelState {
     script: VecDeque<Script>,
     calls: Vec<Call>,
+    latency: Duration,
 }
 
 #[derive(Clone)]
@@ -71,20 +92,35 @@ impl FakeModels {
     pub fn calls(&self) -> Vec<Call> {
         self.state.lock().unwrap().calls.clone()
     }
+
+    /// Every later answer waits this long first.
+    pub fn set_latency(&self, latency: Duration) {
+        self.state.lock().unwrap().latency = latency;
+    }
 }
 
 type Shared = State<Arc<Mutex<ModelState>>>;
 
-/// Records the call and takes the next scripted step.
+/// Records the call and takes the next scripted step and the latency.
 fn begin(
     state: &Shared,
     format: &'static str,
     headers: &HeaderMap,
     body: &Value,
-) -> Option<Script> {
+) -> (usize, Option<Script>, Duration) {
     let mut s = state.lock().unwrap();
-    s.calls.push(Call { format, headers: headers.clone(), body: body.clone() });
-    s.script.pop_front()
+    s.calls.push(Call {
+        format,
+        headers: headers.clone(),
+        body: body.clone(),
+        received: Instant::now(),
+        answered: None,
+    });
+    (s.calls.len() - 1, s.script.pop_front(), s.latency)
+}
+
+fn end(state: &Shared, index: usize) {
+    state.lock().unwrap().calls[index].answered = Some(Instant::now());
 }
 
 fn failure(status: u16, retry_after: Option<u64>, body: Value) -> Response {
@@ -109,7 +145,14 @@ async fn answer_for(step: Option<Script>, user: &str) -> Result<String, (u16, Op
 }
 
 async fn openai(state: Shared, headers: HeaderMap, Json(body): Json<Value>) -> Response {
-    let step = begin(&state, "openai", &headers, &body);
+    let (index, step, latency) = begin(&state, "openai", &headers, &body);
+    tokio::time::sleep(latency).await;
+    let response = openai_reply(step, &headers, &body).await;
+    end(&state, index);
+    response
+}
+
+async fn openai_reply(step: Option<Script>, headers: &HeaderMap, body: &Value) -> Response {
     let bearer = headers.get("authorization").and_then(|v| v.to_str().ok());
     if bearer != Some(&*format!("Bearer {OPENAI_KEY}")) {
         return failure(
@@ -138,7 +181,14 @@ async fn openai(state: Shared, headers: HeaderMap, Json(body): Json<Value>) -> R
 }
 
 async fn anthropic(state: Shared, headers: HeaderMap, Json(body): Json<Value>) -> Response {
-    let step = begin(&state, "anthropic", &headers, &body);
+    let (index, step, latency) = begin(&state, "anthropic", &headers, &body);
+    tokio::time::sleep(latency).await;
+    let response = anthropic_reply(step, &headers, &body).await;
+    end(&state, index);
+    response
+}
+
+async fn anthropic_reply(step: Option<Script>, headers: &HeaderMap, body: &Value) -> Response {
     if headers.get("x-api-key").and_then(|v| v.to_str().ok()) != Some(ANTHROPIC_KEY) {
         return failure(
             401,

@@ -10,9 +10,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentcore::store::{DatabaseUrl, Store};
-use agentcore::{Core, CoreConfig, OutboxConfig};
+use agentcore::{Core, CoreConfig, OutboxConfig, RuntimeConfig};
 
 use crate::fake_discord::{self, FakeDiscord};
+use crate::fake_models::{self, FakeModels};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use sqlx::Connection;
@@ -260,6 +261,9 @@ pub struct Options {
     /// Whether the service's own Discord application (OAuth) is configured.
     pub discord_app: bool,
     pub discord: FakeDiscord,
+    /// The model providers' base URLs point here, with the keys it accepts.
+    pub models: FakeModels,
+    pub runtime: RuntimeConfig,
     /// Holds the server key file; shared across restarts of one test.
     pub data_dir: Arc<tempfile::TempDir>,
 }
@@ -270,6 +274,15 @@ impl Options {
             jwt_secret: None,
             discord_app: true,
             discord: FakeDiscord::start().await,
+            models: FakeModels::start().await,
+            runtime: RuntimeConfig {
+                lease: Duration::from_secs(2),
+                poll: Duration::from_millis(200),
+                retry_base: Duration::from_millis(20),
+                retry_max: Duration::from_secs(2),
+                shutdown_grace: Duration::from_secs(5),
+                ..RuntimeConfig::default()
+            },
             data_dir: Arc::new(tempfile::tempdir().expect("temporary directory")),
         }
     }
@@ -287,6 +300,12 @@ impl Options {
             config.discord.redirect_uri = Some(fake_discord::REDIRECT_URI.into());
             config.discord.bot_token = Some(fake_discord::SERVICE_BOT_TOKEN.into());
         }
+        config.models.openai_base_url = self.models.openai_base();
+        config.models.openai_api_key = Some(fake_models::OPENAI_KEY.into());
+        config.models.anthropic_base_url = self.models.base.clone();
+        config.models.anthropic_api_key = Some(fake_models::ANTHROPIC_KEY.into());
+        config.models.timeout = Duration::from_secs(5);
+        config.runtime = self.runtime;
         config.outbox = OutboxConfig {
             base_backoff: Duration::from_millis(20),
             max_backoff: Duration::from_millis(200),
@@ -313,6 +332,15 @@ pub struct TestApp {
 pub async fn app(backend: Backend) -> Option<TestApp> {
     let db = TestDb::create(backend).await?;
     Some(TestApp::start(db, Options::new().await).await)
+}
+
+/// A server whose fallback poll and heartbeats are a minute apart: only wake-ups start work.
+pub async fn quiet_app(backend: Backend) -> Option<TestApp> {
+    let db = TestDb::create(backend).await?;
+    let mut options = Options::new().await;
+    options.runtime.poll = Duration::from_secs(60);
+    options.runtime.lease = Duration::from_secs(180);
+    Some(TestApp::start(db, options).await)
 }
 
 /// Just a fresh database, for tests that run the server as a process.

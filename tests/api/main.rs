@@ -15,4 +15,5 @@ mod backlog;
 mod chat;
 mod models;
 mod process;
+mod runtime;
 mod storage;

@@ -1,12 +1,11 @@
 //! Agents: creating, reading, changing and removing them, and moving them between statuses.
 
 use super::{Core, Principal};
-use crate::discord::{Embed, MessageBody};
 use crate::domain::activity::{Action, NewActivity};
 use crate::domain::agent::{
-    Agent, AgentDetail, AgentFilter, AgentId, AgentPatch, AgentStatus, AgentSummary, NewAgent,
+    Agent, AgentDetail, AgentFilter, AgentId, AgentPatch, AgentSummary, NewAgent,
 };
-use crate::domain::chat::NewPost;
+use crate::domain::runtime::status_post;
 use crate::domain::now;
 use crate::domain::status::{StatusCommand, transition};
 use crate::domain::task::{Task, TaskStatus};
@@ -46,9 +45,12 @@ impl Core {
         id: &AgentId,
         patch: AgentPatch,
     ) -> Result<Agent> {
-        self.store()
+        let agent = self
+            .store()
             .update_agent(&who.user_id, id, &|current| Ok(apply_patch(current, &patch)))
-            .await
+            .await?;
+        self.after_agent_change(&who.user_id, id, agent.status);
+        Ok(agent)
     }
 
     /// Removes the agent, its backlog, activity and mapping. A task in progress is abandoned.
@@ -95,12 +97,12 @@ impl Core {
                         updated_at: now(),
                         ..current.clone()
                     };
-                    let post = Some(status_post(&agent, &entry.details));
+                    let post = Some(status_post(&agent.name, agent.status, &entry.details));
                     AgentChange { agent, activity: vec![entry], post }
                 }))
             })
             .await?;
-        self.wake_outbox();
+        self.after_agent_change(&who.user_id, id, agent.status);
         Ok(agent)
     }
 }
@@ -155,7 +157,7 @@ fn apply_patch(current: &Agent, patch: &AgentPatch) -> Option<AgentChange> {
         next.status = moved.status;
         next.status_before_vacation = moved.status_before_vacation;
         if let Some(entry) = moved.activity {
-            post = Some(status_post(&next, &entry.details));
+            post = Some(status_post(&next.name, next.status, &entry.details));
             activity.push(entry);
         }
     }
@@ -164,22 +166,6 @@ fn apply_patch(current: &Agent, patch: &AgentPatch) -> Option<AgentChange> {
     }
     next.updated_at = now();
     Some(AgentChange { agent: next, activity, post })
-}
-
-/// The short post announcing a status change in the agent's channel.
-fn status_post(agent: &Agent, details: &str) -> NewPost {
-    let color = match agent.status {
-        AgentStatus::Active => 0x2E_CC_71,
-        AgentStatus::Idle => 0x95_A5_A6,
-        AgentStatus::Vacation => 0x34_98_DB,
-        AgentStatus::Error => 0xE7_4C_3C,
-    };
-    let embed = Embed {
-        title: Some(format!("{} is {}", agent.name, agent.status)),
-        description: Some(details.to_owned()),
-        color: Some(color),
-    };
-    NewPost::new(MessageBody::new(None, Some(embed)))
 }
 
 fn owned<T: AsRef<str>>(value: &Option<T>) -> Option<String> {

@@ -2,7 +2,7 @@
 
 use super::{Core, Principal};
 use crate::domain::activity::{Action, ActivityEntry, ActivityQuery, NewActivity};
-use crate::domain::agent::AgentId;
+use crate::domain::agent::{AgentId, AgentStatus};
 use crate::domain::now;
 use crate::domain::task::{NewTask, Task, TaskDescription, TaskId, TaskPatch, TaskStatus};
 use crate::error::{Conflict, Error, Result};
@@ -33,7 +33,10 @@ impl Core {
             task.id.as_str(),
             format!("Task '{}' added with priority {}.", task.title, task.priority),
         );
-        self.store().insert_task(&who.user_id, &task, &activity).await?;
+        let status = self.store().insert_task(&who.user_id, &task, &activity).await?;
+        if status == AgentStatus::Active {
+            self.wake_agent(&who.user_id, agent);
+        }
         Ok(task)
     }
 
@@ -113,7 +116,8 @@ impl Core {
 
     /// Queues a failed task again, with its attempts, error and timings reset.
     pub async fn retry_task(&self, who: &Principal, agent: &AgentId, id: &TaskId) -> Result<Task> {
-        self.store()
+        let task = self
+            .store()
             .update_task(&who.user_id, agent, id, &|current| {
                 require(current, TaskStatus::Failed, "retried")?;
                 let next = Task {
@@ -137,7 +141,9 @@ impl Core {
                     activity: vec![activity],
                 })
             })
-            .await
+            .await?;
+        self.wake_agent(&who.user_id, agent);
+        Ok(task)
     }
 
     /// The agent's activity, newest first.

@@ -22,7 +22,10 @@ use crate::crypto::SecretBox;
 use crate::discord::DiscordClient;
 use crate::domain::user::UserId;
 use crate::error::{Error, Result};
+use crate::domain::agent::{AgentId, AgentStatus};
+use crate::domain::runtime::AgentKey;
 use crate::models::{Models, ModelsConfig};
+use crate::runtime::{Counters, RuntimeConfig, Wakeups};
 use crate::store::{self, DatabaseUrl, Store};
 
 pub use accounts::Session;
@@ -45,6 +48,7 @@ pub struct CoreConfig {
     pub discord: DiscordConfig,
     pub outbox: OutboxConfig,
     pub models: ModelsConfig,
+    pub runtime: RuntimeConfig,
 }
 
 impl CoreConfig {
@@ -60,6 +64,7 @@ impl CoreConfig {
             discord: DiscordConfig::default(),
             outbox: OutboxConfig::default(),
             models: ModelsConfig::default(),
+            runtime: RuntimeConfig::default(),
         }
     }
 
@@ -146,6 +151,10 @@ struct Inner {
     discord_config: DiscordConfig,
     outbox: OutboxConfig,
     models: Models,
+    runtime: RuntimeConfig,
+    /// Routes "this agent has work" to its worker, or to the runtime's dispatcher.
+    wakeups: Wakeups,
+    counters: Counters,
     /// Fired after a post is queued, so the delivery worker starts at once.
     outbox_wakeup: Notify,
     /// This process, for leases; fresh on every start.
@@ -191,6 +200,9 @@ impl Core {
             discord_config: config.discord,
             outbox: config.outbox,
             models,
+            runtime: config.runtime,
+            wakeups: Wakeups::default(),
+            counters: Counters::default(),
             outbox_wakeup: Notify::new(),
             node_id: uuid::Uuid::new_v4().to_string(),
         };
@@ -217,6 +229,31 @@ impl Core {
 
     pub(crate) fn outbox_config(&self) -> OutboxConfig {
         self.inner.outbox
+    }
+
+    pub(crate) fn runtime_config(&self) -> RuntimeConfig {
+        self.inner.runtime
+    }
+
+    pub(crate) fn counters(&self) -> &Counters {
+        &self.inner.counters
+    }
+
+    pub(crate) fn wakeups(&self) -> &Wakeups {
+        &self.inner.wakeups
+    }
+
+    /// The agent has work (a task, a start, a retry): its worker looks at once.
+    pub(crate) fn wake_agent(&self, owner: &UserId, agent: &AgentId) {
+        self.inner.wakeups.agent(&AgentKey::new(owner.as_str(), agent.as_str()));
+    }
+
+    /// After a change to an agent: its posts go out, and an active agent looks for work.
+    pub(crate) fn after_agent_change(&self, owner: &UserId, agent: &AgentId, status: AgentStatus) {
+        self.wake_outbox();
+        if status == AgentStatus::Active {
+            self.wake_agent(owner, agent);
+        }
     }
 
     pub(crate) fn outbox_wakeup(&self) -> &Notify {

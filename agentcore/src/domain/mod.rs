@@ -3,6 +3,7 @@
 pub mod activity;
 pub mod agent;
 pub mod chat;
+pub mod runtime;
 pub mod status;
 pub mod task;
 pub(crate) mod text;

@@ -198,6 +198,9 @@ macro_rules! sql_store {
                         .execute(&mut *tx)
                         .await?;
                 }
+                if next.status == AgentStatus::Active {
+                    notify(&mut tx, &AgentKey::new(owner.as_str(), id.as_str())).await?;
+                }
                 tx.commit().await?;
                 Ok(change.agent)
             }
@@ -219,9 +222,18 @@ macro_rules! sql_store {
                 owner: &UserId,
                 task: &Task,
                 activity: &NewActivity,
-            ) -> Result<()> {
+            ) -> Result<AgentStatus> {
                 let mut tx = self.begin_write().await?;
-                lock_agent(&mut tx, owner, &task.agent_id).await?;
+                let status: Option<String> =
+                    sqlx::query_scalar(&sql::agent_status(<$store>::LOCK))
+                        .bind(owner.as_str())
+                        .bind(task.agent_id.as_str())
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                let status: AgentStatus = status
+                    .ok_or_else(|| Error::not_found(Resource::Agent, task.agent_id.as_str()))?
+                    .parse()
+                    .map_err(Error::internal)?;
                 sqlx::query(sql::INSERT_TASK)
                     .bind(task.id.as_str())
                     .bind(owner.as_str())
@@ -233,8 +245,11 @@ macro_rules! sql_store {
                     .execute(&mut *tx)
                     .await?;
                 insert_activity(&mut tx, owner, &task.agent_id, activity, task.created_at).await?;
+                if status == AgentStatus::Active {
+                    notify(&mut tx, &AgentKey::new(owner.as_str(), task.agent_id.as_str())).await?;
+                }
                 tx.commit().await?;
-                Ok(())
+                Ok(status)
             }
 
             async fn tasks(
@@ -315,6 +330,9 @@ macro_rules! sql_store {
                             .bind(task.completed_at)
                             .execute(&mut *tx)
                             .await?;
+                        if task.status == TaskStatus::Queued {
+                            notify(&mut tx, &AgentKey::new(owner.as_str(), agent.as_str())).await?;
+                        }
                         *task
                     }
                 };
@@ -553,6 +571,272 @@ macro_rules! sql_store {
                 tx.commit().await?;
                 Ok(())
             }
+
+            async fn heartbeat(
+                &self,
+                node: &str,
+                now: DateTime<Utc>,
+                until: DateTime<Utc>,
+            ) -> Result<Vec<AgentKey>> {
+                let mut tx = self.begin_write().await?;
+                sqlx::query(sql::UPSERT_NODE)
+                    .bind(node)
+                    .bind(now)
+                    .bind(until)
+                    .execute(&mut *tx)
+                    .await?;
+                let held: Vec<AgentKey> = sqlx::query_as(sql::RENEW_AGENT_LEASES)
+                    .bind(node)
+                    .bind(until)
+                    .fetch_all(&mut *tx)
+                    .await?;
+                sqlx::query(sql::RENEW_TASK_LEASES).bind(node).bind(until).execute(&mut *tx).await?;
+                // Nodes silent for an hour are gone; live counting only looks at `alive_until`.
+                sqlx::query(sql::FORGET_DEAD_NODES)
+                    .bind(now - chrono::Duration::hours(1))
+                    .execute(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+                Ok(held)
+            }
+
+            async fn runtime_load(&self, now: DateTime<Utc>) -> Result<RuntimeLoad> {
+                Ok(sqlx::query_as(sql::RUNTIME_LOAD).bind(now).fetch_one(self.reader()).await?)
+            }
+
+            async fn claim_agents(
+                &self,
+                node: &str,
+                now: DateTime<Utc>,
+                until: DateTime<Utc>,
+                limit: i64,
+            ) -> Result<Vec<AgentKey>> {
+                Ok(sqlx::query_as(&sql::claim_agents(<$store>::SKIP_LOCKED))
+                    .bind(node)
+                    .bind(now)
+                    .bind(until)
+                    .bind(limit)
+                    .fetch_all(self.writer())
+                    .await?)
+            }
+
+            async fn release_agent(&self, agent: &AgentKey, node: &str) -> Result<()> {
+                let mut tx = self.begin_write().await?;
+                let released = sqlx::query(sql::RELEASE_AGENT)
+                    .bind(&agent.owner_id)
+                    .bind(&agent.agent_id)
+                    .bind(node)
+                    .execute(&mut *tx)
+                    .await?;
+                if released.rows_affected() > 0 {
+                    publish(&mut tx, "").await?;
+                }
+                tx.commit().await?;
+                Ok(())
+            }
+
+            async fn release_node(&self, node: &str, now: DateTime<Utc>) -> Result<()> {
+                let mut tx = self.begin_write().await?;
+                // Agents before tasks, the lock order of every writer.
+                sqlx::query(sql::RELEASE_AGENTS_OF_NODE).bind(node).execute(&mut *tx).await?;
+                sqlx::query(sql::REQUEUE_TASKS_OF_NODE)
+                    .bind(node)
+                    .bind(now)
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query(sql::DELETE_NODE).bind(node).execute(&mut *tx).await?;
+                publish(&mut tx, "").await?;
+                tx.commit().await?;
+                Ok(())
+            }
+
+            async fn requeue_expired_tasks(&self, now: DateTime<Utc>) -> Result<u64> {
+                let done =
+                    sqlx::query(sql::REQUEUE_EXPIRED_TASKS).bind(now).execute(self.writer()).await?;
+                Ok(done.rows_affected())
+            }
+
+            async fn claim_task(
+                &self,
+                agent: &AgentKey,
+                node: &str,
+                now: DateTime<Utc>,
+                until: DateTime<Utc>,
+            ) -> Result<Claim> {
+                let (owner, id) = (agent.owner_id.as_str(), agent.agent_id.as_str());
+                let mut tx = self.begin_write().await?;
+                let row: Option<AgentRunRow> = sqlx::query_as(&sql::select_agent_run(<$store>::LOCK))
+                    .bind(owner)
+                    .bind(id)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                let Some(row) = row else { return Ok(Claim::Lost) };
+                let run = AgentRun::try_from(row)?;
+                if run.status != AgentStatus::Active || run.lease_owner.as_deref() != Some(node) {
+                    return Ok(Claim::Lost);
+                }
+                if let Some(at) = run.next_run_at.filter(|at| *at > now) {
+                    return Ok(Claim::Wait(Some(at)));
+                }
+                let running: Vec<(String, Option<String>, Option<DateTime<Utc>>)> =
+                    sqlx::query_as(sql::SELECT_TASKS_IN_PROGRESS)
+                        .bind(owner)
+                        .bind(id)
+                        .fetch_all(&mut *tx)
+                        .await?;
+                for (task_id, holder, lease_until) in running {
+                    match (holder, lease_until) {
+                        // Another node still runs it: one task at a time, so wait for it.
+                        (Some(holder), Some(lease_until)) if holder != node && lease_until >= now => {
+                            return Ok(Claim::Wait(Some(lease_until)));
+                        }
+                        // Expired, or left behind by this node's own failed write: run it again.
+                        _ => {
+                            sqlx::query(sql::REQUEUE_TASK)
+                                .bind(&task_id)
+                                .bind(now)
+                                .execute(&mut *tx)
+                                .await?;
+                        }
+                    }
+                }
+                let next: Option<TaskRow> = sqlx::query_as(&sql::select_next_task())
+                    .bind(owner)
+                    .bind(id)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                let Some(next) = next else {
+                    tx.commit().await?;
+                    return Ok(Claim::Wait(None));
+                };
+                let mut task = Task::try_from(next)?;
+                sqlx::query(sql::START_TASK)
+                    .bind(task.id.as_str())
+                    .bind(node)
+                    .bind(until)
+                    .bind(now)
+                    .execute(&mut *tx)
+                    .await?;
+                task.status = TaskStatus::InProgress;
+                task.started_at = Some(now);
+                task.updated_at = now;
+                let owner = UserId::from_trusted(owner.to_owned());
+                let entry = NewActivity::for_task(
+                    Action::TaskStarted,
+                    task.id.as_str(),
+                    format!("Task '{}' started.", task.title),
+                );
+                insert_activity(&mut tx, &owner, &task.agent_id, &entry, now).await?;
+                tx.commit().await?;
+                Ok(Claim::Task(Box::new(ClaimedTask { task, agent: run })))
+            }
+
+            async fn finish_task(
+                &self,
+                agent: &AgentKey,
+                task: &TaskId,
+                node: &str,
+                outcome: &Outcome,
+                calls: i32,
+            ) -> Result<bool> {
+                let (owner, id) = (agent.owner_id.as_str(), agent.agent_id.as_str());
+                let mut tx = self.begin_write().await?;
+                let row: Option<AgentRunRow> = sqlx::query_as(&sql::select_agent_run(<$store>::LOCK))
+                    .bind(owner)
+                    .bind(id)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                let Some(row) = row else { return Ok(false) };
+                let run = AgentRun::try_from(row)?;
+                let current: Option<TaskRow> = sqlx::query_as(&sql::select_task(<$store>::LOCK))
+                    .bind(owner)
+                    .bind(id)
+                    .bind(task.as_str())
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                let Some(current) = current else { return Ok(false) };
+                let at = $crate::domain::now();
+                let done = finish(&run, &Task::try_from(current)?, outcome, calls, at);
+                let written = sqlx::query(sql::FINISH_TASK)
+                    .bind(task.as_str())
+                    .bind(node)
+                    .bind(done.task.status.as_str())
+                    .bind(&done.task.result)
+                    .bind(&done.task.error)
+                    .bind(done.task.attempts)
+                    .bind(done.task.usage.map(|u| u.input_tokens))
+                    .bind(done.task.usage.map(|u| u.output_tokens))
+                    .bind(at)
+                    .execute(&mut *tx)
+                    .await?;
+                if written.rows_affected() == 0 {
+                    return Ok(false);
+                }
+                sqlx::query(sql::UPDATE_AGENT_AFTER_TASK)
+                    .bind(owner)
+                    .bind(id)
+                    .bind(done.agent.status.as_str())
+                    .bind(done.agent.status_before_vacation.map(|s| s.as_str()))
+                    .bind(done.agent.failure_streak)
+                    .bind(done.agent.next_run_at)
+                    .bind(at)
+                    .execute(&mut *tx)
+                    .await?;
+                let owner_id = UserId::from_trusted(owner.to_owned());
+                for (nth, entry) in done.activity.iter().enumerate() {
+                    insert_activity(&mut tx, &owner_id, &done.task.agent_id, entry, nth_instant(at, nth))
+                        .await?;
+                }
+                for post in &done.posts {
+                    let payload = serde_json::to_string(&post.body).map_err(Error::internal)?;
+                    sqlx::query(sql::INSERT_POST_FOR_MAPPING)
+                        .bind(owner)
+                        .bind(id)
+                        .bind(&post.nonce)
+                        .bind(payload)
+                        .bind(at)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                tx.commit().await?;
+                Ok(true)
+            }
+
+            async fn agents_with_work(
+                &self,
+                node: &str,
+                now: DateTime<Utc>,
+            ) -> Result<Vec<AgentKey>> {
+                Ok(sqlx::query_as(sql::AGENTS_WITH_WORK)
+                    .bind(node)
+                    .bind(now)
+                    .fetch_all(self.reader())
+                    .await?)
+            }
+
+            fn listen(
+                &self,
+                wake: $crate::store::Wake,
+                stop: tokio::sync::watch::Receiver<bool>,
+            ) -> Option<tokio::task::JoinHandle<()>> {
+                self.listener(wake, stop)
+            }
+        }
+
+        /// Tells every node that the agent may have work, when the transaction commits.
+        async fn notify(
+            tx: &mut sqlx::Transaction<'static, $db>,
+            agent: &AgentKey,
+        ) -> Result<()> {
+            publish(tx, &agent.to_payload()).await
+        }
+
+        /// Publishes `payload` on the wake-up channel at commit (a no-op without notifications).
+        async fn publish(tx: &mut sqlx::Transaction<'static, $db>, payload: &str) -> Result<()> {
+            if let Some(statement) = <$store>::NOTIFY {
+                sqlx::query(statement).bind(payload).execute(&mut **tx).await?;
+            }
+            Ok(())
         }
 
         /// The time of the `nth` entry of one change: a microsecond apart each, so entries keep

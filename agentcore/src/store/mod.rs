@@ -21,8 +21,9 @@ use chrono::{DateTime, Utc};
 use secrecy::{ExposeSecret, SecretString};
 
 use crate::domain::activity::{ActivityEntry, ActivityQuery, NewActivity};
-use crate::domain::agent::{Agent, AgentFilter, AgentId, NewAgent};
+use crate::domain::agent::{Agent, AgentFilter, AgentId, AgentStatus, NewAgent};
 use crate::domain::chat::{Connection, Mapping, NewPost, OutboxLane, OutboxPost};
+use crate::domain::runtime::{AgentKey, Claim, Outcome};
 use crate::domain::task::{Task, TaskId, TaskStatus};
 use crate::domain::user::UserId;
 use crate::error::{Error, Result};
@@ -206,7 +207,13 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// Removes the agent with its backlog and activity, in one transaction.
     async fn delete_agent(&self, owner: &UserId, id: &AgentId) -> Result<()>;
 
-    async fn insert_task(&self, owner: &UserId, task: &Task, activity: &NewActivity) -> Result<()>;
+    /// Adds a task; returns its agent's status (an active agent has work to wake up for).
+    async fn insert_task(
+        &self,
+        owner: &UserId,
+        task: &Task,
+        activity: &NewActivity,
+    ) -> Result<AgentStatus>;
     async fn tasks(
         &self,
         owner: &UserId,
@@ -284,6 +291,77 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     ) -> Result<()>;
     /// Drops a post that can never be delivered, logging `activity` for its agent.
     async fn drop_post(&self, post: &OutboxPost, node: &str, activity: &NewActivity) -> Result<()>;
+
+    /// Keeps `node` counted as alive and renews every lease it holds (agents and tasks in
+    /// progress) until `until`. Returns the agents it still holds.
+    async fn heartbeat(
+        &self,
+        node: &str,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> Result<Vec<AgentKey>>;
+    /// How many agents are active, and how many nodes are alive at `now`.
+    async fn runtime_load(&self, now: DateTime<Utc>) -> Result<RuntimeLoad>;
+    /// Leases up to `limit` active agents that nobody holds to `node`.
+    async fn claim_agents(
+        &self,
+        node: &str,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+        limit: i64,
+    ) -> Result<Vec<AgentKey>>;
+    /// Gives up `node`'s lease on the agent, if it still holds it.
+    async fn release_agent(&self, agent: &AgentKey, node: &str) -> Result<()>;
+    /// Gives up everything `node` holds; its tasks in progress go back to the queue.
+    async fn release_node(&self, node: &str, now: DateTime<Utc>) -> Result<()>;
+    /// Puts tasks whose lease ran out back in the queue; returns how many.
+    async fn requeue_expired_tasks(&self, now: DateTime<Utc>) -> Result<u64>;
+    /// Takes the agent's next task for `node`, if the agent is active, leased by `node`, past
+    /// its throttle, and has no task in progress elsewhere. Tasks left in progress by a node
+    /// that lost them are queued again first.
+    async fn claim_task(
+        &self,
+        agent: &AgentKey,
+        node: &str,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> Result<Claim>;
+    /// Writes the outcome of a task with its activity, posts and the agent's next run, only
+    /// while `node` still holds the task. `false`: the lease was lost or the task or agent was
+    /// deleted, and nothing was written.
+    async fn finish_task(
+        &self,
+        agent: &AgentKey,
+        task: &TaskId,
+        node: &str,
+        outcome: &Outcome,
+        calls: i32,
+    ) -> Result<bool>;
+    /// Active agents `node` holds that have a queued task and may run it at `now`.
+    async fn agents_with_work(&self, node: &str, now: DateTime<Utc>) -> Result<Vec<AgentKey>>;
+    /// Calls `wake` with every wake-up published by any node (`None`: look at everything),
+    /// until `stop`. `None` when the backend has no notifications (SQLite: one node).
+    fn listen(&self, wake: Wake, stop: tokio::sync::watch::Receiver<bool>)
+    -> Option<tokio::task::JoinHandle<()>>;
+}
+
+/// Receives wake-ups: the agent that has work, or `None` for "look at everything".
+pub type Wake = Arc<dyn Fn(Option<AgentKey>) + Send + Sync>;
+
+/// The numbers behind each node's fair share of agents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, sqlx::FromRow)]
+pub struct RuntimeLoad {
+    pub active: i64,
+    pub nodes: i64,
+}
+
+impl RuntimeLoad {
+    /// The agents one node should hold: the active ones spread over the live nodes, rounded up
+    /// so every agent has a place.
+    pub fn fair_share(&self) -> usize {
+        let nodes = self.nodes.max(1);
+        usize::try_from((self.active.max(0) + nodes - 1) / nodes).unwrap_or(usize::MAX)
+    }
 }
 
 /// Maps a driver error, turning a unique violation into `on_unique`.

@@ -4,25 +4,29 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 use sqlx::{Pool, Postgres, Transaction};
 
 use super::common::sql_store;
 use super::rows::{
-    self, ActivityRow, AgentRow, ConnectionRow, MappingRow, OutboxRow, TaskRow, UserRow,
+    self, ActivityRow, AgentRow, AgentRunRow, ConnectionRow, MappingRow, OutboxRow, TaskRow,
+    UserRow,
 };
 use super::{
-    AgentDecision, Backend, ConnectionRecord, DatabaseUrl, TaskDecision, TaskWrite, UserRecord,
-    db_error, sql,
+    AgentDecision, Backend, ConnectionRecord, DatabaseUrl, RuntimeLoad, TaskDecision, TaskWrite,
+    UserRecord, Wake, db_error, sql,
 };
-use crate::domain::activity::{ActivityEntry, ActivityQuery, NewActivity};
-use crate::domain::agent::{Agent, AgentFilter, AgentId, NewAgent};
+use crate::domain::activity::{Action, ActivityEntry, ActivityQuery, NewActivity};
+use crate::domain::agent::{Agent, AgentFilter, AgentId, AgentStatus, NewAgent};
 use crate::domain::chat::{Connection, Mapping, OutboxLane, OutboxPost};
+use crate::domain::runtime::{AgentKey, AgentRun, Claim, ClaimedTask, Outcome, finish};
 use crate::domain::task::{Task, TaskId, TaskStatus};
 use crate::domain::user::UserId;
 use crate::error::{Conflict, Error, Resource, Result};
 
 const MAX_CONNECTIONS: u32 = 16;
+/// The channel wake-ups travel on: `owner/agent` for one agent, empty for "look again".
+const WAKE_CHANNEL: &str = "agentd_wake";
 
 #[derive(Debug, Clone)]
 pub struct PostgresStore {
@@ -32,6 +36,10 @@ pub struct PostgresStore {
 impl PostgresStore {
     const BACKEND: Backend = Backend::Postgres;
     const LOCK: &'static str = " FOR UPDATE";
+    /// Two nodes claiming at once take different agents instead of waiting on each other.
+    const SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
+    /// Published at commit to every node's listener.
+    const NOTIFY: Option<&'static str> = Some("SELECT pg_notify('agentd_wake', $1)");
 
     /// Connects and applies the migrations. Concurrent nodes serialise on sqlx's migration lock.
     pub async fn connect(url: &DatabaseUrl) -> Result<Self> {
@@ -55,6 +63,56 @@ impl PostgresStore {
 
     async fn begin_write(&self) -> Result<Transaction<'static, Postgres>> {
         Ok(self.pool.begin().await?)
+    }
+
+    /// Listens on the wake-up channel, reconnecting after a lost connection (and then waking
+    /// everything, since notifications sent meanwhile are gone).
+    fn listener(
+        &self,
+        wake: Wake,
+        mut stop: tokio::sync::watch::Receiver<bool>,
+    ) -> Option<tokio::task::JoinHandle<()>> {
+        let pool = self.pool.clone();
+        Some(tokio::spawn(async move {
+            while !*stop.borrow() {
+                let mut listener = match PgListener::connect_with(&pool).await {
+                    Ok(listener) => listener,
+                    Err(error) => {
+                        tracing::warn!(%error, "cannot listen for wake-ups; retrying");
+                        tokio::select! {
+                            () = tokio::time::sleep(Duration::from_secs(1)) => continue,
+                            _ = stop.changed() => return,
+                        }
+                    }
+                };
+                if let Err(error) = listener.listen(WAKE_CHANNEL).await {
+                    tracing::warn!(%error, "cannot listen for wake-ups; retrying");
+                    tokio::select! {
+                        () = tokio::time::sleep(Duration::from_secs(1)) => continue,
+                        _ = stop.changed() => return,
+                    }
+                }
+                wake(None);
+                loop {
+                    tokio::select! {
+                        received = listener.try_recv() => match received {
+                            Ok(Some(notification)) => {
+                                wake(AgentKey::from_payload(notification.payload()));
+                            }
+                            Ok(None) => {
+                                tracing::warn!("lost the wake-up connection; reconnecting");
+                                break;
+                            }
+                            Err(error) => {
+                                tracing::warn!(%error, "lost the wake-up connection; reconnecting");
+                                break;
+                            }
+                        },
+                        _ = stop.changed() => return,
+                    }
+                }
+            }
+        }))
     }
 
     async fn close_pools(&self) {

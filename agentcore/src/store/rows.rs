@@ -10,6 +10,7 @@ use crate::error::{Error, Result};
 
 use super::{ConnectionRecord, UserRecord};
 use crate::domain::chat::{Connection, ConnectionKind, Mapping, OutboxPost};
+use crate::domain::runtime::AgentRun;
 
 #[derive(Debug, sqlx::FromRow)]
 pub(super) struct UserRow {
@@ -260,6 +261,41 @@ impl TryFrom<OutboxRow> for OutboxPost {
             body: serde_json::from_str(&row.payload)
                 .map_err(|e| corrupt("outbox.payload")(e.to_string()))?,
             attempts: row.attempts,
+        })
+    }
+}
+
+#[derive(Debug, sqlx::FromRow)]
+pub(super) struct AgentRunRow {
+    name: String,
+    status: String,
+    status_before_vacation: Option<String>,
+    role_prompt: String,
+    model: Option<String>,
+    throttle_seconds: f64,
+    lease_owner: Option<String>,
+    next_run_at: Option<DateTime<Utc>>,
+    failure_streak: i32,
+}
+
+impl TryFrom<AgentRunRow> for AgentRun {
+    type Error = Error;
+
+    fn try_from(row: AgentRunRow) -> Result<Self> {
+        Ok(AgentRun {
+            name: row.name,
+            status: row.status.parse().map_err(corrupt("agents.status"))?,
+            status_before_vacation: row
+                .status_before_vacation
+                .map(|s| s.parse())
+                .transpose()
+                .map_err(corrupt("agents.status_before_vacation"))?,
+            role_prompt: row.role_prompt,
+            model: row.model,
+            throttle_seconds: row.throttle_seconds,
+            lease_owner: row.lease_owner,
+            next_run_at: row.next_run_at,
+            failure_streak: row.failure_streak,
         })
     }
 }

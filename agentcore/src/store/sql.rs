@@ -44,14 +44,23 @@ pub(super) fn select_agent() -> String {
     format!("{AGENT_WITH_SUMMARY} AND a.id = $2 GROUP BY a.owner_id, a.id")
 }
 
+/// The agent's status, locking the row when `lock` is the backend's row-lock suffix.
+pub(super) fn agent_status(lock: &str) -> String {
+    format!("SELECT status FROM agents WHERE owner_id = $1 AND id = $2{lock}")
+}
+
 /// Existence check that also locks the row when `lock` is the backend's row-lock suffix.
 pub(super) fn agent_exists(lock: &str) -> String {
     format!("SELECT 1 FROM agents WHERE owner_id = $1 AND id = $2{lock}")
 }
 
+/// Moving into `active` clears the failure streak and the throttle wait: a start resumes at once.
 pub(super) const UPDATE_AGENT: &str = "UPDATE agents SET name = $3, status = $4, \
     status_before_vacation = $5, channel = $6, role_prompt = $7, throttle_seconds = $8, \
-    workspace = $9, model = $10, updated_at = $11 WHERE owner_id = $1 AND id = $2";
+    workspace = $9, model = $10, updated_at = $11, \
+    failure_streak = CASE WHEN $4 = 'active' AND status <> 'active' THEN 0 ELSE failure_streak END, \
+    next_run_at = CASE WHEN $4 = 'active' AND status <> 'active' THEN NULL ELSE next_run_at END \
+    WHERE owner_id = $1 AND id = $2";
 pub(super) const DELETE_AGENT: &str = "DELETE FROM agents WHERE owner_id = $1 AND id = $2";
 
 pub(super) const INSERT_ACTIVITY: &str = "INSERT INTO activity \
@@ -135,3 +144,71 @@ pub(super) const PRUNE_DELIVERED: &str = "DELETE FROM outbox WHERE delivered_at 
 pub(super) const RESCHEDULE_POST: &str = "UPDATE outbox SET attempts = attempts + 1, \
     next_attempt_at = $3, last_error = $4, lease_owner = NULL, lease_until = NULL \
     WHERE id = $1 AND lease_owner = $2";
+
+// The runtime. Leases name the node (`lease_owner`) and expire (`lease_until`); every
+// statement that acts on a lease checks the owner, so a node that lost one changes nothing.
+
+pub(super) const UPSERT_NODE: &str = "INSERT INTO runtime_nodes (id, started_at, alive_until) \
+    VALUES ($1, $2, $3) ON CONFLICT (id) DO UPDATE SET alive_until = excluded.alive_until";
+pub(super) const FORGET_DEAD_NODES: &str = "DELETE FROM runtime_nodes WHERE alive_until < $1";
+pub(super) const DELETE_NODE: &str = "DELETE FROM runtime_nodes WHERE id = $1";
+pub(super) const RENEW_AGENT_LEASES: &str = "UPDATE agents SET lease_until = $2 \
+    WHERE lease_owner = $1 RETURNING owner_id, id AS agent_id";
+pub(super) const RENEW_TASK_LEASES: &str = "UPDATE tasks SET lease_until = $2 \
+    WHERE lease_owner = $1 AND status = 'in_progress'";
+pub(super) const RUNTIME_LOAD: &str = "SELECT \
+    (SELECT COUNT(*) FROM agents WHERE status = 'active') AS active, \
+    (SELECT COUNT(*) FROM runtime_nodes WHERE alive_until > $1) AS nodes";
+/// Leases up to `$4` active agents nobody holds; `lock` skips rows another node is claiming.
+pub(super) fn claim_agents(lock: &str) -> String {
+    format!(
+        "UPDATE agents SET lease_owner = $1, lease_until = $3 WHERE (owner_id, id) IN \
+         (SELECT owner_id, id FROM agents WHERE status = 'active' \
+         AND (lease_until IS NULL OR lease_until < $2) LIMIT $4{lock}) \
+         RETURNING owner_id, id AS agent_id"
+    )
+}
+pub(super) const RELEASE_AGENT: &str = "UPDATE agents SET lease_owner = NULL, lease_until = NULL \
+    WHERE owner_id = $1 AND id = $2 AND lease_owner = $3";
+pub(super) const RELEASE_AGENTS_OF_NODE: &str =
+    "UPDATE agents SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = $1";
+pub(super) const REQUEUE_TASKS_OF_NODE: &str = "UPDATE tasks SET status = 'queued', \
+    lease_owner = NULL, lease_until = NULL, started_at = NULL, updated_at = $2 \
+    WHERE lease_owner = $1 AND status = 'in_progress'";
+/// Tasks whose node stopped renewing their lease go back to the queue.
+pub(super) const REQUEUE_EXPIRED_TASKS: &str = "UPDATE tasks SET status = 'queued', \
+    lease_owner = NULL, lease_until = NULL, started_at = NULL, updated_at = $1 \
+    WHERE status = 'in_progress' AND lease_until < $1";
+pub(super) fn select_agent_run(lock: &str) -> String {
+    format!(
+        "SELECT name, status, status_before_vacation, role_prompt, model, throttle_seconds, \
+         lease_owner, next_run_at, failure_streak FROM agents WHERE owner_id = $1 AND id = $2{lock}"
+    )
+}
+pub(super) const SELECT_TASKS_IN_PROGRESS: &str = "SELECT id, lease_owner, lease_until FROM tasks \
+    WHERE owner_id = $1 AND agent_id = $2 AND status = 'in_progress'";
+pub(super) const REQUEUE_TASK: &str = "UPDATE tasks SET status = 'queued', lease_owner = NULL, \
+    lease_until = NULL, started_at = NULL, updated_at = $2 WHERE id = $1";
+pub(super) fn select_next_task() -> String {
+    format!(
+        "{TASK_COLUMNS} WHERE owner_id = $1 AND agent_id = $2 AND status = 'queued' \
+         ORDER BY priority DESC, created_at, id LIMIT 1"
+    )
+}
+pub(super) const START_TASK: &str = "UPDATE tasks SET status = 'in_progress', lease_owner = $2, \
+    lease_until = $3, started_at = $4, updated_at = $4 WHERE id = $1";
+/// Writes a finished task, only while `$2` still holds it.
+pub(super) const FINISH_TASK: &str = "UPDATE tasks SET status = $3, result = $4, error = $5, \
+    attempts = $6, input_tokens = $7, output_tokens = $8, updated_at = $9, completed_at = $9, \
+    lease_owner = NULL, lease_until = NULL \
+    WHERE id = $1 AND lease_owner = $2 AND status = 'in_progress'";
+pub(super) const UPDATE_AGENT_AFTER_TASK: &str = "UPDATE agents SET status = $3, \
+    status_before_vacation = $4, failure_streak = $5, next_run_at = $6, \
+    updated_at = CASE WHEN status = $3 THEN updated_at ELSE $7 END \
+    WHERE owner_id = $1 AND id = $2";
+/// Active agents this node holds that have a task waiting and may run it now.
+pub(super) const AGENTS_WITH_WORK: &str = "SELECT a.owner_id, a.id AS agent_id FROM agents a \
+    WHERE a.lease_owner = $1 AND a.status = 'active' \
+    AND (a.next_run_at IS NULL OR a.next_run_at <= $2) \
+    AND EXISTS (SELECT 1 FROM tasks t WHERE t.owner_id = a.owner_id AND t.agent_id = a.id \
+    AND t.status = 'queued')";

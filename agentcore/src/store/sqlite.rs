@@ -15,15 +15,17 @@ use sqlx::{Pool, Sqlite, Transaction};
 
 use super::common::sql_store;
 use super::rows::{
-    self, ActivityRow, AgentRow, ConnectionRow, MappingRow, OutboxRow, TaskRow, UserRow,
+    self, ActivityRow, AgentRow, AgentRunRow, ConnectionRow, MappingRow, OutboxRow, TaskRow,
+    UserRow,
 };
 use super::{
-    AgentDecision, Backend, ConnectionRecord, DatabaseUrl, TaskDecision, TaskWrite, UserRecord,
-    db_error, sql,
+    AgentDecision, Backend, ConnectionRecord, DatabaseUrl, RuntimeLoad, TaskDecision, TaskWrite,
+    UserRecord, Wake, db_error, sql,
 };
-use crate::domain::activity::{ActivityEntry, ActivityQuery, NewActivity};
-use crate::domain::agent::{Agent, AgentFilter, AgentId, NewAgent};
+use crate::domain::activity::{Action, ActivityEntry, ActivityQuery, NewActivity};
+use crate::domain::agent::{Agent, AgentFilter, AgentId, AgentStatus, NewAgent};
 use crate::domain::chat::{Connection, Mapping, OutboxLane, OutboxPost};
+use crate::domain::runtime::{AgentKey, AgentRun, Claim, ClaimedTask, Outcome, finish};
 use crate::domain::task::{Task, TaskId, TaskStatus};
 use crate::domain::user::UserId;
 use crate::error::{Conflict, Error, Resource, Result};
@@ -42,6 +44,11 @@ impl SqliteStore {
     const BACKEND: Backend = Backend::Sqlite;
     /// `BEGIN IMMEDIATE` already holds the write lock: selected rows need no lock of their own.
     const LOCK: &'static str = "";
+    /// The single writer already keeps two claims apart.
+    const SKIP_LOCKED: &'static str = "";
+    /// One process per file in practice: wake-ups stay in process, with the fallback poll for
+    /// anything else.
+    const NOTIFY: Option<&'static str> = None;
 
     /// Opens (creating if needed) the database file and applies the migrations.
     pub async fn connect(url: &DatabaseUrl) -> Result<Self> {
@@ -88,6 +95,14 @@ impl SqliteStore {
 
     async fn begin_write(&self) -> Result<Transaction<'static, Sqlite>> {
         Ok(self.writer.begin_with("BEGIN IMMEDIATE").await?)
+    }
+
+    fn listener(
+        &self,
+        _wake: Wake,
+        _stop: tokio::sync::watch::Receiver<bool>,
+    ) -> Option<tokio::task::JoinHandle<()>> {
+        None
     }
 
     async fn close_pools(&self) {

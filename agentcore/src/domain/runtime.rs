@@ -1,0 +1,331 @@
+//! What running a task does to the task, its agent, the activity log and the channel. Pure: the
+//! store applies the result under the agent's lock, fenced on the task's lease.
+
+use chrono::{DateTime, Utc};
+
+use super::activity::{Action, NewActivity};
+use super::agent::AgentStatus;
+use super::chat::NewPost;
+use super::task::{Task, TaskStatus, Usage};
+use crate::discord::{Embed, MessageBody};
+
+/// Consecutive failed tasks that put an agent in `error`.
+pub const FAILED_TASKS_BEFORE_ERROR: i32 = 3;
+
+/// Discord's embed limits: a longer title or description is refused.
+const EMBED_TITLE_CHARS: usize = 256;
+const EMBED_DESCRIPTION_CHARS: usize = 4096;
+
+/// One agent, named across users: what leases and wake-ups are about.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, sqlx::FromRow)]
+pub struct AgentKey {
+    pub owner_id: String,
+    pub agent_id: String,
+}
+
+impl AgentKey {
+    pub fn new(owner_id: impl Into<String>, agent_id: impl Into<String>) -> Self {
+        Self { owner_id: owner_id.into(), agent_id: agent_id.into() }
+    }
+
+    /// The form carried by a PostgreSQL notification: `owner/agent` (neither holds a `/`).
+    pub fn to_payload(&self) -> String {
+        format!("{}/{}", self.owner_id, self.agent_id)
+    }
+
+    pub fn from_payload(payload: &str) -> Option<Self> {
+        let (owner, agent) = payload.split_once('/')?;
+        (!owner.is_empty() && !agent.is_empty()).then(|| Self::new(owner, agent))
+    }
+}
+
+/// What the runtime needs of an agent, with its run state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentRun {
+    pub name: String,
+    pub status: AgentStatus,
+    pub status_before_vacation: Option<AgentStatus>,
+    pub role_prompt: String,
+    pub model: Option<String>,
+    pub throttle_seconds: f64,
+    pub lease_owner: Option<String>,
+    pub next_run_at: Option<DateTime<Utc>>,
+    pub failure_streak: i32,
+}
+
+/// A task this node took, with what it needs to run it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClaimedTask {
+    pub task: Task,
+    pub agent: AgentRun,
+}
+
+impl ClaimedTask {
+    /// The user message: the title, then the description when there is one.
+    pub fn user_message(&self) -> String {
+        match self.task.description.as_deref().map(str::trim) {
+            Some(description) if !description.is_empty() => {
+                format!("{}\n\n{description}", self.task.title)
+            }
+            _ => self.task.title.clone(),
+        }
+    }
+}
+
+/// What asking an agent for its next task found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Claim {
+    Task(Box<ClaimedTask>),
+    /// Nothing to run now: look again at `until` (the throttle, or the lease of a task another
+    /// node still holds), or when woken.
+    Wait(Option<DateTime<Utc>>),
+    /// Not this node's to run any more: stopped, deleted, or leased by another node.
+    Lost,
+}
+
+/// How the model calls for a task ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Complete { text: String, usage: Option<Usage> },
+    /// `permanent`: the provider will never accept this agent's calls as configured.
+    Failed { error: String, permanent: bool },
+}
+
+/// The agent's run state after a task.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentAfterTask {
+    pub status: AgentStatus,
+    pub status_before_vacation: Option<AgentStatus>,
+    pub failure_streak: i32,
+    pub next_run_at: DateTime<Utc>,
+}
+
+/// Everything one finished task writes, in one transaction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finish {
+    pub task: Task,
+    pub agent: AgentAfterTask,
+    pub activity: Vec<NewActivity>,
+    /// Queued in this order for the agent's channel, when it is mapped.
+    pub posts: Vec<NewPost>,
+}
+
+/// Applies `outcome` of `calls` model calls to `task` (as claimed) and its agent, at `at`.
+pub fn finish(
+    agent: &AgentRun,
+    task: &Task,
+    outcome: &Outcome,
+    calls: i32,
+    at: DateTime<Utc>,
+) -> Finish {
+    let mut done = task.clone();
+    done.attempts = task.attempts.saturating_add(calls);
+    done.completed_at = Some(at);
+    done.updated_at = at;
+    let throttle = chrono::Duration::microseconds((agent.throttle_seconds * 1e6).round() as i64);
+    let mut after = AgentAfterTask {
+        status: agent.status,
+        status_before_vacation: agent.status_before_vacation,
+        failure_streak: 0,
+        next_run_at: at + throttle,
+    };
+    let mut activity = Vec::new();
+    let mut posts = Vec::new();
+    match outcome {
+        Outcome::Complete { text, usage } => {
+            done.status = TaskStatus::Complete;
+            done.result = Some(text.clone());
+            done.error = None;
+            done.usage = *usage;
+            activity.push(NewActivity::for_task(
+                Action::TaskCompleted,
+                task.id.as_str(),
+                format!("Task '{}' completed.", task.title),
+            ));
+            posts.push(task_post(&task.title, text, 0x2E_CC_71));
+        }
+        Outcome::Failed { error, permanent } => {
+            done.status = TaskStatus::Failed;
+            done.result = None;
+            done.error = Some(error.clone());
+            let tries = if done.attempts == 1 { "1 attempt".into() } else {
+                format!("{} attempts", done.attempts)
+            };
+            activity.push(NewActivity::for_task(
+                Action::TaskFailed,
+                task.id.as_str(),
+                format!("Task '{}' failed after {tries}: {error}", task.title),
+            ));
+            posts.push(task_post(&format!("Failed: {}", task.title), error, 0xE7_4C_3C));
+            after.failure_streak = agent.failure_streak.saturating_add(1);
+            let why = if *permanent {
+                Some(format!(
+                    "The model provider rejected this agent's calls: {error}. Fix the model or \
+                     its key, then start the agent again."
+                ))
+            } else if after.failure_streak >= FAILED_TASKS_BEFORE_ERROR {
+                Some(format!(
+                    "{} tasks in a row failed; the last one: {error}. Start the agent again to \
+                     resume.",
+                    after.failure_streak
+                ))
+            } else {
+                None
+            };
+            // A stop or vacation during the task is the user's word and stands.
+            if let (Some(why), AgentStatus::Active) = (why, agent.status) {
+                after.status = AgentStatus::Error;
+                after.status_before_vacation = None;
+                activity.push(NewActivity::new(Action::AgentError, why.clone()));
+                posts.push(status_post(&agent.name, AgentStatus::Error, &why));
+            }
+        }
+    }
+    Finish { task: done, agent: after, activity, posts }
+}
+
+/// A task's result (or failure) as an embed titled with the task.
+fn task_post(title: &str, text: &str, color: u32) -> NewPost {
+    let embed = Embed {
+        title: Some(cut(title, EMBED_TITLE_CHARS)),
+        description: Some(cut(text, EMBED_DESCRIPTION_CHARS)),
+        color: Some(color),
+    };
+    NewPost::new(MessageBody::new(None, Some(embed)))
+}
+
+/// The short post announcing a status change in the agent's channel.
+pub fn status_post(name: &str, status: AgentStatus, details: &str) -> NewPost {
+    let color = match status {
+        AgentStatus::Active => 0x2E_CC_71,
+        AgentStatus::Idle => 0x95_A5_A6,
+        AgentStatus::Vacation => 0x34_98_DB,
+        AgentStatus::Error => 0xE7_4C_3C,
+    };
+    let embed = Embed {
+        title: Some(cut(&format!("{name} is {status}"), EMBED_TITLE_CHARS)),
+        description: Some(cut(details, EMBED_DESCRIPTION_CHARS)),
+        color: Some(color),
+    };
+    NewPost::new(MessageBody::new(None, Some(embed)))
+}
+
+/// `text` within `max` characters, ending in an ellipsis when it was cut. Discord counts
+/// characters, not bytes.
+pub fn cut(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut kept: String = text.chars().take(max.saturating_sub(1)).collect();
+    kept.push('…');
+    kept
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::agent::AgentId;
+    use crate::domain::task::TaskId;
+
+    fn agent(status: AgentStatus, streak: i32) -> AgentRun {
+        AgentRun {
+            name: "Writer".into(),
+            status,
+            status_before_vacation: None,
+            role_prompt: "You write.".into(),
+            model: None,
+            throttle_seconds: 1.5,
+            lease_owner: Some("node".into()),
+            next_run_at: None,
+            failure_streak: streak,
+        }
+    }
+
+    fn task() -> Task {
+        let at = crate::domain::now();
+        Task {
+            id: TaskId::parse("t1").unwrap(),
+            agent_id: AgentId::parse("writer").unwrap(),
+            title: "Weekly update".into(),
+            description: None,
+            priority: 0,
+            status: TaskStatus::InProgress,
+            result: None,
+            error: None,
+            attempts: 0,
+            created_at: at,
+            updated_at: at,
+            started_at: Some(at),
+            completed_at: None,
+            usage: None,
+        }
+    }
+
+    fn failed(permanent: bool) -> Outcome {
+        Outcome::Failed { error: "boom".into(), permanent }
+    }
+
+    fn actions(finish: &Finish) -> Vec<Action> {
+        finish.activity.iter().map(|a| a.action).collect()
+    }
+
+    #[test]
+    fn a_completed_task_keeps_its_answer_resets_the_streak_and_starts_the_throttle() {
+        let at = crate::domain::now();
+        let usage = Some(Usage { input_tokens: 3, output_tokens: 4 });
+        let done = finish(
+            &agent(AgentStatus::Active, 2),
+            &task(),
+            &Outcome::Complete { text: "Done.".into(), usage },
+            1,
+            at,
+        );
+        assert_eq!(done.task.status, TaskStatus::Complete);
+        assert_eq!((done.task.result.as_deref(), done.task.usage, done.task.attempts), (Some("Done."), usage, 1));
+        assert_eq!(done.agent.failure_streak, 0);
+        assert_eq!(done.agent.next_run_at, at + chrono::Duration::milliseconds(1500));
+        assert_eq!(actions(&done), [Action::TaskCompleted]);
+        let embed = &done.posts[0].body.embeds[0];
+        assert_eq!(embed.title.as_deref(), Some("Weekly update"));
+        assert_eq!(embed.description.as_deref(), Some("Done."));
+    }
+
+    #[test]
+    fn the_third_failure_in_a_row_or_a_permanent_one_puts_an_active_agent_in_error() {
+        let at = crate::domain::now();
+        let second = finish(&agent(AgentStatus::Active, 1), &task(), &failed(false), 3, at);
+        assert_eq!((second.agent.status, second.agent.failure_streak), (AgentStatus::Active, 2));
+        assert_eq!(actions(&second), [Action::TaskFailed]);
+
+        let third = finish(&agent(AgentStatus::Active, 2), &task(), &failed(false), 3, at);
+        assert_eq!(third.agent.status, AgentStatus::Error);
+        assert_eq!(actions(&third), [Action::TaskFailed, Action::AgentError]);
+        assert!(third.activity[1].details.contains("3 tasks in a row"));
+        assert_eq!(third.posts.len(), 2);
+
+        let permanent = finish(&agent(AgentStatus::Active, 0), &task(), &failed(true), 1, at);
+        assert_eq!(permanent.agent.status, AgentStatus::Error);
+        assert!(permanent.activity[1].details.contains("boom"));
+
+        let stopped = finish(&agent(AgentStatus::Idle, 2), &task(), &failed(true), 1, at);
+        assert_eq!(stopped.agent.status, AgentStatus::Idle);
+        assert_eq!(actions(&stopped), [Action::TaskFailed]);
+    }
+
+    #[test]
+    fn long_text_is_cut_to_the_limit_with_an_ellipsis() {
+        assert_eq!(cut("short", 10), "short");
+        let long = "é".repeat(5000);
+        let kept = cut(&long, EMBED_DESCRIPTION_CHARS);
+        assert_eq!(kept.chars().count(), EMBED_DESCRIPTION_CHARS);
+        assert!(kept.ends_with('…'));
+    }
+
+    #[test]
+    fn the_user_message_is_the_title_then_the_description() {
+        let mut claimed = ClaimedTask { task: task(), agent: agent(AgentStatus::Active, 0) };
+        assert_eq!(claimed.user_message(), "Weekly update");
+        claimed.task.description = Some("Cover sales.".into());
+        assert_eq!(claimed.user_message(), "Weekly update\n\nCover sales.");
+    }
+}
