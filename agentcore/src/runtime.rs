@@ -372,7 +372,9 @@ async fn work(node: Arc<Node>, agent: AgentKey, worker: Arc<Worker>) {
                 run_task(&node, &agent, *claimed).await;
                 continue;
             }
-            Ok(Claim::Wait(until)) => until.map(|until| (until - Utc::now()).to_std().unwrap_or_default()),
+            Ok(Claim::Wait(until)) => {
+                until.map(|until| (until - Utc::now()).to_std().unwrap_or_default())
+            }
             Ok(Claim::Lost) => break,
             Err(error) => {
                 tracing::warn!(%error, agent = %agent.agent_id, "cannot claim a task");
@@ -434,8 +436,11 @@ async fn run_task(node: &Node, agent: &AgentKey, claimed: ClaimedTask) {
 /// The model's answer to the task, with up to three attempts; and how many calls were made.
 async fn call_model(node: &Node, claimed: &ClaimedTask) -> (Outcome, i32) {
     let models = node.core.models();
-    let resolved =
-        models.resolve(claimed.agent.model.as_deref(), &claimed.agent.role_prompt, &claimed.user_message());
+    let resolved = models.resolve(
+        claimed.agent.model.as_deref(),
+        &claimed.agent.role_prompt,
+        &claimed.user_message(),
+    );
     let (provider, request) = match resolved {
         Ok(resolved) => resolved,
         Err(error) => {
@@ -447,13 +452,19 @@ async fn call_model(node: &Node, claimed: &ClaimedTask) -> (Outcome, i32) {
         calls += 1;
         let answer = {
             let Ok(_permit) = node.calls.acquire().await else {
-                return (Outcome::Failed { error: "the runtime stopped".into(), permanent: false }, calls - 1);
+                return (
+                    Outcome::Failed { error: "the runtime stopped".into(), permanent: false },
+                    calls - 1,
+                );
             };
             provider.complete(&request).await
         };
         match answer {
             Ok(completion) => {
-                return (Outcome::Complete { text: completion.text, usage: completion.usage }, calls);
+                return (
+                    Outcome::Complete { text: completion.text, usage: completion.usage },
+                    calls,
+                );
             }
             Err(ModelError::Permanent { reason }) => {
                 return (Outcome::Failed { error: reason, permanent: true }, calls);
@@ -496,6 +507,9 @@ mod tests {
         assert_eq!(retry_delay(&config, 1, None), Duration::from_secs(1));
         assert_eq!(retry_delay(&config, 2, None), Duration::from_secs(2));
         assert_eq!(retry_delay(&config, 2, Some(Duration::from_secs(7))), Duration::from_secs(7));
-        assert_eq!(retry_delay(&config, 1, Some(Duration::from_secs(600))), Duration::from_secs(30));
+        assert_eq!(
+            retry_delay(&config, 1, Some(Duration::from_secs(600))),
+            Duration::from_secs(30)
+        );
     }
 }

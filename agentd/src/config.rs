@@ -89,7 +89,8 @@ impl Config {
             )));
         }
         let model_defaults = ModelsConfig::default();
-        let timeout = seconds(&env, "AGENTD_MODELS__TIMEOUT_SECONDS", "models.timeout_seconds", false)?;
+        let timeout =
+            seconds(&env, "AGENTD_MODELS__TIMEOUT_SECONDS", "models.timeout_seconds", false)?;
         let max_tokens = count(&env, "AGENTD_MODELS__MAX_TOKENS", "models.max_tokens")?;
         let models = ModelsConfig {
             default: env("AGENTD_MODELS__DEFAULT").unwrap_or(model_defaults.default),
@@ -182,7 +183,9 @@ fn seconds(
         .map(|raw| {
             match raw.trim().parse::<f64>().ok().and_then(|s| Duration::try_from_secs_f64(s).ok()) {
                 Some(value) if zero_ok || !value.is_zero() => Ok(value),
-                _ if zero_ok => Err(ConfigError(format!("{key}: '{raw}' is not a number of seconds"))),
+                _ if zero_ok => {
+                    Err(ConfigError(format!("{key}: '{raw}' is not a number of seconds")))
+                }
                 _ => Err(ConfigError(format!("{key}: '{raw}' is not a positive number"))),
             }
         })

@@ -1,5 +1,5 @@
-//! The real `agentd` process: the embedded default, a clean exit on SIGTERM, and a `kill -9`
-//! with posts pending.
+//! The real `agentd` process: the embedded default, a clean exit on SIGTERM, a `kill -9` with
+//! posts pending or a task in progress, and several processes sharing one database.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -10,7 +10,8 @@ use tokio::process::{Child, Command};
 use tokio::sync::oneshot;
 
 use crate::fake_discord::{Failure, FakeDiscord};
-use crate::helpers::{backend_tests, eventually};
+use crate::fake_models::{FakeModels, OPENAI_KEY, Script};
+use crate::helpers::{TestDb, backend_tests, eventually};
 
 /// A running `agentd` process and the address it reported.
 struct Server {
@@ -50,6 +51,22 @@ impl Server {
             .expect("agentd reports its address");
         agentcore::install_tls_provider();
         Self { child, address: format!("http://{address}"), client: reqwest::Client::new() }
+    }
+
+    /// Registers a user and returns the bearer token.
+    async fn register(&self, email: &str) -> String {
+        let body = json!({"email": email, "password": "correct horse", "name": "Ops"});
+        let (status, registered) =
+            self.send(reqwest::Method::POST, "/auth/register", None, body).await;
+        assert_eq!(status, 201, "{registered}");
+        registered["access_token"].as_str().unwrap().to_owned()
+    }
+
+    /// POSTs `body` and asserts the status.
+    async fn post(&self, path: &str, token: &str, body: Value, status: u16) -> Value {
+        let (got, reply) = self.send(reqwest::Method::POST, path, Some(token), body).await;
+        assert_eq!(got, status, "POST {path}: {reply}");
+        reply
     }
 
     async fn send(
@@ -190,6 +207,132 @@ async fn two_processes_on_one_database_deliver_each_post_once_and_in_order(db) {
     }
     assert_eq!(sends.len(), 40);
     assert!(sends.values().all(|n| *n == 1), "a post was sent by both processes: {sends:?}");
+}
+
+}
+
+/// Settings for a process that runs agents on the fake model with short leases.
+fn runtime_env(
+    db: &TestDb,
+    data_dir: &tempfile::TempDir,
+    models: &FakeModels,
+) -> Vec<(&'static str, String)> {
+    vec![
+        ("AGENTD_DATA_DIR", data_dir.path().display().to_string()),
+        ("AGENTD_DATABASE_URL", db.url_for_process()),
+        ("AGENTD_MODELS__DEFAULT", "openai:gpt-test".into()),
+        ("AGENTD_MODELS__OPENAI_BASE_URL", models.openai_base()),
+        ("AGENTD_MODELS__OPENAI_API_KEY", OPENAI_KEY.into()),
+        ("AGENTD_RUNTIME__LEASE_SECONDS", "2".into()),
+        ("AGENTD_RUNTIME__POLL_SECONDS", "0.5".into()),
+    ]
+}
+
+/// Tasks completed more than once (by their `task_completed` entries), and the total.
+async fn completions(db: &TestDb) -> (i64, i64) {
+    let doubled = db.count("SELECT COUNT(*) FROM (SELECT task_id FROM activity WHERE action = 'task_completed' GROUP BY task_id HAVING COUNT(*) > 1) AS doubled", &[]).await;
+    let total =
+        db.count("SELECT COUNT(*) FROM activity WHERE action = 'task_completed'", &[]).await;
+    (doubled, total)
+}
+
+backend_tests! { db;
+
+async fn a_process_killed_during_a_task_loses_no_task_and_writes_no_result_twice(db) {
+    let models = FakeModels::start().await;
+    // The first call never answers in time: the process dies while it is open.
+    models.script([Script::Hang(Duration::from_secs(60))]);
+    let data_dir = tempfile::tempdir().unwrap();
+    let env = runtime_env(&db, &data_dir, &models);
+    let server = Server::start(&env).await;
+    let token = server.register("crash@example.com").await;
+    server.post("/api/agents", &token, json!({"id": "worker", "name": "Worker", "role_prompt": "Work.", "channel": "c"}), 201).await;
+    for n in 0..3 {
+        server.post("/api/agents/worker/backlog", &token, json!({"title": format!("Task {n}"), "priority": 3 - n}), 201).await;
+    }
+    server.post("/api/agents/worker/start", &token, Value::Null, 200).await;
+    eventually(Duration::from_secs(20), "the first call arrives", || async { !models.calls().is_empty() }).await;
+    server.signal("-KILL").await;
+    assert_eq!(db.count("SELECT COUNT(*) FROM tasks WHERE status = 'in_progress'", &[]).await, 1);
+    assert_eq!(db.count("SELECT COUNT(*) FROM tasks WHERE status = 'queued'", &[]).await, 2);
+
+    let _server = Server::start(&env).await;
+    eventually(Duration::from_secs(30), "every task completes after the restart", || async {
+        db.count("SELECT COUNT(*) FROM tasks WHERE status = 'complete'", &[]).await == 3
+    }).await;
+    assert_eq!(completions(&db).await, (0, 3), "a result was written twice");
+    let users: Vec<String> = models.calls().iter().map(|c| c.user().to_owned()).collect();
+    assert_eq!(users, ["Task 0", "Task 0", "Task 1", "Task 2"], "the interrupted task runs again, first");
+    assert_eq!(db.count("SELECT COUNT(*) FROM tasks WHERE attempts = 2", &[]).await, 1, "the lost call counts as an attempt");
+}
+
+async fn three_processes_share_twenty_agents_and_survive_losing_one(db) {
+    const AGENTS: usize = 20;
+    const TASKS: usize = 40;
+    let models = FakeModels::start().await;
+    models.set_latency(Duration::from_millis(15));
+    let discord = FakeDiscord::start().await;
+    discord.add_bot("nodes-bot.1", "NodesBot");
+    discord.add_guild("999", "Nodes", &["nodes-bot.1"]);
+    let data_dir = tempfile::tempdir().unwrap();
+    let mut env = runtime_env(&db, &data_dir, &models);
+    env.push(("AGENTD_DISCORD__API_BASE", discord.api_base.clone()));
+    let mut nodes = Vec::new();
+    for _ in 0..3 {
+        nodes.push(Server::start(&env).await);
+    }
+    let token = nodes[0].register("nodes@example.com").await;
+    nodes[1].post("/api/chat/connect", &token, json!({"bot_token": "nodes-bot.1", "guild_id": "999"}), 200).await;
+    for a in 0..AGENTS {
+        let node = &nodes[a % 3];
+        let id = format!("agent-{a:02}");
+        node.post("/api/agents", &token, json!({"id": id, "name": id, "role_prompt": format!("You are {id}."), "channel": "c"}), 201).await;
+        let channel = if a % 2 == 0 { "9991" } else { "9992" };
+        node.post("/api/chat/mappings/999", &token, json!({"agent_id": id, "channel_id": channel}), 200).await;
+        let adds = (0..TASKS).map(|t| {
+            let node = &nodes[(a + t) % 3];
+            let (path, token, title) = (format!("/api/agents/{id}/backlog"), token.clone(), format!("{id} task {t:02}"));
+            async move { node.post(&path, &token, json!({"title": title}), 201).await }
+        });
+        futures::future::join_all(adds).await;
+    }
+    for a in 0..AGENTS {
+        nodes[a % 3].post(&format!("/api/agents/agent-{a:02}/start"), &token, Value::Null, 200).await;
+    }
+    let complete = || db.count("SELECT COUNT(*) FROM tasks WHERE status = 'complete'", &[]);
+    eventually(Duration::from_secs(60), "a quarter of the tasks complete", || async { complete().await >= 200 }).await;
+    let killed = nodes.remove(1);
+    killed.signal("-KILL").await;
+    eventually(Duration::from_secs(120), "all 800 tasks complete", || async { complete().await == 800 }).await;
+    assert_eq!(completions(&db).await, (0, 800), "a result was written twice");
+
+    // One task at a time per agent, whichever node ran it: calls of an agent never overlap.
+    let mut by_agent = std::collections::HashMap::<String, Vec<_>>::new();
+    for call in models.calls() {
+        by_agent.entry(call.system().to_owned()).or_default().push(call);
+    }
+    assert_eq!(by_agent.len(), AGENTS);
+    for (agent, calls) in &mut by_agent {
+        calls.sort_by_key(|c| c.received);
+        for pair in calls.windows(2) {
+            // A call cut off by the kill has no answer; its task lease had to expire first.
+            let ended = pair[0].answered.unwrap_or(pair[0].received + Duration::from_secs(1));
+            assert!(pair[1].received >= ended, "{agent} had two tasks in progress at once");
+        }
+    }
+
+    eventually(Duration::from_secs(60), "every result is posted", || async {
+        discord.messages().iter().filter(|m| m.body["embeds"][0]["title"].as_str().is_some_and(|t| t.contains(" task "))).count() >= 800
+    }).await;
+    let mut posted = std::collections::HashMap::<String, usize>::new();
+    for message in discord.messages() {
+        let title = message.body["embeds"][0]["title"].as_str().unwrap().to_owned();
+        if title.contains(" task ") {
+            *posted.entry(title).or_default() += 1;
+        }
+    }
+    assert_eq!(posted.len(), 800);
+    assert!(posted.values().all(|n| *n == 1), "a result was posted twice");
 }
 
 }

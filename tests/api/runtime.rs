@@ -301,7 +301,7 @@ async fn an_unknown_model_name_fails_the_task_and_errors_the_agent(app) {
     eventually(WAIT, "the agent is in error", || async { agent_status(&app, &user, "confused").await == "error" }).await;
     let failed = task(&app, &user, "confused", &added["id"]).await;
     assert!(failed["error"].as_str().unwrap().contains("unknown model"), "{failed}");
-    assert_eq!(failed["attempts"], 0);
+    assert_eq!(failed["attempts"], 1);
     assert!(models(&app).calls().is_empty());
 }
 

@@ -5,8 +5,8 @@ use crate::domain::activity::{Action, NewActivity};
 use crate::domain::agent::{
     Agent, AgentDetail, AgentFilter, AgentId, AgentPatch, AgentSummary, NewAgent,
 };
-use crate::domain::runtime::status_post;
 use crate::domain::now;
+use crate::domain::runtime::status_post;
 use crate::domain::status::{StatusCommand, transition};
 use crate::domain::task::{Task, TaskStatus};
 use crate::error::Result;

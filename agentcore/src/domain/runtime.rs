@@ -86,9 +86,15 @@ pub enum Claim {
 /// How the model calls for a task ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
-    Complete { text: String, usage: Option<Usage> },
+    Complete {
+        text: String,
+        usage: Option<Usage>,
+    },
     /// `permanent`: the provider will never accept this agent's calls as configured.
-    Failed { error: String, permanent: bool },
+    Failed {
+        error: String,
+        permanent: bool,
+    },
 }
 
 /// The agent's run state after a task.
@@ -110,7 +116,8 @@ pub struct Finish {
     pub posts: Vec<NewPost>,
 }
 
-/// Applies `outcome` of `calls` model calls to `task` (as claimed) and its agent, at `at`.
+/// Applies `outcome` of `calls` model calls to `task` (as claimed, its attempt already
+/// counted) and its agent, at `at`.
 pub fn finish(
     agent: &AgentRun,
     task: &Task,
@@ -119,7 +126,8 @@ pub fn finish(
     at: DateTime<Utc>,
 ) -> Finish {
     let mut done = task.clone();
-    done.attempts = task.attempts.saturating_add(calls);
+    // The claim counted the first call; retries add the rest.
+    done.attempts = task.attempts.saturating_add((calls - 1).max(0));
     done.completed_at = Some(at);
     done.updated_at = at;
     let throttle = chrono::Duration::microseconds((agent.throttle_seconds * 1e6).round() as i64);
@@ -148,7 +156,9 @@ pub fn finish(
             done.status = TaskStatus::Failed;
             done.result = None;
             done.error = Some(error.clone());
-            let tries = if done.attempts == 1 { "1 attempt".into() } else {
+            let tries = if done.attempts == 1 {
+                "1 attempt".into()
+            } else {
                 format!("{} attempts", done.attempts)
             };
             activity.push(NewActivity::for_task(
@@ -252,7 +262,7 @@ mod tests {
             status: TaskStatus::InProgress,
             result: None,
             error: None,
-            attempts: 0,
+            attempts: 1,
             created_at: at,
             updated_at: at,
             started_at: Some(at),
@@ -281,7 +291,10 @@ mod tests {
             at,
         );
         assert_eq!(done.task.status, TaskStatus::Complete);
-        assert_eq!((done.task.result.as_deref(), done.task.usage, done.task.attempts), (Some("Done."), usage, 1));
+        assert_eq!(
+            (done.task.result.as_deref(), done.task.usage, done.task.attempts),
+            (Some("Done."), usage, 1)
+        );
         assert_eq!(done.agent.failure_streak, 0);
         assert_eq!(done.agent.next_run_at, at + chrono::Duration::milliseconds(1500));
         assert_eq!(actions(&done), [Action::TaskCompleted]);

@@ -224,12 +224,11 @@ macro_rules! sql_store {
                 activity: &NewActivity,
             ) -> Result<AgentStatus> {
                 let mut tx = self.begin_write().await?;
-                let status: Option<String> =
-                    sqlx::query_scalar(&sql::agent_status(<$store>::LOCK))
-                        .bind(owner.as_str())
-                        .bind(task.agent_id.as_str())
-                        .fetch_optional(&mut *tx)
-                        .await?;
+                let status: Option<String> = sqlx::query_scalar(&sql::agent_status(<$store>::LOCK))
+                    .bind(owner.as_str())
+                    .bind(task.agent_id.as_str())
+                    .fetch_optional(&mut *tx)
+                    .await?;
                 let status: AgentStatus = status
                     .ok_or_else(|| Error::not_found(Resource::Agent, task.agent_id.as_str()))?
                     .parse()
@@ -590,7 +589,11 @@ macro_rules! sql_store {
                     .bind(until)
                     .fetch_all(&mut *tx)
                     .await?;
-                sqlx::query(sql::RENEW_TASK_LEASES).bind(node).bind(until).execute(&mut *tx).await?;
+                sqlx::query(sql::RENEW_TASK_LEASES)
+                    .bind(node)
+                    .bind(until)
+                    .execute(&mut *tx)
+                    .await?;
                 // Nodes silent for an hour are gone; live counting only looks at `alive_until`.
                 sqlx::query(sql::FORGET_DEAD_NODES)
                     .bind(now - chrono::Duration::hours(1))
@@ -651,8 +654,10 @@ macro_rules! sql_store {
             }
 
             async fn requeue_expired_tasks(&self, now: DateTime<Utc>) -> Result<u64> {
-                let done =
-                    sqlx::query(sql::REQUEUE_EXPIRED_TASKS).bind(now).execute(self.writer()).await?;
+                let done = sqlx::query(sql::REQUEUE_EXPIRED_TASKS)
+                    .bind(now)
+                    .execute(self.writer())
+                    .await?;
                 Ok(done.rows_affected())
             }
 
@@ -665,11 +670,12 @@ macro_rules! sql_store {
             ) -> Result<Claim> {
                 let (owner, id) = (agent.owner_id.as_str(), agent.agent_id.as_str());
                 let mut tx = self.begin_write().await?;
-                let row: Option<AgentRunRow> = sqlx::query_as(&sql::select_agent_run(<$store>::LOCK))
-                    .bind(owner)
-                    .bind(id)
-                    .fetch_optional(&mut *tx)
-                    .await?;
+                let row: Option<AgentRunRow> =
+                    sqlx::query_as(&sql::select_agent_run(<$store>::LOCK))
+                        .bind(owner)
+                        .bind(id)
+                        .fetch_optional(&mut *tx)
+                        .await?;
                 let Some(row) = row else { return Ok(Claim::Lost) };
                 let run = AgentRun::try_from(row)?;
                 if run.status != AgentStatus::Active || run.lease_owner.as_deref() != Some(node) {
@@ -687,7 +693,9 @@ macro_rules! sql_store {
                 for (task_id, holder, lease_until) in running {
                     match (holder, lease_until) {
                         // Another node still runs it: one task at a time, so wait for it.
-                        (Some(holder), Some(lease_until)) if holder != node && lease_until >= now => {
+                        (Some(holder), Some(lease_until))
+                            if holder != node && lease_until >= now =>
+                        {
                             return Ok(Claim::Wait(Some(lease_until)));
                         }
                         // Expired, or left behind by this node's own failed write: run it again.
@@ -718,6 +726,7 @@ macro_rules! sql_store {
                     .execute(&mut *tx)
                     .await?;
                 task.status = TaskStatus::InProgress;
+                task.attempts += 1;
                 task.started_at = Some(now);
                 task.updated_at = now;
                 let owner = UserId::from_trusted(owner.to_owned());
@@ -741,11 +750,12 @@ macro_rules! sql_store {
             ) -> Result<bool> {
                 let (owner, id) = (agent.owner_id.as_str(), agent.agent_id.as_str());
                 let mut tx = self.begin_write().await?;
-                let row: Option<AgentRunRow> = sqlx::query_as(&sql::select_agent_run(<$store>::LOCK))
-                    .bind(owner)
-                    .bind(id)
-                    .fetch_optional(&mut *tx)
-                    .await?;
+                let row: Option<AgentRunRow> =
+                    sqlx::query_as(&sql::select_agent_run(<$store>::LOCK))
+                        .bind(owner)
+                        .bind(id)
+                        .fetch_optional(&mut *tx)
+                        .await?;
                 let Some(row) = row else { return Ok(false) };
                 let run = AgentRun::try_from(row)?;
                 let current: Option<TaskRow> = sqlx::query_as(&sql::select_task(<$store>::LOCK))
@@ -784,8 +794,14 @@ macro_rules! sql_store {
                     .await?;
                 let owner_id = UserId::from_trusted(owner.to_owned());
                 for (nth, entry) in done.activity.iter().enumerate() {
-                    insert_activity(&mut tx, &owner_id, &done.task.agent_id, entry, nth_instant(at, nth))
-                        .await?;
+                    insert_activity(
+                        &mut tx,
+                        &owner_id,
+                        &done.task.agent_id,
+                        entry,
+                        nth_instant(at, nth),
+                    )
+                    .await?;
                 }
                 for post in &done.posts {
                     let payload = serde_json::to_string(&post.body).map_err(Error::internal)?;
@@ -824,10 +840,7 @@ macro_rules! sql_store {
         }
 
         /// Tells every node that the agent may have work, when the transaction commits.
-        async fn notify(
-            tx: &mut sqlx::Transaction<'static, $db>,
-            agent: &AgentKey,
-        ) -> Result<()> {
+        async fn notify(tx: &mut sqlx::Transaction<'static, $db>, agent: &AgentKey) -> Result<()> {
             publish(tx, &agent.to_payload()).await
         }
 

@@ -341,8 +341,11 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     async fn agents_with_work(&self, node: &str, now: DateTime<Utc>) -> Result<Vec<AgentKey>>;
     /// Calls `wake` with every wake-up published by any node (`None`: look at everything),
     /// until `stop`. `None` when the backend has no notifications (SQLite: one node).
-    fn listen(&self, wake: Wake, stop: tokio::sync::watch::Receiver<bool>)
-    -> Option<tokio::task::JoinHandle<()>>;
+    fn listen(
+        &self,
+        wake: Wake,
+        stop: tokio::sync::watch::Receiver<bool>,
+    ) -> Option<tokio::task::JoinHandle<()>>;
 }
 
 /// Receives wake-ups: the agent that has work, or `None` for "look at everything".

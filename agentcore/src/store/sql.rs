@@ -195,8 +195,9 @@ pub(super) fn select_next_task() -> String {
          ORDER BY priority DESC, created_at, id LIMIT 1"
     )
 }
+/// Every run counts as an attempt when it starts, so a run cut off by a crash is counted too.
 pub(super) const START_TASK: &str = "UPDATE tasks SET status = 'in_progress', lease_owner = $2, \
-    lease_until = $3, started_at = $4, updated_at = $4 WHERE id = $1";
+    lease_until = $3, started_at = $4, updated_at = $4, attempts = attempts + 1 WHERE id = $1";
 /// Writes a finished task, only while `$2` still holds it.
 pub(super) const FINISH_TASK: &str = "UPDATE tasks SET status = $3, result = $4, error = $5, \
     attempts = $6, input_tokens = $7, output_tokens = $8, updated_at = $9, completed_at = $9, \
