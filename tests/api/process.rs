@@ -266,6 +266,53 @@ async fn a_process_killed_during_a_task_loses_no_task_and_writes_no_result_twice
     assert_eq!(db.count("SELECT COUNT(*) FROM tasks WHERE attempts = 2", &[]).await, 1, "the lost call counts as an attempt");
 }
 
+async fn sigterm_lets_the_task_in_progress_finish_then_gives_everything_back(db) {
+    let models = FakeModels::start().await;
+    models.script([Script::Hang(Duration::from_millis(1500))]);
+    let data_dir = tempfile::tempdir().unwrap();
+    let env = runtime_env(&db, &data_dir, &models);
+    let server = Server::start(&env).await;
+    let token = server.register("term@example.com").await;
+    server.post("/api/agents", &token, json!({"id": "worker", "name": "Worker", "role_prompt": "Work.", "channel": "c"}), 201).await;
+    for n in 0..2 {
+        server.post("/api/agents/worker/backlog", &token, json!({"title": format!("Task {n}"), "priority": 2 - n}), 201).await;
+    }
+    server.post("/api/agents/worker/start", &token, Value::Null, 200).await;
+    eventually(Duration::from_secs(20), "the first call arrives", || async { !models.calls().is_empty() }).await;
+    let exit = server.signal("-TERM").await;
+    assert!(exit.success(), "exit status {exit:?}");
+    assert_eq!(db.count("SELECT COUNT(*) FROM tasks WHERE status = 'complete'", &[]).await, 1, "the task in progress finished");
+    assert_eq!(db.count("SELECT COUNT(*) FROM tasks WHERE status = 'queued'", &[]).await, 1, "no new task was taken");
+    assert_eq!(models.calls().len(), 1);
+    assert_eq!(db.count("SELECT COUNT(*) FROM agents WHERE lease_owner IS NOT NULL", &[]).await, 0);
+    assert_eq!(db.count("SELECT COUNT(*) FROM runtime_nodes", &[]).await, 0);
+}
+
+async fn a_task_longer_than_the_grace_period_goes_back_to_the_queue_at_shutdown(db) {
+    let models = FakeModels::start().await;
+    models.script([Script::Hang(Duration::from_secs(60))]);
+    let data_dir = tempfile::tempdir().unwrap();
+    let mut env = runtime_env(&db, &data_dir, &models);
+    env.push(("AGENTD_RUNTIME__SHUTDOWN_GRACE_SECONDS", "0.5".into()));
+    // Leases far longer than the test: only the release at shutdown can free the task.
+    env.retain(|(name, _)| *name != "AGENTD_RUNTIME__LEASE_SECONDS");
+    env.push(("AGENTD_RUNTIME__LEASE_SECONDS", "600".into()));
+    let server = Server::start(&env).await;
+    let token = server.register("grace@example.com").await;
+    server.post("/api/agents", &token, json!({"id": "worker", "name": "Worker", "role_prompt": "Work.", "channel": "c"}), 201).await;
+    server.post("/api/agents/worker/backlog", &token, json!({"title": "Endless"}), 201).await;
+    server.post("/api/agents/worker/start", &token, Value::Null, 200).await;
+    eventually(Duration::from_secs(20), "the call arrives", || async { !models.calls().is_empty() }).await;
+    let exit = server.signal("-TERM").await;
+    assert!(exit.success(), "exit status {exit:?}");
+    assert_eq!(db.count("SELECT COUNT(*) FROM tasks WHERE status = 'queued' AND lease_owner IS NULL", &[]).await, 1);
+
+    let _server = Server::start(&env).await;
+    eventually(Duration::from_secs(20), "the next process runs it at once", || async {
+        db.count("SELECT COUNT(*) FROM tasks WHERE status = 'complete'", &[]).await == 1
+    }).await;
+}
+
 async fn three_processes_share_twenty_agents_and_survive_losing_one(db) {
     const AGENTS: usize = 20;
     const TASKS: usize = 40;

@@ -341,3 +341,138 @@ mod outbox {
 
     }
 }
+
+mod runtime {
+    use super::*;
+    use agentcore::domain::runtime::{AgentKey, Claim, Outcome};
+    use agentcore::store::Store;
+
+    const A: &str = "node-a";
+    const B: &str = "node-b";
+
+    fn later(seconds: i64) -> chrono::DateTime<Utc> {
+        agentcore::domain::now() + Duration::seconds(seconds)
+    }
+
+    /// An owner with an active agent `r` and tasks of the given priorities.
+    async fn active(s: &dyn Store, priorities: &[i32]) -> (UserRecord, AgentKey, Vec<Task>) {
+        let owner = user("runtime@example.com");
+        s.insert_user(&owner).await.unwrap();
+        s.insert_agent(&owner.id, &new_agent("r", None), agentcore::domain::now(), &created())
+            .await
+            .unwrap();
+        s.update_agent(&owner.id, &id("r"), &|current| {
+            Ok(Some(AgentChange {
+                agent: Agent { status: AgentStatus::Active, ..current.clone() },
+                activity: vec![],
+                post: None,
+            }))
+        })
+        .await
+        .unwrap();
+        let mut tasks = Vec::new();
+        for (n, priority) in priorities.iter().enumerate() {
+            let t = task("r", &format!("t{n}"), *priority);
+            s.insert_task(&owner.id, &t, &NewActivity::new(Action::TaskAdded, "added"))
+                .await
+                .unwrap();
+            tasks.push(t);
+        }
+        let key = AgentKey::new(owner.id.as_str(), "r");
+        (owner, key, tasks)
+    }
+
+    fn claimed(claim: Claim) -> Task {
+        match claim {
+            Claim::Task(claimed) => claimed.task,
+            other => panic!("expected a task, got {other:?}"),
+        }
+    }
+
+    fn done() -> Outcome {
+        Outcome::Complete { text: "ok".into(), usage: None }
+    }
+
+    backend_tests! { store;
+
+    async fn an_agent_is_leased_to_one_node_and_only_its_holder_claims_tasks(store) {
+        let s = store.store.as_ref();
+        let (_, key, _) = active(s, &[0]).await;
+        let now = agentcore::domain::now();
+        assert_eq!(s.claim_agents(A, now, later(30), 10).await.unwrap(), [key.clone()]);
+        assert!(s.claim_agents(B, now, later(30), 10).await.unwrap().is_empty());
+        assert_eq!(s.claim_task(&key, B, now, later(30)).await.unwrap(), Claim::Lost);
+        claimed(s.claim_task(&key, A, now, later(30)).await.unwrap());
+        // The heartbeat renews what A holds; after its lease ends B may take the agent over.
+        assert_eq!(s.heartbeat(A, now, later(30)).await.unwrap(), [key.clone()]);
+        assert_eq!(s.heartbeat(B, now, later(30)).await.unwrap(), []);
+        let load = s.runtime_load(now).await.unwrap();
+        assert_eq!((load.active, load.nodes, load.fair_share()), (1, 2, 1));
+        let after_expiry = later(31);
+        assert_eq!(s.claim_agents(B, after_expiry, later(60), 10).await.unwrap(), [key]);
+    }
+
+    async fn tasks_are_claimed_by_priority_one_at_a_time(store) {
+        let s = store.store.as_ref();
+        let (_, key, tasks) = active(s, &[0, 5, 2]).await;
+        let now = agentcore::domain::now();
+        s.claim_agents(A, now, later(30), 10).await.unwrap();
+        let first = claimed(s.claim_task(&key, A, now, later(30)).await.unwrap());
+        assert_eq!((first.id.clone(), first.status, first.attempts), (tasks[1].id.clone(), TaskStatus::InProgress, 1));
+        assert!(s.finish_task(&key, &first.id, A, &done(), 1).await.unwrap());
+        // The agent's throttle (2.5 s) holds the next task back, then lets it run.
+        let soon = agentcore::domain::now() + Duration::seconds(1);
+        assert!(matches!(s.claim_task(&key, A, soon, later(30)).await.unwrap(), Claim::Wait(Some(_))));
+        let after = agentcore::domain::now() + Duration::seconds(3);
+        let second = claimed(s.claim_task(&key, A, after, later(30)).await.unwrap());
+        assert_eq!(second.id, tasks[2].id);
+    }
+
+    async fn finishing_is_fenced_on_the_task_lease(store) {
+        let s = store.store.as_ref();
+        let (owner, key, _) = active(s, &[0]).await;
+        let now = agentcore::domain::now();
+        s.claim_agents(A, now, later(30), 10).await.unwrap();
+        let running = claimed(s.claim_task(&key, A, now, later(30)).await.unwrap());
+        // Another node cannot finish it, and cannot start a second task meanwhile.
+        assert!(!s.finish_task(&key, &running.id, B, &done(), 1).await.unwrap());
+        // Its lease ran out: the task goes back to the queue and A's late result is dropped.
+        assert_eq!(s.requeue_expired_tasks(later(31)).await.unwrap(), 1);
+        assert!(!s.finish_task(&key, &running.id, A, &done(), 1).await.unwrap());
+        let task = s.task(&owner.id, &id("r"), &running.id).await.unwrap();
+        assert_eq!((task.status, task.result), (TaskStatus::Queued, None));
+    }
+
+    async fn a_task_held_by_a_live_node_blocks_the_next_and_an_expired_one_runs_again(store) {
+        let s = store.store.as_ref();
+        let (_, key, _) = active(s, &[1, 0]).await;
+        let now = agentcore::domain::now();
+        let task_lease = now + Duration::seconds(10);
+        s.claim_agents(A, now, now + Duration::seconds(2), 10).await.unwrap();
+        let running = claimed(s.claim_task(&key, A, now, task_lease).await.unwrap());
+        // A goes quiet: B takes the agent when its lease ends, but A's task still runs.
+        let at = now + Duration::seconds(3);
+        assert_eq!(s.claim_agents(B, at, at + Duration::seconds(30), 10).await.unwrap(), [key.clone()]);
+        assert_eq!(s.claim_task(&key, B, at, at + Duration::seconds(30)).await.unwrap(), Claim::Wait(Some(task_lease)));
+        // Once the task's lease is over too, B runs it again before anything else.
+        let at = now + Duration::seconds(11);
+        let again = claimed(s.claim_task(&key, B, at, at + Duration::seconds(30)).await.unwrap());
+        assert_eq!((again.id, again.attempts), (running.id, 2));
+    }
+
+    async fn releasing_a_node_requeues_its_tasks_and_frees_its_agents(store) {
+        let s = store.store.as_ref();
+        let (owner, key, _) = active(s, &[0]).await;
+        let now = agentcore::domain::now();
+        s.claim_agents(A, now, later(30), 10).await.unwrap();
+        s.heartbeat(A, now, later(30)).await.unwrap();
+        let running = claimed(s.claim_task(&key, A, now, later(30)).await.unwrap());
+        s.release_node(A, agentcore::domain::now()).await.unwrap();
+        let task = s.task(&owner.id, &id("r"), &running.id).await.unwrap();
+        assert_eq!((task.status, task.attempts), (TaskStatus::Queued, 1));
+        assert_eq!(s.runtime_load(agentcore::domain::now()).await.unwrap().nodes, 0);
+        assert_eq!(s.claim_agents(B, agentcore::domain::now(), later(30), 10).await.unwrap(), [key]);
+    }
+
+    }
+}
