@@ -1,10 +1,11 @@
-//! Embedding `agentcore`: a temporary SQLite database, a user, an agent and a queued task,
-//! without any server.
+//! Embedding `agentcore`: a temporary SQLite database, a user, an agent and a task that the
+//! runtime carries out with the offline `echo` model, without any server.
 //!
 //! Run with `cargo run -p examples --example embed`.
 
 use agentcore::api::{CreateAgentRequest, CreateTaskRequest, RegisterRequest};
 use agentcore::domain::activity::ActivityQuery;
+use agentcore::domain::task::TaskStatus;
 use agentcore::{Core, CoreConfig, Principal};
 
 #[tokio::main]
@@ -41,8 +42,21 @@ async fn main() -> anyhow::Result<()> {
     let task = core.add_task(&ada, &agent.id, task.parse()?).await?;
     println!("queued task {} '{}'", task.id, task.title);
 
-    let detail = core.agent(&ada, &agent.id).await?;
-    println!("backlog: {} queued", detail.agent.backlog_summary.queued);
+    // The runtime runs active agents in the background; starting the agent wakes it at once.
+    let runtime = core.start_runtime();
+    core.start_agent(&ada, &agent.id).await?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let done = loop {
+        let current = core.task(&ada, &agent.id, &task.id).await?;
+        if current.status == TaskStatus::Complete {
+            break current;
+        }
+        anyhow::ensure!(std::time::Instant::now() < deadline, "the task did not complete in 10 s");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    println!("result: {}", done.result.unwrap_or_default().lines().next().unwrap_or_default());
+    runtime.shutdown().await;
+
     for entry in core.activity(&ada, &agent.id, &ActivityQuery::default()).await? {
         println!("  {} {:<14} {}", entry.timestamp.format("%H:%M:%S"), entry.action, entry.details);
     }
