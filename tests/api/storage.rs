@@ -399,12 +399,12 @@ mod runtime {
         let s = store.store.as_ref();
         let (_, key, _) = active(s, &[0]).await;
         let now = agentcore::domain::now();
-        assert_eq!(s.claim_agents(A, now, later(30), 10).await.unwrap(), [key.clone()]);
+        assert_eq!(s.claim_agents(A, now, later(30), 10).await.unwrap(), std::slice::from_ref(&key));
         assert!(s.claim_agents(B, now, later(30), 10).await.unwrap().is_empty());
         assert_eq!(s.claim_task(&key, B, now, later(30)).await.unwrap(), Claim::Lost);
         claimed(s.claim_task(&key, A, now, later(30)).await.unwrap());
         // The heartbeat renews what A holds; after its lease ends B may take the agent over.
-        assert_eq!(s.heartbeat(A, now, later(30)).await.unwrap(), [key.clone()]);
+        assert_eq!(s.heartbeat(A, now, later(30)).await.unwrap(), std::slice::from_ref(&key));
         assert_eq!(s.heartbeat(B, now, later(30)).await.unwrap(), []);
         let load = s.runtime_load(now).await.unwrap();
         assert_eq!((load.active, load.nodes, load.fair_share()), (1, 2, 1));
@@ -452,7 +452,7 @@ mod runtime {
         let running = claimed(s.claim_task(&key, A, now, task_lease).await.unwrap());
         // A goes quiet: B takes the agent when its lease ends, but A's task still runs.
         let at = now + Duration::seconds(3);
-        assert_eq!(s.claim_agents(B, at, at + Duration::seconds(30), 10).await.unwrap(), [key.clone()]);
+        assert_eq!(s.claim_agents(B, at, at + Duration::seconds(30), 10).await.unwrap(), std::slice::from_ref(&key));
         assert_eq!(s.claim_task(&key, B, at, at + Duration::seconds(30)).await.unwrap(), Claim::Wait(Some(task_lease)));
         // Once the task's lease is over too, B runs it again before anything else.
         let at = now + Duration::seconds(11);
