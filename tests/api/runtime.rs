@@ -321,6 +321,13 @@ async fn a_task_added_to_an_idle_active_agent_starts_without_polling(app) {
         }).await;
     }
     assert_eq!(models(&app).calls().len(), 3);
+
+    // Stopping an idle agent frees its place on the node at once, not at the next heartbeat.
+    app.post_empty("/api/agents/eager/stop", &user).await.assert_status(200);
+    eventually(Duration::from_secs(2), "the node lets go of the stopped agent", || async {
+        app.core.runtime_stats().agents_running == 0
+    }).await;
+    assert_eq!(app.db.count("SELECT COUNT(*) FROM agents WHERE lease_owner IS NOT NULL", &[]).await, 0);
 }
 
 }

@@ -49,13 +49,14 @@ impl Core {
             .store()
             .update_agent(&who.user_id, id, &|current| Ok(apply_patch(current, &patch)))
             .await?;
-        self.after_agent_change(&who.user_id, id, agent.status);
+        self.after_agent_change(&who.user_id, id);
         Ok(agent)
     }
 
     /// Removes the agent, its backlog, activity and mapping. A task in progress is abandoned.
     pub async fn delete_agent(&self, who: &Principal, id: &AgentId) -> Result<()> {
         self.store().delete_agent(&who.user_id, id).await?;
+        self.wake_agent(&who.user_id, id);
         tracing::info!(user_id = %who.user_id, agent_id = %id, "agent deleted");
         Ok(())
     }
@@ -102,7 +103,7 @@ impl Core {
                 }))
             })
             .await?;
-        self.after_agent_change(&who.user_id, id, agent.status);
+        self.after_agent_change(&who.user_id, id);
         Ok(agent)
     }
 }

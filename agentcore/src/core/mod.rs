@@ -20,7 +20,7 @@ use tokio::sync::Notify;
 use crate::auth::{self, Auth};
 use crate::crypto::SecretBox;
 use crate::discord::DiscordClient;
-use crate::domain::agent::{AgentId, AgentStatus};
+use crate::domain::agent::AgentId;
 use crate::domain::runtime::AgentKey;
 use crate::domain::user::UserId;
 use crate::error::{Error, Result};
@@ -248,12 +248,11 @@ impl Core {
         self.inner.wakeups.agent(&AgentKey::new(owner.as_str(), agent.as_str()));
     }
 
-    /// After a change to an agent: its posts go out, and an active agent looks for work.
-    pub(crate) fn after_agent_change(&self, owner: &UserId, agent: &AgentId, status: AgentStatus) {
+    /// After a change to an agent: its posts go out, and its worker (if this node runs it)
+    /// looks again: an active agent for work, any other to let go of it.
+    pub(crate) fn after_agent_change(&self, owner: &UserId, agent: &AgentId) {
         self.wake_outbox();
-        if status == AgentStatus::Active {
-            self.wake_agent(owner, agent);
-        }
+        self.wake_agent(owner, agent);
     }
 
     pub(crate) fn outbox_wakeup(&self) -> &Notify {

@@ -198,7 +198,8 @@ macro_rules! sql_store {
                         .execute(&mut *tx)
                         .await?;
                 }
-                if next.status == AgentStatus::Active {
+                // The node running the agent must hear of any move, also away from `active`.
+                if next.status == AgentStatus::Active || next.status != current.status {
                     notify(&mut tx, &AgentKey::new(owner.as_str(), id.as_str())).await?;
                 }
                 tx.commit().await?;
@@ -213,6 +214,7 @@ macro_rules! sql_store {
                     .bind(id.as_str())
                     .execute(&mut *tx)
                     .await?;
+                notify(&mut tx, &AgentKey::new(owner.as_str(), id.as_str())).await?;
                 tx.commit().await?;
                 Ok(())
             }

@@ -152,8 +152,9 @@ pub(super) const UPSERT_NODE: &str = "INSERT INTO runtime_nodes (id, started_at,
     VALUES ($1, $2, $3) ON CONFLICT (id) DO UPDATE SET alive_until = excluded.alive_until";
 pub(super) const FORGET_DEAD_NODES: &str = "DELETE FROM runtime_nodes WHERE alive_until < $1";
 pub(super) const DELETE_NODE: &str = "DELETE FROM runtime_nodes WHERE id = $1";
+/// Only active agents stay held: a stopped one is let go even if no wake-up said so.
 pub(super) const RENEW_AGENT_LEASES: &str = "UPDATE agents SET lease_until = $2 \
-    WHERE lease_owner = $1 RETURNING owner_id, id AS agent_id";
+    WHERE lease_owner = $1 AND status = 'active' RETURNING owner_id, id AS agent_id";
 pub(super) const RENEW_TASK_LEASES: &str = "UPDATE tasks SET lease_until = $2 \
     WHERE lease_owner = $1 AND status = 'in_progress'";
 pub(super) const RUNTIME_LOAD: &str = "SELECT \
