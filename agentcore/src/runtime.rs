@@ -86,12 +86,9 @@ impl Wakeups {
         }
     }
 
-    /// Something changed that is not about one agent (a release, a reconnect): look again.
-    pub(crate) fn everything(&self) {
+    /// Agents may be free to claim (another node let go of some): the dispatcher looks.
+    pub(crate) fn claimable(&self) {
         self.dispatcher.notify_one();
-        for worker in lock(&self.workers).values() {
-            worker.wake.notify_one();
-        }
     }
 }
 
@@ -227,7 +224,7 @@ async fn dispatch(node: Arc<Node>, mut stop: watch::Receiver<bool>) {
     let listener = store.listen(
         Arc::new(move |agent| match agent {
             Some(agent) => wakeups.wakeups().agent(&agent),
-            None => wakeups.wakeups().everything(),
+            None => wakeups.wakeups().claimable(),
         }),
         stop.clone(),
     );
@@ -345,6 +342,10 @@ async fn balance(node: &Arc<Node>, workers: &mut JoinSet<()>) {
     let limit = i64::try_from(wanted).unwrap_or(i64::MAX);
     match store.claim_agents(node.id(), at, node.lease_until(at), limit).await {
         Ok(claimed) => {
+            if claimed.len() == CLAIM_BATCH {
+                // More may be waiting: claim the next batch without waiting for the poll.
+                node.wakeups().dispatcher.notify_one();
+            }
             for key in claimed {
                 if !lock(&node.wakeups().workers).contains_key(&key) {
                     spawn_worker(node, workers, key);

@@ -339,8 +339,10 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     ) -> Result<bool>;
     /// Active agents `node` holds that have a queued task and may run it at `now`.
     async fn agents_with_work(&self, node: &str, now: DateTime<Utc>) -> Result<Vec<AgentKey>>;
-    /// Calls `wake` with every wake-up published by any node (`None`: look at everything),
-    /// until `stop`. `None` when the backend has no notifications (SQLite: one node).
+    /// Calls `wake` with every wake-up published by any node (`None`: agents may be free to
+    /// claim), until `stop`. `None` when the backend has no notifications (SQLite: one node).
+    /// Wake-ups sent while the listener reconnects are lost; the heartbeat's look for agents
+    /// with work covers them.
     fn listen(
         &self,
         wake: Wake,
@@ -348,7 +350,7 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     ) -> Option<tokio::task::JoinHandle<()>>;
 }
 
-/// Receives wake-ups: the agent that has work, or `None` for "look at everything".
+/// Receives wake-ups: the agent that has work, or `None` for "agents may be free to claim".
 pub type Wake = Arc<dyn Fn(Option<AgentKey>) + Send + Sync>;
 
 /// The numbers behind each node's fair share of agents.

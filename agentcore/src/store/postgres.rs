@@ -65,8 +65,8 @@ impl PostgresStore {
         Ok(self.pool.begin().await?)
     }
 
-    /// Listens on the wake-up channel, reconnecting after a lost connection (and then waking
-    /// everything, since notifications sent meanwhile are gone).
+    /// Listens on the wake-up channel, reconnecting after a lost connection (and then asking
+    /// for a claim round, since notifications sent meanwhile are gone).
     fn listener(
         &self,
         wake: Wake,
