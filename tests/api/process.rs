@@ -115,6 +115,26 @@ async fn agentd_creates_its_database_exits_cleanly_on_sigterm_and_keeps_tokens_a
         server.send(reqwest::Method::POST, "/auth/register", None, body).await;
     assert_eq!(status, 201);
     let token = registered["access_token"].as_str().unwrap().to_owned();
+    // No model provider is configured: agents answer with `echo`.
+    server
+        .post(
+            "/api/agents",
+            &token,
+            json!({"id": "echoer", "name": "Echoer", "role_prompt": "Echo.", "channel": "c"}),
+            201,
+        )
+        .await;
+    let task =
+        server.post("/api/agents/echoer/backlog", &token, json!({"title": "Say hello"}), 201).await;
+    server.post("/api/agents/echoer/start", &token, Value::Null, 200).await;
+    let path = format!("/api/agents/echoer/backlog/{}", task["id"].as_str().unwrap());
+    eventually(Duration::from_secs(10), "the echo task completes", || async {
+        server.send(reqwest::Method::GET, &path, Some(&token), Value::Null).await.1["status"]
+            == "complete"
+    })
+    .await;
+    let done = server.send(reqwest::Method::GET, &path, Some(&token), Value::Null).await.1;
+    assert!(done["result"].as_str().unwrap().contains("No model was called"), "{done}");
     let exit = server.signal("-TERM").await;
     assert!(exit.success(), "exit status {exit:?}");
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::fake_models::{FakeModels, Script};
-use crate::helpers::{TestApp, User, backend_tests, eventually};
+use crate::helpers::{Options, TestApp, User, backend_tests, eventually};
 
 const BOT: &str = "runtime-bot.1";
 const GUILD: &str = "444";
@@ -349,6 +349,40 @@ async fn the_throttle_and_the_backlog_survive_a_restart(app) {
     assert_eq!(calls.len(), 2);
     let gap = calls[1].received - calls[0].answered.unwrap();
     assert!(gap >= Duration::from_millis(1500), "the throttle was forgotten: {gap:?}");
+}
+
+}
+
+backend_tests! { db;
+
+async fn model_calls_in_flight_stay_within_the_configured_bound(db) {
+    let mut options = Options::new().await;
+    options.runtime.max_concurrent_calls = 2;
+    options.models.set_latency(Duration::from_millis(250));
+    let app = TestApp::start(db, options).await;
+    let user = app.register("bound@example.com").await;
+    for a in 0..5 {
+        let id = format!("busy-{a}");
+        let body = json!({"id": id, "name": id, "role_prompt": ROLE, "channel": "c", "model": "openai:gpt-test"});
+        app.post("/api/agents", &user, body).await.assert_status(201);
+        app.add_task(&user, &id, "Work", 0).await;
+        app.add_task(&user, &id, "More work", 0).await;
+        app.post_empty(&format!("/api/agents/{id}/start"), &user).await.assert_status(200);
+    }
+    eventually(WAIT, "all ten tasks complete", || async { models(&app).calls().iter().filter(|c| c.answered.is_some()).count() == 10 }).await;
+    let mut events: Vec<(std::time::Instant, i32)> = Vec::new();
+    for call in models(&app).calls() {
+        events.push((call.received, 1));
+        events.push((call.answered.unwrap(), -1));
+    }
+    // At equal instants the end comes first: a call may start the moment another ended.
+    events.sort_by_key(|&(at, delta)| (at, delta));
+    let (mut open, mut most) = (0, 0);
+    for (_, delta) in events {
+        open += delta;
+        most = most.max(open);
+    }
+    assert_eq!(most, 2, "calls in flight at once");
 }
 
 }
