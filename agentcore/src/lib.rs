@@ -33,8 +33,8 @@ pub mod runtime;
 pub mod store;
 
 pub use crate::core::{
-    Connected, Core, CoreConfig, DiscordConfig, OauthUrl, OutboxConfig, Principal, Sent, Session,
-    default_data_dir,
+    BillingConfig, Connected, Core, CoreConfig, DiscordConfig, OauthUrl, OutboxConfig, Principal,
+    Sent, Session, default_data_dir,
 };
 pub use error::{Conflict, Error, Refusal, Resource, Result, ValidationErrors};
 pub use outbox::OutboxWorker;

@@ -5,11 +5,12 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use secrecy::SecretString;
+use secrecy::{ExposeSecret, SecretString};
 
+use agentcore::domain::billing::Plans;
 use agentcore::models::ModelsConfig;
 use agentcore::store::DatabaseUrl;
-use agentcore::{CoreConfig, DiscordConfig, RuntimeConfig};
+use agentcore::{BillingConfig, CoreConfig, DiscordConfig, RuntimeConfig};
 
 pub const DEFAULT_BIND: &str = "127.0.0.1:8080";
 
@@ -38,6 +39,7 @@ pub struct Config {
     pub discord: DiscordConfig,
     pub models: ModelsConfig,
     pub runtime: RuntimeConfig,
+    pub billing: BillingConfig,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -131,6 +133,39 @@ impl Config {
                 .unwrap_or(runtime_defaults.poll),
             ..runtime_defaults
         };
+        let plans = match env("AGENTD_BILLING__PLANS") {
+            Some(raw) => {
+                Plans::parse(&raw).map_err(|e| ConfigError(format!("billing.plans: {e}")))?
+            }
+            None => Plans::default(),
+        };
+        let mut prices = std::collections::BTreeMap::new();
+        for pair in env("AGENTD_BILLING__PRICES").unwrap_or_default().split(',') {
+            let pair = pair.trim();
+            if pair.is_empty() {
+                continue;
+            }
+            let Some((price, plan)) = pair.split_once('=') else {
+                return Err(ConfigError(format!("billing.prices: '{pair}' is not price=plan")));
+            };
+            if !plans.contains(plan.trim()) {
+                return Err(ConfigError(format!(
+                    "billing.prices: '{price}' names plan '{plan}', which billing.plans does not define"
+                )));
+            }
+            prices.insert(price.trim().to_owned(), plan.trim().to_owned());
+        }
+        let webhook_secrets = secret(&env, "AGENTD_BILLING__WEBHOOK_SECRETS")?
+            .map(|all| {
+                all.expose_secret()
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(|s| SecretString::from(s.to_owned()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let billing = BillingConfig { plans, prices, webhook_secrets };
         Ok(Self {
             bind,
             database_url,
@@ -141,6 +176,7 @@ impl Config {
             discord,
             models,
             runtime,
+            billing,
         })
     }
 
@@ -168,6 +204,7 @@ impl Config {
         core.discord = self.discord.clone();
         core.models = self.models.clone();
         core.runtime = self.runtime;
+        core.billing = self.billing.clone();
         Ok(core)
     }
 }
@@ -358,6 +395,31 @@ mod tests {
             let key = name.trim_start_matches("AGENTD_").replace("__", ".").to_lowercase();
             assert!(error.to_string().contains(&key), "{error}");
         }
+    }
+
+    #[test]
+    fn billing_settings_parse_plans_prices_and_secrets() {
+        let defaults = load(Flags::default(), &[]).unwrap().billing;
+        assert_eq!(defaults.plans.limit("pro"), 25);
+        assert!(defaults.webhook_secrets.is_empty());
+        let config = load(
+            Flags::default(),
+            &[
+                ("AGENTD_BILLING__PLANS", "free=1,pro=9"),
+                ("AGENTD_BILLING__PRICES", "price_1Pro=pro, pro_monthly=pro"),
+                ("AGENTD_BILLING__WEBHOOK_SECRETS", "whsec_old,whsec_new"),
+            ],
+        )
+        .unwrap()
+        .billing;
+        assert_eq!(config.plans.limit("pro"), 9);
+        assert_eq!(config.prices["pro_monthly"], "pro");
+        assert_eq!(config.webhook_secrets.len(), 2);
+        let error =
+            load(Flags::default(), &[("AGENTD_BILLING__PRICES", "price_1=gold")]).unwrap_err();
+        assert!(error.to_string().contains("billing.prices"), "{error}");
+        let error = load(Flags::default(), &[("AGENTD_BILLING__PLANS", "pro=3")]).unwrap_err();
+        assert!(error.to_string().contains("billing.plans"), "{error}");
     }
 
     #[test]

@@ -12,6 +12,7 @@ mod accounts;
 mod activity;
 mod agents;
 mod backlog;
+mod billing;
 mod chat;
 mod models;
 mod process;

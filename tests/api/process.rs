@@ -349,6 +349,8 @@ async fn three_processes_share_twenty_agents_and_survive_losing_one(db) {
         nodes.push(Server::start(&env).await);
     }
     let token = nodes[0].register("nodes@example.com").await;
+    // Twenty agents: the `team` plan (billing moves users between plans in service).
+    db.execute("UPDATE users SET plan = 'team'", &[]).await;
     nodes[1].post("/api/chat/connect", &token, json!({"bot_token": "nodes-bot.1", "guild_id": "999"}), 200).await;
     for a in 0..AGENTS {
         let node = &nodes[a % 3];

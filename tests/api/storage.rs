@@ -38,6 +38,10 @@ fn new_agent(id: &str, workspace: Option<&str>) -> NewAgent {
     }
 }
 
+fn unlimited() -> agentcore::domain::billing::Plans {
+    agentcore::domain::billing::Plans::parse("free=1000").unwrap()
+}
+
 fn created() -> NewActivity {
     NewActivity::new(Action::AgentCreated, "created")
 }
@@ -99,14 +103,14 @@ async fn agents_round_trip_exactly_and_are_scoped_to_their_owner(store) {
     s.insert_user(&ada).await.unwrap();
     s.insert_user(&bob).await.unwrap();
     let at = agentcore::domain::now();
-    let agent = s.insert_agent(&ada.id, &new_agent("writer", Some("ops")), at, &created()).await.unwrap();
+    let agent = s.insert_agent(&ada.id, &new_agent("writer", Some("ops")), at, &created(), &unlimited()).await.unwrap();
     assert_eq!((agent.status, agent.created_at, agent.updated_at, agent.throttle_seconds), (AgentStatus::Idle, at, at, 2.5));
     assert_eq!(agent.workspace.as_deref(), Some("ops"));
     assert_eq!(s.agent(&ada.id, &id("writer")).await.unwrap(), agent);
 
-    let duplicate = s.insert_agent(&ada.id, &new_agent("writer", None), at, &created()).await.unwrap_err();
+    let duplicate = s.insert_agent(&ada.id, &new_agent("writer", None), at, &created(), &unlimited()).await.unwrap_err();
     assert_eq!(duplicate.code(), "agent_exists");
-    s.insert_agent(&bob.id, &new_agent("writer", None), at, &created()).await.unwrap();
+    s.insert_agent(&bob.id, &new_agent("writer", None), at, &created(), &unlimited()).await.unwrap();
 
     let missing = s.agent(&bob.id, &id("nobody")).await.unwrap_err();
     assert!(matches!(missing, Error::NotFound { resource: Resource::Agent, .. }));
@@ -119,7 +123,7 @@ async fn listing_orders_by_creation_and_applies_filters(store) {
     s.insert_user(&owner).await.unwrap();
     let base = agentcore::domain::now();
     for (i, (name, workspace)) in [("zeta", Some("a")), ("alpha", None), ("mid", Some("a"))].into_iter().enumerate() {
-        s.insert_agent(&owner.id, &new_agent(name, workspace), base + Duration::milliseconds(i as i64), &created()).await.unwrap();
+        s.insert_agent(&owner.id, &new_agent(name, workspace), base + Duration::milliseconds(i as i64), &created(), &unlimited()).await.unwrap();
     }
     let ids = |agents: Vec<Agent>| agents.into_iter().map(|a| a.id.to_string()).collect::<Vec<_>>();
     assert_eq!(ids(s.list_agents(&owner.id, &AgentFilter::default()).await.unwrap()), ["zeta", "alpha", "mid"]);
@@ -133,7 +137,7 @@ async fn an_agent_update_writes_the_decided_change_with_its_activity(store) {
     let s = &store.store;
     let owner = user("update@example.com");
     s.insert_user(&owner).await.unwrap();
-    s.insert_agent(&owner.id, &new_agent("worker", None), agentcore::domain::now(), &created()).await.unwrap();
+    s.insert_agent(&owner.id, &new_agent("worker", None), agentcore::domain::now(), &created(), &unlimited()).await.unwrap();
 
     let updated = s.update_agent(&owner.id, &id("worker"), &|current| {
         Ok(Some(AgentChange {
@@ -164,8 +168,8 @@ async fn tasks_round_trip_and_are_scoped_to_owner_and_agent(store) {
     s.insert_user(&owner).await.unwrap();
     s.insert_user(&other).await.unwrap();
     let now = agentcore::domain::now();
-    s.insert_agent(&owner.id, &new_agent("a", None), now, &created()).await.unwrap();
-    s.insert_agent(&owner.id, &new_agent("b", None), now, &created()).await.unwrap();
+    s.insert_agent(&owner.id, &new_agent("a", None), now, &created(), &unlimited()).await.unwrap();
+    s.insert_agent(&owner.id, &new_agent("b", None), now, &created(), &unlimited()).await.unwrap();
     let t = task("a", "first", 1);
     s.insert_task(&owner.id, &t, &NewActivity::for_task(Action::TaskAdded, t.id.as_str(), "added")).await.unwrap();
 
@@ -196,7 +200,7 @@ async fn deleting_an_agent_cascades_to_its_tasks_and_activity(store) {
     let s = &store.store;
     let owner = user("cascade@example.com");
     s.insert_user(&owner).await.unwrap();
-    s.insert_agent(&owner.id, &new_agent("gone", None), agentcore::domain::now(), &created()).await.unwrap();
+    s.insert_agent(&owner.id, &new_agent("gone", None), agentcore::domain::now(), &created(), &unlimited()).await.unwrap();
     for i in 0..3 {
         let t = task("gone", &format!("t{i}"), 0);
         s.insert_task(&owner.id, &t, &NewActivity::new(Action::TaskAdded, "added")).await.unwrap();
@@ -212,7 +216,7 @@ async fn activity_pages_newest_first_by_limit_and_before(store) {
     let owner = user("activity@example.com");
     s.insert_user(&owner).await.unwrap();
     let start = Utc::now() - Duration::hours(1);
-    s.insert_agent(&owner.id, &new_agent("log", None), agentcore::domain::now(), &created()).await.unwrap();
+    s.insert_agent(&owner.id, &new_agent("log", None), agentcore::domain::now(), &created(), &unlimited()).await.unwrap();
     for i in 0..5 {
         let mut t = task("log", &format!("t{i}"), 0);
         t.created_at = start + Duration::minutes(i);
@@ -231,8 +235,8 @@ async fn concurrent_inserts_of_one_agent_id_keep_exactly_one(store) {
     let s = &store.store;
     let owner = user("race@example.com");
     s.insert_user(&owner).await.unwrap();
-    let (agent, entry) = (new_agent("same", None), created());
-    let attempts = (0..8).map(|_| s.insert_agent(&owner.id, &agent, agentcore::domain::now(), &entry));
+    let (agent, entry, plans) = (new_agent("same", None), created(), unlimited());
+    let attempts = (0..8).map(|_| s.insert_agent(&owner.id, &agent, agentcore::domain::now(), &entry, &plans));
     let results = futures::future::join_all(attempts).await;
     assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 1);
     assert!(results.iter().filter_map(|r| r.as_ref().err()).all(|e| e.code() == "agent_exists"));
@@ -254,9 +258,15 @@ mod outbox {
     async fn queued(s: &std::sync::Arc<dyn agentcore::store::Store>, count: usize) -> UserId {
         let owner = user("outbox@example.com");
         s.insert_user(&owner).await.unwrap();
-        s.insert_agent(&owner.id, &new_agent("a", None), agentcore::domain::now(), &created())
-            .await
-            .unwrap();
+        s.insert_agent(
+            &owner.id,
+            &new_agent("a", None),
+            agentcore::domain::now(),
+            &created(),
+            &unlimited(),
+        )
+        .await
+        .unwrap();
         let connection = Connection {
             id: "c1".into(),
             guild_id: "7".into(),
@@ -358,9 +368,15 @@ mod runtime {
     async fn active(s: &dyn Store, priorities: &[i32]) -> (UserRecord, AgentKey, Vec<Task>) {
         let owner = user("runtime@example.com");
         s.insert_user(&owner).await.unwrap();
-        s.insert_agent(&owner.id, &new_agent("r", None), agentcore::domain::now(), &created())
-            .await
-            .unwrap();
+        s.insert_agent(
+            &owner.id,
+            &new_agent("r", None),
+            agentcore::domain::now(),
+            &created(),
+            &unlimited(),
+        )
+        .await
+        .unwrap();
         s.update_agent(&owner.id, &id("r"), &|current| {
             Ok(Some(AgentChange {
                 agent: Agent { status: AgentStatus::Active, ..current.clone() },

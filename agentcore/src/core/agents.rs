@@ -13,11 +13,12 @@ use crate::error::Result;
 use crate::store::AgentChange;
 
 impl Core {
-    /// Creates an agent in `idle`. Another agent of the caller with this id is `agent_exists`.
+    /// Creates an agent in `idle`. Another agent of the caller with this id is `agent_exists`;
+    /// one more than the caller's plan allows is `plan_limit_reached`.
     pub async fn create_agent(&self, who: &Principal, agent: NewAgent) -> Result<Agent> {
         let activity =
             NewActivity::new(Action::AgentCreated, format!("Agent '{}' created.", agent.name));
-        self.store().insert_agent(&who.user_id, &agent, now(), &activity).await
+        self.store().insert_agent(&who.user_id, &agent, now(), &activity, self.plans()).await
     }
 
     /// The caller's agents, oldest first.

@@ -21,6 +21,7 @@ use crate::auth::{self, Auth};
 use crate::crypto::SecretBox;
 use crate::discord::DiscordClient;
 use crate::domain::agent::AgentId;
+use crate::domain::billing::{Billing, Plans};
 use crate::domain::runtime::AgentKey;
 use crate::domain::user::UserId;
 use crate::error::{Error, Result};
@@ -49,6 +50,7 @@ pub struct CoreConfig {
     pub outbox: OutboxConfig,
     pub models: ModelsConfig,
     pub runtime: RuntimeConfig,
+    pub billing: BillingConfig,
 }
 
 impl CoreConfig {
@@ -65,6 +67,7 @@ impl CoreConfig {
             outbox: OutboxConfig::default(),
             models: ModelsConfig::default(),
             runtime: RuntimeConfig::default(),
+            billing: BillingConfig::default(),
         }
     }
 
@@ -100,6 +103,16 @@ impl Default for DiscordConfig {
             timeout: Duration::from_secs(15),
         }
     }
+}
+
+/// Plans, and how Stripe's prices and webhooks map onto them.
+#[derive(Debug, Clone, Default)]
+pub struct BillingConfig {
+    pub plans: Plans,
+    /// Stripe price id or lookup key → plan name.
+    pub prices: std::collections::BTreeMap<String, String>,
+    /// Webhook signing secrets (`whsec_...`); several during a rotation.
+    pub webhook_secrets: Vec<SecretString>,
 }
 
 /// How the outbox retries.
@@ -152,6 +165,7 @@ struct Inner {
     outbox: OutboxConfig,
     models: Models,
     runtime: RuntimeConfig,
+    billing: BillingConfig,
     /// Routes "this agent has work" to its worker, or to the runtime's dispatcher.
     wakeups: Wakeups,
     counters: Counters,
@@ -201,6 +215,7 @@ impl Core {
             outbox: config.outbox,
             models,
             runtime: config.runtime,
+            billing: config.billing,
             wakeups: Wakeups::default(),
             counters: Counters::default(),
             outbox_wakeup: Notify::new(),
@@ -229,6 +244,17 @@ impl Core {
 
     pub(crate) fn outbox_config(&self) -> OutboxConfig {
         self.inner.outbox
+    }
+
+    /// The caller's plan, its agent limit and how much of it is used.
+    pub async fn billing(&self, who: &Principal) -> Result<Billing> {
+        let (plan, subscription_status, agents_used) = self.store().billing(&who.user_id).await?;
+        let agent_limit = self.inner.billing.plans.limit(&plan);
+        Ok(Billing { plan, agent_limit, agents_used, subscription_status })
+    }
+
+    pub(crate) fn plans(&self) -> &Plans {
+        &self.inner.billing.plans
     }
 
     pub(crate) fn runtime_config(&self) -> RuntimeConfig {

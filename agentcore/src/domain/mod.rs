@@ -2,6 +2,7 @@
 
 pub mod activity;
 pub mod agent;
+pub mod billing;
 pub mod chat;
 pub mod runtime;
 pub mod status;

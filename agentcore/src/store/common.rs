@@ -95,8 +95,22 @@ macro_rules! sql_store {
                 agent: &NewAgent,
                 at: DateTime<Utc>,
                 activity: &NewActivity,
+                plans: &$crate::domain::billing::Plans,
             ) -> Result<Agent> {
                 let mut tx = self.begin_write().await?;
+                let plan: Option<String> = sqlx::query_scalar(&sql::user_plan(<$store>::LOCK))
+                    .bind(owner.as_str())
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                let plan = plan.ok_or(Error::Unauthorized)?;
+                let used: i64 = sqlx::query_scalar(sql::COUNT_AGENTS)
+                    .bind(owner.as_str())
+                    .fetch_one(&mut *tx)
+                    .await?;
+                let limit = plans.limit(&plan);
+                if used >= i64::from(limit) {
+                    return Err(Error::PlanLimitReached { plan, limit });
+                }
                 sqlx::query(sql::INSERT_AGENT)
                     .bind(owner.as_str())
                     .bind(agent.id.as_str())
@@ -126,6 +140,15 @@ macro_rules! sql_store {
                     .await?;
                 tx.commit().await?;
                 Agent::try_from(row)
+            }
+
+            async fn billing(&self, owner: &UserId) -> Result<(String, Option<String>, i64)> {
+                let row: Option<(String, Option<String>, i64)> =
+                    sqlx::query_as(sql::SELECT_BILLING)
+                        .bind(owner.as_str())
+                        .fetch_optional(self.reader())
+                        .await?;
+                row.ok_or(Error::Unauthorized)
             }
 
             async fn list_agents(

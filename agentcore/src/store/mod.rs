@@ -22,6 +22,7 @@ use secrecy::{ExposeSecret, SecretString};
 
 use crate::domain::activity::{ActivityEntry, ActivityQuery, NewActivity};
 use crate::domain::agent::{Agent, AgentFilter, AgentId, AgentStatus, NewAgent};
+use crate::domain::billing::Plans;
 use crate::domain::chat::{Connection, Mapping, NewPost, OutboxLane, OutboxPost};
 use crate::domain::runtime::{AgentKey, Claim, Outcome};
 use crate::domain::task::{Task, TaskId, TaskStatus};
@@ -187,14 +188,19 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// Invalidates every token issued so far; returns the new version.
     async fn bump_token_version(&self, id: &UserId) -> Result<i64>;
 
-    /// Fails with `agent_exists` when the owner has an agent with this id.
+    /// Fails with `agent_exists` when the owner has an agent with this id, and with
+    /// `plan_limit_reached` when the owner's plan allows no more agents (counted in the same
+    /// transaction, under the owner's lock, so concurrent creations cannot pass the limit).
     async fn insert_agent(
         &self,
         owner: &UserId,
         agent: &NewAgent,
         at: DateTime<Utc>,
         activity: &NewActivity,
+        plans: &Plans,
     ) -> Result<Agent>;
+    /// The owner's plan, subscription status and number of agents.
+    async fn billing(&self, owner: &UserId) -> Result<(String, Option<String>, i64)>;
     async fn list_agents(&self, owner: &UserId, filter: &AgentFilter) -> Result<Vec<Agent>>;
     async fn agent(&self, owner: &UserId, id: &AgentId) -> Result<Agent>;
     /// Locks the agent, lets `decide` compute the change, writes it with its activity.

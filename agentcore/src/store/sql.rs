@@ -214,3 +214,11 @@ pub(super) const AGENTS_WITH_WORK: &str = "SELECT a.owner_id, a.id AS agent_id F
     AND (a.next_run_at IS NULL OR a.next_run_at <= $2) \
     AND EXISTS (SELECT 1 FROM tasks t WHERE t.owner_id = a.owner_id AND t.agent_id = a.id \
     AND t.status = 'queued')";
+
+/// The owner's plan, locking the user row so agent creations of one user queue up.
+pub(super) fn user_plan(lock: &str) -> String {
+    format!("SELECT plan FROM users WHERE id = $1{lock}")
+}
+pub(super) const COUNT_AGENTS: &str = "SELECT COUNT(*) FROM agents WHERE owner_id = $1";
+pub(super) const SELECT_BILLING: &str = "SELECT plan, subscription_status, \
+    (SELECT COUNT(*) FROM agents WHERE owner_id = $1) AS agents_used FROM users WHERE id = $1";

@@ -3,6 +3,7 @@
 mod accounts;
 mod agents;
 mod backlog;
+mod billing;
 mod chat;
 mod ops;
 
@@ -31,6 +32,7 @@ pub fn routes() -> Router<AppState> {
             get(backlog::show).patch(backlog::update).delete(backlog::delete),
         )
         .route("/api/agents/{id}/backlog/{task_id}/retry", post(backlog::retry))
+        .route("/api/billing", get(billing::show))
         .route("/api/chat/oauth-url", get(chat::oauth_url))
         .route("/api/chat/callback", post(chat::callback))
         .route("/api/chat/connect", post(chat::connect))
