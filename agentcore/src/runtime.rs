@@ -293,9 +293,7 @@ async fn heartbeat(node: &Arc<Node>, workers: &mut JoinSet<()>) {
                     }
                 }
                 for key in held {
-                    if !lock(&node.wakeups().workers).contains_key(&key) {
-                        spawn_worker(node, workers, key);
-                    }
+                    spawn_worker(node, workers, key);
                 }
             }
             Err(error) => tracing::warn!(%error, "heartbeat failed; leases renew on the next one"),
@@ -347,18 +345,20 @@ async fn balance(node: &Arc<Node>, workers: &mut JoinSet<()>) {
                 node.wakeups().dispatcher.notify_one();
             }
             for key in claimed {
-                if !lock(&node.wakeups().workers).contains_key(&key) {
-                    spawn_worker(node, workers, key);
-                }
+                spawn_worker(node, workers, key);
             }
         }
         Err(error) => tracing::warn!(%error, "cannot claim agents"),
     }
 }
 
+/// Starts a worker for the agent unless this node already runs one.
 fn spawn_worker(node: &Arc<Node>, workers: &mut JoinSet<()>, agent: AgentKey) {
     let worker = Arc::new(Worker::default());
-    lock(&node.wakeups().workers).insert(agent.clone(), worker.clone());
+    match lock(&node.wakeups().workers).entry(agent.clone()) {
+        std::collections::hash_map::Entry::Occupied(_) => return,
+        std::collections::hash_map::Entry::Vacant(slot) => slot.insert(worker.clone()),
+    };
     tracing::debug!(owner = %agent.owner_id, agent = %agent.agent_id, "running agent");
     workers.spawn(work(node.clone(), agent, worker));
 }

@@ -695,14 +695,9 @@ macro_rules! sql_store {
             ) -> Result<Claim> {
                 let (owner, id) = (agent.owner_id.as_str(), agent.agent_id.as_str());
                 let mut tx = self.begin_write().await?;
-                let row: Option<AgentRunRow> =
-                    sqlx::query_as(&sql::select_agent_run(<$store>::LOCK))
-                        .bind(owner)
-                        .bind(id)
-                        .fetch_optional(&mut *tx)
-                        .await?;
-                let Some(row) = row else { return Ok(Claim::Lost) };
-                let run = AgentRun::try_from(row)?;
+                let Some(run) = lock_agent_run(&mut tx, agent).await? else {
+                    return Ok(Claim::Lost);
+                };
                 if run.status != AgentStatus::Active || run.lease_owner.as_deref() != Some(node) {
                     return Ok(Claim::Lost);
                 }
@@ -775,14 +770,7 @@ macro_rules! sql_store {
             ) -> Result<bool> {
                 let (owner, id) = (agent.owner_id.as_str(), agent.agent_id.as_str());
                 let mut tx = self.begin_write().await?;
-                let row: Option<AgentRunRow> =
-                    sqlx::query_as(&sql::select_agent_run(<$store>::LOCK))
-                        .bind(owner)
-                        .bind(id)
-                        .fetch_optional(&mut *tx)
-                        .await?;
-                let Some(row) = row else { return Ok(false) };
-                let run = AgentRun::try_from(row)?;
+                let Some(run) = lock_agent_run(&mut tx, agent).await? else { return Ok(false) };
                 let current: Option<TaskRow> = sqlx::query_as(&sql::select_task(<$store>::LOCK))
                     .bind(owner)
                     .bind(id)
@@ -862,6 +850,19 @@ macro_rules! sql_store {
             ) -> Option<tokio::task::JoinHandle<()>> {
                 self.listener(wake, stop)
             }
+        }
+
+        /// Locks the agent row and reads its run state; `None` when the agent is gone.
+        async fn lock_agent_run(
+            tx: &mut sqlx::Transaction<'static, $db>,
+            agent: &AgentKey,
+        ) -> Result<Option<AgentRun>> {
+            let row: Option<AgentRunRow> = sqlx::query_as(&sql::select_agent_run(<$store>::LOCK))
+                .bind(&agent.owner_id)
+                .bind(&agent.agent_id)
+                .fetch_optional(&mut **tx)
+                .await?;
+            row.map(AgentRun::try_from).transpose()
         }
 
         /// Tells every node that the agent may have work, when the transaction commits.
