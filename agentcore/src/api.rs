@@ -12,6 +12,7 @@ use crate::domain::agent::{
 use crate::domain::chat::{
     BotToken, ChannelId, ChannelInfo, Connection, GuildId, Mapping, OutgoingMessage,
 };
+use crate::domain::onboarding::{CompanyName, Template};
 use crate::domain::task::{NewTask, Priority, Task, TaskDescription, TaskPatch, TaskTitle};
 use crate::domain::user::{Credentials, Email, NewUser, Password, UserName};
 use crate::error::ValidationErrors;
@@ -227,6 +228,33 @@ impl UpdateTaskRequest {
         };
         if e.is_empty() { Ok(patch) } else { Err(e) }
     }
+}
+
+/// `POST /api/onboarding/setup`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct SetupRequest {
+    pub company_name: Option<String>,
+    pub role_template: Option<String>,
+}
+
+impl SetupRequest {
+    /// The company and the template id (looked up by the facade: unknown is a 404).
+    pub fn parse(&self) -> Result<(CompanyName, String), ValidationErrors> {
+        let mut e = ValidationErrors::new();
+        let company = required(&mut e, "company_name", &self.company_name)
+            .and_then(|v| e.check("company_name", CompanyName::parse(v)));
+        let template = required(&mut e, "role_template", &self.role_template);
+        match (company, template) {
+            (Some(company), Some(template)) if e.is_empty() => Ok((company, template.to_owned())),
+            _ => Err(e),
+        }
+    }
+}
+
+/// `{"templates": [...]}`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TemplateList {
+    pub templates: Vec<Template>,
 }
 
 /// `{"agents": [...]}`.

@@ -118,6 +118,8 @@ pub enum Refusal {
     InvalidBotToken,
     /// The bot cannot see the guild.
     GuildNotAccessible,
+    /// A webhook whose signature does not match its body (or is missing, or too old).
+    InvalidSignature,
 }
 
 impl Refusal {
@@ -125,6 +127,7 @@ impl Refusal {
         match self {
             Refusal::InvalidBotToken => "invalid_bot_token",
             Refusal::GuildNotAccessible => "guild_not_accessible",
+            Refusal::InvalidSignature => "invalid_signature",
         }
     }
 }

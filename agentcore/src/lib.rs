@@ -31,6 +31,7 @@ pub mod models;
 mod outbox;
 pub mod runtime;
 pub mod store;
+pub mod stripe;
 
 pub use crate::core::{
     BillingConfig, Connected, Core, CoreConfig, DiscordConfig, OauthUrl, OutboxConfig, Principal,

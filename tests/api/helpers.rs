@@ -14,6 +14,7 @@ use agentcore::{Core, CoreConfig, OutboxConfig, RuntimeConfig};
 
 use crate::fake_discord::{self, FakeDiscord};
 use crate::fake_models::{self, FakeModels};
+use crate::stripe_events;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use sqlx::Connection;
@@ -264,6 +265,8 @@ pub struct Options {
     /// The model providers' base URLs point here, with the keys it accepts.
     pub models: FakeModels,
     pub runtime: RuntimeConfig,
+    /// Stripe webhook signing secrets; empty turns the webhook off.
+    pub webhook_secrets: Vec<String>,
     /// Holds the server key file; shared across restarts of one test.
     pub data_dir: Arc<tempfile::TempDir>,
 }
@@ -283,6 +286,7 @@ impl Options {
                 shutdown_grace: Duration::from_secs(5),
                 ..RuntimeConfig::default()
             },
+            webhook_secrets: vec![stripe_events::OLD_SECRET.into(), stripe_events::SECRET.into()],
             data_dir: Arc::new(tempfile::tempdir().expect("temporary directory")),
         }
     }
@@ -306,6 +310,12 @@ impl Options {
         config.models.anthropic_api_key = Some(fake_models::ANTHROPIC_KEY.into());
         config.models.timeout = Duration::from_secs(5);
         config.runtime = self.runtime;
+        config.billing.webhook_secrets =
+            self.webhook_secrets.iter().map(|s| secrecy::SecretString::from(s.as_str())).collect();
+        config.billing.prices = stripe_events::PRICES
+            .iter()
+            .map(|(price, plan)| (price.to_string(), plan.to_string()))
+            .collect();
         config.outbox = OutboxConfig {
             base_backoff: Duration::from_millis(20),
             max_backoff: Duration::from_millis(200),
@@ -346,6 +356,14 @@ pub async fn quiet_app(backend: Backend) -> Option<TestApp> {
 /// Just a fresh database, for tests that run the server as a process.
 pub async fn db(backend: Backend) -> Option<TestDb> {
     TestDb::create(backend).await
+}
+
+/// A server with no Stripe webhook secret.
+pub async fn app_without_webhook_secret(backend: Backend) -> Option<TestApp> {
+    let db = TestDb::create(backend).await?;
+    let mut options = Options::new().await;
+    options.webhook_secrets.clear();
+    Some(TestApp::start(db, options).await)
 }
 
 /// A server without the service's own Discord application configured.
@@ -537,7 +555,7 @@ impl Drop for TestApp {
     }
 }
 
-async fn read(response: reqwest::Response) -> Reply {
+pub async fn read(response: reqwest::Response) -> Reply {
     let status = response.status();
     let headers = response.headers().clone();
     let bytes = response.bytes().await.expect("body read");

@@ -7,6 +7,7 @@ mod fake_discord;
 mod fake_models;
 mod helpers;
 mod outbox;
+mod stripe_events;
 
 mod accounts;
 mod activity;
@@ -15,6 +16,7 @@ mod backlog;
 mod billing;
 mod chat;
 mod models;
+mod onboarding;
 mod process;
 mod runtime;
 mod storage;

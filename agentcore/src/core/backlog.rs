@@ -4,35 +4,24 @@ use super::{Core, Principal};
 use crate::domain::activity::{Action, ActivityEntry, ActivityQuery, NewActivity};
 use crate::domain::agent::{AgentId, AgentStatus};
 use crate::domain::now;
-use crate::domain::task::{NewTask, Task, TaskDescription, TaskId, TaskPatch, TaskStatus};
+use crate::domain::task::{NewTask, Task, TaskId, TaskPatch, TaskStatus};
 use crate::error::{Conflict, Error, Result};
 use crate::store::{TaskChange, TaskWrite};
+
+/// The `task_added` entry of a new task.
+pub(super) fn task_added(task: &Task) -> NewActivity {
+    NewActivity::for_task(
+        Action::TaskAdded,
+        task.id.as_str(),
+        format!("Task '{}' added with priority {}.", task.title, task.priority),
+    )
+}
 
 impl Core {
     /// Queues a task at the end of its priority.
     pub async fn add_task(&self, who: &Principal, agent: &AgentId, task: NewTask) -> Result<Task> {
-        let at = now();
-        let task = Task {
-            id: TaskId::generate(),
-            agent_id: agent.clone(),
-            title: task.title.into_inner(),
-            description: task.description.map(TaskDescription::into_inner),
-            priority: task.priority.get(),
-            status: TaskStatus::Queued,
-            result: None,
-            error: None,
-            attempts: 0,
-            created_at: at,
-            updated_at: at,
-            started_at: None,
-            completed_at: None,
-            usage: None,
-        };
-        let activity = NewActivity::for_task(
-            Action::TaskAdded,
-            task.id.as_str(),
-            format!("Task '{}' added with priority {}.", task.title, task.priority),
-        );
+        let task = Task::queued(agent, task, now());
+        let activity = task_added(&task);
         let status = self.store().insert_task(&who.user_id, &task, &activity).await?;
         if status == AgentStatus::Active {
             self.wake_agent(&who.user_id, agent);

@@ -7,7 +7,9 @@
 mod accounts;
 mod agents;
 mod backlog;
+mod billing;
 mod chat;
+mod onboarding;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -21,7 +23,7 @@ use crate::auth::{self, Auth};
 use crate::crypto::SecretBox;
 use crate::discord::DiscordClient;
 use crate::domain::agent::AgentId;
-use crate::domain::billing::{Billing, Plans};
+use crate::domain::billing::Plans;
 use crate::domain::runtime::AgentKey;
 use crate::domain::user::UserId;
 use crate::error::{Error, Result};
@@ -244,17 +246,6 @@ impl Core {
 
     pub(crate) fn outbox_config(&self) -> OutboxConfig {
         self.inner.outbox
-    }
-
-    /// The caller's plan, its agent limit and how much of it is used.
-    pub async fn billing(&self, who: &Principal) -> Result<Billing> {
-        let (plan, subscription_status, agents_used) = self.store().billing(&who.user_id).await?;
-        let agent_limit = self.inner.billing.plans.limit(&plan);
-        Ok(Billing { plan, agent_limit, agents_used, subscription_status })
-    }
-
-    pub(crate) fn plans(&self) -> &Plans {
-        &self.inner.billing.plans
     }
 
     pub(crate) fn runtime_config(&self) -> RuntimeConfig {

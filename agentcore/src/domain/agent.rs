@@ -33,6 +33,17 @@ impl AgentId {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// This id when it is not in `taken`, else the first of `<id>-2`, `<id>-3`, ... that is not;
+    /// `Err` when that would be longer than an id may be.
+    pub fn first_free(&self, taken: &[String]) -> Result<Self, String> {
+        let is_taken = |candidate: &str| taken.iter().any(|t| t == candidate);
+        if !is_taken(&self.0) {
+            return Ok(self.clone());
+        }
+        let free = (2..).map(|n| format!("{}-{n}", self.0)).find(|c| !is_taken(c));
+        Self::parse(&free.unwrap_or_default())
+    }
 }
 
 impl fmt::Display for AgentId {
@@ -253,6 +264,19 @@ mod tests {
         for bad in ["", "-a", "_a", "A", "a b", "a.b", "é", &"a".repeat(64)] {
             assert!(AgentId::parse(bad).is_err(), "{bad:?} was accepted");
         }
+    }
+
+    #[test]
+    fn taken_ids_are_numbered_from_two() {
+        let base = AgentId::parse("sales-lead").unwrap();
+        let taken = |ids: &[&str]| ids.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let free = |ids: &[&str]| base.first_free(&taken(ids)).unwrap().as_str().to_owned();
+        assert_eq!(free(&[]), "sales-lead");
+        assert_eq!(free(&["sales-lead-2"]), "sales-lead");
+        assert_eq!(free(&["sales-lead", "sales-leader"]), "sales-lead-2");
+        assert_eq!(free(&["sales-lead", "sales-lead-2", "sales-lead-4"]), "sales-lead-3");
+        let long = AgentId::parse(&"a".repeat(63)).unwrap();
+        assert!(long.first_free(&taken(&[&"a".repeat(63)])).is_err());
     }
 
     #[test]

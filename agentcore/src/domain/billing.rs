@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::user::UserId;
+
 /// The plan every user starts on, and falls back to when a subscription ends.
 pub const FREE: &str = "free";
 
@@ -69,6 +71,128 @@ pub struct Billing {
     pub subscription_status: Option<String>,
 }
 
+/// A Stripe event the service acts on, read and mapped onto plans by the facade.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BillingEvent {
+    /// `evt_...`: applied at most once.
+    pub id: String,
+    pub kind: String,
+    /// Stripe's `created`, unix seconds: orders the events of one subscription.
+    pub created: i64,
+    pub change: BillingChange,
+}
+
+/// What an event asks of the billing state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BillingChange {
+    /// A checkout finished: the customer belongs to the first user found.
+    Link(CustomerLink),
+    Subscription(SubscriptionChange),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CustomerLink {
+    pub customer: String,
+    /// Tried in order: `client_reference_id`, then `metadata.user_id`.
+    pub user_ids: Vec<UserId>,
+    /// Then the buyer's address, as an [`Email::key`](super::user::Email::key).
+    pub email_key: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubscriptionChange {
+    pub id: String,
+    pub customer: String,
+    pub status: String,
+    /// `customer.subscription.deleted`: the subscription is over, whatever its status says.
+    pub deleted: bool,
+    /// The plan the subscription's prices map to, when one does.
+    pub price_plan: Option<String>,
+    /// `metadata.user_id`, for a customer not linked to a user yet.
+    pub user_hint: Option<UserId>,
+}
+
+impl SubscriptionChange {
+    /// The status to keep: a deleted subscription is `canceled`.
+    pub fn status(&self) -> &str {
+        if self.deleted { "canceled" } else { &self.status }
+    }
+
+    /// The plan the subscription grants after this change, given what it granted before:
+    /// `active` and `trialing` grant their price's plan; `canceled`, `unpaid`,
+    /// `incomplete_expired`, `paused` and deletion grant nothing; `past_due` (and `incomplete`
+    /// or any status Stripe adds later) keeps what was granted.
+    pub fn grant(&self, previous: Option<&str>) -> Option<String> {
+        match self.status() {
+            "active" | "trialing" => self.price_plan.clone(),
+            "canceled" | "unpaid" | "incomplete_expired" | "paused" => None,
+            _ => previous.map(str::to_owned),
+        }
+    }
+}
+
+/// A subscription as stored: its latest applied state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubscriptionState {
+    pub status: String,
+    /// What it grants now; `None` grants nothing.
+    pub plan: Option<String>,
+    pub last_event_created: i64,
+}
+
+impl SubscriptionState {
+    /// Whether an event created at `created` comes too late to change it: older than the last
+    /// one applied, or after the subscription ended (an ended subscription never restarts).
+    pub fn ignores(&self, created: i64) -> bool {
+        created < self.last_event_created
+            || matches!(self.status.as_str(), "canceled" | "incomplete_expired")
+    }
+}
+
+/// A user's plan and subscription status from all their subscriptions: the plan allowing the
+/// most agents among those granted (else `free`); the status of that subscription, else of the
+/// most recently changed one (`None` without any).
+pub fn effective_plan(
+    subscriptions: &[SubscriptionState],
+    plans: &Plans,
+) -> (String, Option<String>) {
+    let best = subscriptions
+        .iter()
+        .filter_map(|s| s.plan.as_deref().map(|plan| (plans.limit(plan), s)))
+        .max_by_key(|(limit, s)| (*limit, s.last_event_created));
+    match best {
+        Some((_, s)) => (s.plan.clone().unwrap_or_else(|| FREE.to_owned()), Some(s.status.clone())),
+        None => {
+            let latest = subscriptions.iter().max_by_key(|s| s.last_event_created);
+            (FREE.to_owned(), latest.map(|s| s.status.clone()))
+        }
+    }
+}
+
+/// `POST /api/billing/webhook`'s answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WebhookReceipt {
+    pub received: bool,
+    pub event_id: String,
+    /// Whether the service acts on this kind of event.
+    pub handled: bool,
+}
+
+/// What applying an event did; for the logs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BillingApplied {
+    /// The event id was applied before: nothing changed.
+    Duplicate,
+    /// Older than the last event applied to its subscription, or after the subscription ended.
+    Stale,
+    /// A checkout naming no known user: nothing linked.
+    NoUser,
+    /// A subscription of a customer not linked yet: kept, and applied when the link arrives.
+    Pending,
+    /// The user's plan after the event.
+    Applied { user: UserId, plan: String },
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -81,5 +205,59 @@ mod tests {
         for bad in ["pro=5", "free=x", "free", "Free=3", "free=1,free=2", "free=-1"] {
             assert!(Plans::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    fn change(status: &str, deleted: bool) -> SubscriptionChange {
+        SubscriptionChange {
+            id: "sub_1".into(),
+            customer: "cus_1".into(),
+            status: status.into(),
+            deleted,
+            price_plan: Some("pro".into()),
+            user_hint: None,
+        }
+    }
+
+    #[test]
+    fn statuses_grant_keep_or_drop_the_plan() {
+        let granted = |status: &str, previous: Option<&str>| change(status, false).grant(previous);
+        assert_eq!(granted("active", None).as_deref(), Some("pro"));
+        assert_eq!(granted("trialing", Some("starter")).as_deref(), Some("pro"));
+        assert_eq!(granted("past_due", Some("starter")).as_deref(), Some("starter"));
+        assert_eq!(granted("past_due", None), None);
+        for ended in ["canceled", "unpaid", "incomplete_expired", "paused"] {
+            assert_eq!(granted(ended, Some("pro")), None, "{ended}");
+        }
+        assert_eq!(change("active", true).grant(Some("pro")), None, "deleted ends it");
+        assert_eq!(change("active", true).status(), "canceled");
+    }
+
+    #[test]
+    fn older_events_and_ended_subscriptions_are_ignored() {
+        let state = |status: &str| SubscriptionState {
+            status: status.into(),
+            plan: None,
+            last_event_created: 100,
+        };
+        assert!(state("active").ignores(99));
+        assert!(!state("active").ignores(100), "the same second still applies");
+        assert!(!state("past_due").ignores(101));
+        assert!(state("canceled").ignores(101));
+        assert!(state("incomplete_expired").ignores(500));
+    }
+
+    #[test]
+    fn the_largest_granted_plan_wins() {
+        let plans = Plans::default();
+        let sub = |status: &str, plan: Option<&str>, at: i64| SubscriptionState {
+            status: status.into(),
+            plan: plan.map(Into::into),
+            last_event_created: at,
+        };
+        assert_eq!(effective_plan(&[], &plans), ("free".into(), None));
+        let two = [sub("active", Some("starter"), 5), sub("past_due", Some("team"), 1)];
+        assert_eq!(effective_plan(&two, &plans), ("team".into(), Some("past_due".into())));
+        let ended = [sub("canceled", None, 9), sub("unpaid", None, 3)];
+        assert_eq!(effective_plan(&ended, &plans), ("free".into(), Some("canceled".into())));
     }
 }

@@ -4,6 +4,7 @@ pub mod activity;
 pub mod agent;
 pub mod billing;
 pub mod chat;
+pub mod onboarding;
 pub mod runtime;
 pub mod status;
 pub mod task;

@@ -143,6 +143,28 @@ pub struct Task {
     pub usage: Option<Usage>,
 }
 
+impl Task {
+    /// A task just added to `agent`'s backlog: queued, never run.
+    pub fn queued(agent: &AgentId, task: NewTask, at: DateTime<Utc>) -> Self {
+        Self {
+            id: TaskId::generate(),
+            agent_id: agent.clone(),
+            title: task.title.into_inner(),
+            description: task.description.map(TaskDescription::into_inner),
+            priority: task.priority.get(),
+            status: TaskStatus::Queued,
+            result: None,
+            error: None,
+            attempts: 0,
+            created_at: at,
+            updated_at: at,
+            started_at: None,
+            completed_at: None,
+            usage: None,
+        }
+    }
+}
+
 /// How many tasks of an agent are in each state.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BacklogSummary {

@@ -98,48 +98,68 @@ macro_rules! sql_store {
                 plans: &$crate::domain::billing::Plans,
             ) -> Result<Agent> {
                 let mut tx = self.begin_write().await?;
-                let plan: Option<String> = sqlx::query_scalar(&sql::user_plan(<$store>::LOCK))
+                check_plan(&mut tx, owner, plans).await?;
+                write_agent(&mut tx, owner, agent, &agent.id, at, activity).await?;
+                let agent = select_agent_in(&mut tx, owner, &agent.id).await?;
+                tx.commit().await?;
+                Ok(agent)
+            }
+
+            async fn insert_agent_with_task(
+                &self,
+                owner: &UserId,
+                agent: &NewAgent,
+                agent_activity: &NewActivity,
+                task: &Task,
+                task_activity: &NewActivity,
+                plans: &$crate::domain::billing::Plans,
+            ) -> Result<(Agent, Task)> {
+                let mut tx = self.begin_write().await?;
+                check_plan(&mut tx, owner, plans).await?;
+                let taken: Vec<String> = sqlx::query_scalar(sql::AGENT_IDS_LIKE)
                     .bind(owner.as_str())
-                    .fetch_optional(&mut *tx)
+                    .bind(format!("{}%", agent.id))
+                    .fetch_all(&mut *tx)
                     .await?;
-                let plan = plan.ok_or(Error::Unauthorized)?;
-                let used: i64 = sqlx::query_scalar(sql::COUNT_AGENTS)
-                    .bind(owner.as_str())
-                    .fetch_one(&mut *tx)
-                    .await?;
-                let limit = plans.limit(&plan);
-                if used >= i64::from(limit) {
-                    return Err(Error::PlanLimitReached { plan, limit });
+                let id = agent.id.first_free(&taken).map_err(Error::internal)?;
+                write_agent(&mut tx, owner, agent, &id, task.created_at, agent_activity).await?;
+                let task = Task { agent_id: id.clone(), ..task.clone() };
+                write_task(&mut tx, owner, &task, task_activity).await?;
+                let agent = select_agent_in(&mut tx, owner, &id).await?;
+                tx.commit().await?;
+                Ok((agent, task))
+            }
+
+            async fn apply_billing_event(
+                &self,
+                event: &$crate::domain::billing::BillingEvent,
+                plans: &$crate::domain::billing::Plans,
+                at: DateTime<Utc>,
+            ) -> Result<$crate::domain::billing::BillingApplied> {
+                use $crate::domain::billing::{BillingApplied, BillingChange};
+                let mut tx = self.begin_write().await?;
+                if let Some(serialize) = <$store>::SERIALIZE_BILLING {
+                    sqlx::query(serialize).execute(&mut *tx).await?;
                 }
-                sqlx::query(sql::INSERT_AGENT)
-                    .bind(owner.as_str())
-                    .bind(agent.id.as_str())
-                    .bind(agent.name.as_str())
-                    .bind(agent.channel.as_str())
-                    .bind(agent.role_prompt.as_str())
-                    .bind(agent.throttle_seconds.get())
-                    .bind(agent.workspace.as_ref().map(|w| w.as_str()))
-                    .bind(agent.model.as_ref().map(|m| m.as_str()))
+                let recorded = sqlx::query(sql::INSERT_BILLING_EVENT)
+                    .bind(&event.id)
+                    .bind(&event.kind)
+                    .bind(event.created)
                     .bind(at)
                     .execute(&mut *tx)
-                    .await
-                    .map_err(|e| {
-                        db_error(
-                            e,
-                            Some(Error::conflict(
-                                Conflict::AgentExists,
-                                format!("You already have an agent with id '{}'.", agent.id),
-                            )),
-                        )
-                    })?;
-                insert_activity(&mut tx, owner, &agent.id, activity, at).await?;
-                let row: AgentRow = sqlx::query_as(&sql::select_agent())
-                    .bind(owner.as_str())
-                    .bind(agent.id.as_str())
-                    .fetch_one(&mut *tx)
-                    .await?;
+                    .await?
+                    .rows_affected();
+                if recorded == 0 {
+                    return Ok(BillingApplied::Duplicate);
+                }
+                let applied = match &event.change {
+                    BillingChange::Link(link) => link_customer(&mut tx, link, plans, at).await?,
+                    BillingChange::Subscription(change) => {
+                        apply_subscription(&mut tx, change, event.created, plans, at).await?
+                    }
+                };
                 tx.commit().await?;
-                Agent::try_from(row)
+                Ok(applied)
             }
 
             async fn billing(&self, owner: &UserId) -> Result<(String, Option<String>, i64)> {
@@ -258,17 +278,7 @@ macro_rules! sql_store {
                     .ok_or_else(|| Error::not_found(Resource::Agent, task.agent_id.as_str()))?
                     .parse()
                     .map_err(Error::internal)?;
-                sqlx::query(sql::INSERT_TASK)
-                    .bind(task.id.as_str())
-                    .bind(owner.as_str())
-                    .bind(task.agent_id.as_str())
-                    .bind(&task.title)
-                    .bind(&task.description)
-                    .bind(task.priority)
-                    .bind(task.created_at)
-                    .execute(&mut *tx)
-                    .await?;
-                insert_activity(&mut tx, owner, &task.agent_id, activity, task.created_at).await?;
+                write_task(&mut tx, owner, task, activity).await?;
                 if status == AgentStatus::Active {
                     notify(&mut tx, &AgentKey::new(owner.as_str(), task.agent_id.as_str())).await?;
                 }
@@ -907,6 +917,236 @@ macro_rules! sql_store {
                 .fetch_optional(&mut *conn)
                 .await?;
             found.map(|_| ()).ok_or_else(|| Error::not_found(Resource::Agent, id.as_str()))
+        }
+
+        /// Locks the owner's row (so creations of one user queue up) and fails with
+        /// `plan_limit_reached` when the plan allows no more agents.
+        async fn check_plan(
+            tx: &mut sqlx::Transaction<'static, $db>,
+            owner: &UserId,
+            plans: &$crate::domain::billing::Plans,
+        ) -> Result<()> {
+            let plan: Option<String> = sqlx::query_scalar(&sql::user_plan(<$store>::LOCK))
+                .bind(owner.as_str())
+                .fetch_optional(&mut **tx)
+                .await?;
+            let plan = plan.ok_or(Error::Unauthorized)?;
+            let used: i64 = sqlx::query_scalar(sql::COUNT_AGENTS)
+                .bind(owner.as_str())
+                .fetch_one(&mut **tx)
+                .await?;
+            let limit = plans.limit(&plan);
+            if used >= i64::from(limit) {
+                return Err(Error::PlanLimitReached { plan, limit });
+            }
+            Ok(())
+        }
+
+        /// Inserts the agent under `id` with its `agent_created` entry.
+        async fn write_agent(
+            tx: &mut sqlx::Transaction<'static, $db>,
+            owner: &UserId,
+            agent: &NewAgent,
+            id: &AgentId,
+            at: DateTime<Utc>,
+            activity: &NewActivity,
+        ) -> Result<()> {
+            sqlx::query(sql::INSERT_AGENT)
+                .bind(owner.as_str())
+                .bind(id.as_str())
+                .bind(agent.name.as_str())
+                .bind(agent.channel.as_str())
+                .bind(agent.role_prompt.as_str())
+                .bind(agent.throttle_seconds.get())
+                .bind(agent.workspace.as_ref().map(|w| w.as_str()))
+                .bind(agent.model.as_ref().map(|m| m.as_str()))
+                .bind(at)
+                .execute(&mut **tx)
+                .await
+                .map_err(|e| {
+                    db_error(
+                        e,
+                        Some(Error::conflict(
+                            Conflict::AgentExists,
+                            format!("You already have an agent with id '{id}'."),
+                        )),
+                    )
+                })?;
+            insert_activity(tx, owner, id, activity, at).await
+        }
+
+        async fn select_agent_in(
+            tx: &mut sqlx::Transaction<'static, $db>,
+            owner: &UserId,
+            id: &AgentId,
+        ) -> Result<Agent> {
+            let row: AgentRow = sqlx::query_as(&sql::select_agent())
+                .bind(owner.as_str())
+                .bind(id.as_str())
+                .fetch_one(&mut **tx)
+                .await?;
+            Agent::try_from(row)
+        }
+
+        /// Inserts a queued task with its `task_added` entry.
+        async fn write_task(
+            tx: &mut sqlx::Transaction<'static, $db>,
+            owner: &UserId,
+            task: &Task,
+            activity: &NewActivity,
+        ) -> Result<()> {
+            sqlx::query(sql::INSERT_TASK)
+                .bind(task.id.as_str())
+                .bind(owner.as_str())
+                .bind(task.agent_id.as_str())
+                .bind(&task.title)
+                .bind(&task.description)
+                .bind(task.priority)
+                .bind(task.created_at)
+                .execute(&mut **tx)
+                .await?;
+            insert_activity(tx, owner, &task.agent_id, activity, task.created_at).await
+        }
+
+        /// The id of the user `query` finds for `value`.
+        async fn find_user(
+            tx: &mut sqlx::Transaction<'static, $db>,
+            query: &str,
+            value: &str,
+        ) -> Result<Option<UserId>> {
+            let id: Option<String> =
+                sqlx::query_scalar(query).bind(value).fetch_optional(&mut **tx).await?;
+            Ok(id.map(UserId::from_trusted))
+        }
+
+        /// A checkout: the customer (and its subscriptions, including those kept while it was
+        /// unknown) now belongs to the first user found; whoever held it before loses it.
+        async fn link_customer(
+            tx: &mut sqlx::Transaction<'static, $db>,
+            link: &$crate::domain::billing::CustomerLink,
+            plans: &$crate::domain::billing::Plans,
+            at: DateTime<Utc>,
+        ) -> Result<$crate::domain::billing::BillingApplied> {
+            let mut user = None;
+            for id in &link.user_ids {
+                user = find_user(tx, sql::USER_ID_BY_ID, id.as_str()).await?;
+                if user.is_some() {
+                    break;
+                }
+            }
+            if let (None, Some(key)) = (&user, &link.email_key) {
+                user = find_user(tx, sql::USER_ID_BY_EMAIL_KEY, key).await?;
+            }
+            let Some(user) = user else {
+                return Ok($crate::domain::billing::BillingApplied::NoUser);
+            };
+            let previous: Vec<String> = sqlx::query_scalar(sql::CUSTOMER_HOLDERS)
+                .bind(&link.customer)
+                .bind(user.as_str())
+                .fetch_all(&mut **tx)
+                .await?;
+            for statement in [sql::UNLINK_CUSTOMER, sql::LINK_CUSTOMER, sql::ATTACH_SUBSCRIPTIONS] {
+                sqlx::query(statement)
+                    .bind(&link.customer)
+                    .bind(user.as_str())
+                    .execute(&mut **tx)
+                    .await?;
+            }
+            for old in previous {
+                recompute_plan(tx, &UserId::from_trusted(old), plans, at).await?;
+            }
+            let plan = recompute_plan(tx, &user, plans, at).await?;
+            Ok($crate::domain::billing::BillingApplied::Applied { user, plan })
+        }
+
+        /// A subscription event: ignored when stale, else the subscription's new state, and
+        /// its user's plan when the user is known (by customer, else `metadata.user_id`).
+        async fn apply_subscription(
+            tx: &mut sqlx::Transaction<'static, $db>,
+            change: &$crate::domain::billing::SubscriptionChange,
+            created: i64,
+            plans: &$crate::domain::billing::Plans,
+            at: DateTime<Utc>,
+        ) -> Result<$crate::domain::billing::BillingApplied> {
+            use $crate::domain::billing::{BillingApplied, SubscriptionState};
+            let stored: Option<(String, Option<String>, i64, Option<String>)> =
+                sqlx::query_as(&sql::select_subscription(<$store>::LOCK))
+                    .bind(&change.id)
+                    .fetch_optional(&mut **tx)
+                    .await?;
+            let (previous_plan, previous_user) = match stored {
+                Some((status, plan, last_event_created, user)) => {
+                    let state = SubscriptionState { status, plan, last_event_created };
+                    if state.ignores(created) {
+                        return Ok(BillingApplied::Stale);
+                    }
+                    (state.plan, user.map(UserId::from_trusted))
+                }
+                None => (None, None),
+            };
+            let mut user = find_user(tx, sql::USER_ID_BY_CUSTOMER, &change.customer).await?;
+            if let (None, Some(hint)) = (&user, &change.user_hint) {
+                user = find_user(tx, sql::USER_ID_BY_ID, hint.as_str()).await?;
+                if let Some(hinted) = &user {
+                    sqlx::query(sql::LINK_CUSTOMER_IF_UNLINKED)
+                        .bind(&change.customer)
+                        .bind(hinted.as_str())
+                        .execute(&mut **tx)
+                        .await?;
+                }
+            }
+            let user = user.or_else(|| previous_user.clone());
+            sqlx::query(sql::UPSERT_SUBSCRIPTION)
+                .bind(&change.id)
+                .bind(&change.customer)
+                .bind(user.as_ref().map(UserId::as_str))
+                .bind(change.status())
+                .bind(change.grant(previous_plan.as_deref()))
+                .bind(created)
+                .bind(at)
+                .execute(&mut **tx)
+                .await?;
+            if let Some(old) = previous_user.filter(|old| Some(old) != user.as_ref()) {
+                recompute_plan(tx, &old, plans, at).await?;
+            }
+            match user {
+                Some(user) => {
+                    let plan = recompute_plan(tx, &user, plans, at).await?;
+                    Ok(BillingApplied::Applied { user, plan })
+                }
+                None => Ok(BillingApplied::Pending),
+            }
+        }
+
+        /// Sets the user's plan and subscription status from all their subscriptions.
+        async fn recompute_plan(
+            tx: &mut sqlx::Transaction<'static, $db>,
+            user: &UserId,
+            plans: &$crate::domain::billing::Plans,
+            at: DateTime<Utc>,
+        ) -> Result<String> {
+            use $crate::domain::billing::{SubscriptionState, effective_plan};
+            let rows: Vec<(String, Option<String>, i64)> = sqlx::query_as(sql::USER_SUBSCRIPTIONS)
+                .bind(user.as_str())
+                .fetch_all(&mut **tx)
+                .await?;
+            let states: Vec<SubscriptionState> = rows
+                .into_iter()
+                .map(|(status, plan, last_event_created)| SubscriptionState {
+                    status,
+                    plan,
+                    last_event_created,
+                })
+                .collect();
+            let (plan, status) = effective_plan(&states, plans);
+            sqlx::query(sql::SET_USER_PLAN)
+                .bind(user.as_str())
+                .bind(&plan)
+                .bind(&status)
+                .bind(at)
+                .execute(&mut **tx)
+                .await?;
+            Ok(plan)
         }
 
         async fn insert_activity(

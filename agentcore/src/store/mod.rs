@@ -22,7 +22,7 @@ use secrecy::{ExposeSecret, SecretString};
 
 use crate::domain::activity::{ActivityEntry, ActivityQuery, NewActivity};
 use crate::domain::agent::{Agent, AgentFilter, AgentId, AgentStatus, NewAgent};
-use crate::domain::billing::Plans;
+use crate::domain::billing::{BillingApplied, BillingEvent, Plans};
 use crate::domain::chat::{Connection, Mapping, NewPost, OutboxLane, OutboxPost};
 use crate::domain::runtime::{AgentKey, Claim, Outcome};
 use crate::domain::task::{Task, TaskId, TaskStatus};
@@ -199,8 +199,30 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
         activity: &NewActivity,
         plans: &Plans,
     ) -> Result<Agent>;
+    /// Creates an agent with a first queued task, like [`Store::insert_agent`] and
+    /// [`Store::insert_task`] in one transaction, except that a taken id is numbered instead of
+    /// refused: `agent.id`, else the first free of `<id>-2`, `<id>-3`, ... The task is written
+    /// for the agent as created, whatever its `agent_id` says.
+    async fn insert_agent_with_task(
+        &self,
+        owner: &UserId,
+        agent: &NewAgent,
+        agent_activity: &NewActivity,
+        task: &Task,
+        task_activity: &NewActivity,
+        plans: &Plans,
+    ) -> Result<(Agent, Task)>;
     /// The owner's plan, subscription status and number of agents.
     async fn billing(&self, owner: &UserId) -> Result<(String, Option<String>, i64)>;
+    /// Applies a Stripe event in one transaction with the record of its id, so an event is
+    /// applied at most once whatever the number of deliveries and nodes; users' plans are
+    /// recomputed from their subscriptions with `plans`.
+    async fn apply_billing_event(
+        &self,
+        event: &BillingEvent,
+        plans: &Plans,
+        at: DateTime<Utc>,
+    ) -> Result<BillingApplied>;
     async fn list_agents(&self, owner: &UserId, filter: &AgentFilter) -> Result<Vec<Agent>>;
     async fn agent(&self, owner: &UserId, id: &AgentId) -> Result<Agent>;
     /// Locks the agent, lets `decide` compute the change, writes it with its activity.

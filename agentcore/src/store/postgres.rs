@@ -40,6 +40,10 @@ impl PostgresStore {
     const SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
     /// Published at commit to every node's listener.
     const NOTIFY: Option<&'static str> = Some("SELECT pg_notify('agentd_wake', $1)");
+    /// Stripe events are applied one at a time across nodes: they are rare, and touch users,
+    /// customers and subscriptions in orders no row-lock sequence could keep deadlock-free.
+    const SERIALIZE_BILLING: Option<&'static str> =
+        Some("SELECT pg_advisory_xact_lock(7402318821156)");
 
     /// Connects and applies the migrations. Concurrent nodes serialise on sqlx's migration lock.
     pub async fn connect(url: &DatabaseUrl) -> Result<Self> {

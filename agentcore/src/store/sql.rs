@@ -222,3 +222,39 @@ pub(super) fn user_plan(lock: &str) -> String {
 pub(super) const COUNT_AGENTS: &str = "SELECT COUNT(*) FROM agents WHERE owner_id = $1";
 pub(super) const SELECT_BILLING: &str = "SELECT plan, subscription_status, \
     (SELECT COUNT(*) FROM agents WHERE owner_id = $1) AS agents_used FROM users WHERE id = $1";
+/// The owner's agent ids starting with `$2` (a prefix followed by `%`), to number a new one.
+pub(super) const AGENT_IDS_LIKE: &str = "SELECT id FROM agents WHERE owner_id = $1 AND id LIKE $2";
+
+// Stripe. Applying an event reads and writes these under one transaction.
+pub(super) const INSERT_BILLING_EVENT: &str = "INSERT INTO billing_events \
+    (id, type, created, received_at) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING";
+pub(super) fn select_subscription(lock: &str) -> String {
+    format!(
+        "SELECT status, plan, last_event_created, user_id FROM billing_subscriptions \
+         WHERE id = $1{lock}"
+    )
+}
+pub(super) const UPSERT_SUBSCRIPTION: &str = "INSERT INTO billing_subscriptions \
+    (id, customer_id, user_id, status, plan, last_event_created, updated_at) \
+    VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO UPDATE SET \
+    customer_id = excluded.customer_id, user_id = excluded.user_id, status = excluded.status, \
+    plan = excluded.plan, last_event_created = excluded.last_event_created, \
+    updated_at = excluded.updated_at";
+pub(super) const USER_ID_BY_ID: &str = "SELECT id FROM users WHERE id = $1";
+pub(super) const USER_ID_BY_EMAIL_KEY: &str = "SELECT id FROM users WHERE email_key = $1";
+pub(super) const USER_ID_BY_CUSTOMER: &str = "SELECT id FROM users WHERE stripe_customer_id = $1";
+/// Users other than `$2` holding customer `$1` or one of its subscriptions.
+pub(super) const CUSTOMER_HOLDERS: &str = "SELECT id FROM users \
+    WHERE stripe_customer_id = $1 AND id <> $2 \
+    UNION SELECT user_id FROM billing_subscriptions WHERE customer_id = $1 AND user_id <> $2";
+pub(super) const UNLINK_CUSTOMER: &str =
+    "UPDATE users SET stripe_customer_id = NULL WHERE stripe_customer_id = $1 AND id <> $2";
+pub(super) const LINK_CUSTOMER: &str = "UPDATE users SET stripe_customer_id = $1 WHERE id = $2";
+pub(super) const LINK_CUSTOMER_IF_UNLINKED: &str = "UPDATE users SET stripe_customer_id = $1 \
+    WHERE id = $2 AND stripe_customer_id IS NULL";
+pub(super) const ATTACH_SUBSCRIPTIONS: &str =
+    "UPDATE billing_subscriptions SET user_id = $2 WHERE customer_id = $1";
+pub(super) const USER_SUBSCRIPTIONS: &str = "SELECT status, plan, last_event_created \
+    FROM billing_subscriptions WHERE user_id = $1";
+pub(super) const SET_USER_PLAN: &str =
+    "UPDATE users SET plan = $2, subscription_status = $3, updated_at = $4 WHERE id = $1";

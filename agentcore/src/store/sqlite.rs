@@ -49,6 +49,8 @@ impl SqliteStore {
     /// One process per file in practice: wake-ups stay in process, with the fallback poll for
     /// anything else.
     const NOTIFY: Option<&'static str> = None;
+    /// `BEGIN IMMEDIATE` already applies Stripe events one at a time.
+    const SERIALIZE_BILLING: Option<&'static str> = None;
 
     /// Opens (creating if needed) the database file and applies the migrations.
     pub async fn connect(url: &DatabaseUrl) -> Result<Self> {

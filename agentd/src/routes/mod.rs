@@ -5,6 +5,7 @@ mod agents;
 mod backlog;
 mod billing;
 mod chat;
+mod onboarding;
 mod ops;
 
 use axum::Router;
@@ -33,6 +34,9 @@ pub fn routes() -> Router<AppState> {
         )
         .route("/api/agents/{id}/backlog/{task_id}/retry", post(backlog::retry))
         .route("/api/billing", get(billing::show))
+        .route("/api/billing/webhook", post(billing::webhook))
+        .route("/api/onboarding/templates", get(onboarding::templates))
+        .route("/api/onboarding/setup", post(onboarding::setup))
         .route("/api/chat/oauth-url", get(chat::oauth_url))
         .route("/api/chat/callback", post(chat::callback))
         .route("/api/chat/connect", post(chat::connect))

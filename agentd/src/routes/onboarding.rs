@@ -1,0 +1,27 @@
+//! `/api/onboarding`: templates, and a ready agent from one.
+
+use axum::Json as Reply;
+use axum::extract::State;
+use axum::http::StatusCode;
+
+use agentcore::api::{SetupRequest, TemplateList};
+use agentcore::domain::onboarding::Onboarded;
+
+use crate::AppState;
+use crate::error::ApiError;
+use crate::extract::{Caller, Json};
+
+/// Public, so a sign-up page can show them before there is an account.
+pub async fn templates(State(state): State<AppState>) -> Reply<TemplateList> {
+    Reply(TemplateList { templates: state.core.onboarding_templates().to_vec() })
+}
+
+pub async fn setup(
+    State(state): State<AppState>,
+    Caller(who): Caller,
+    Json(request): Json<SetupRequest>,
+) -> Result<(StatusCode, Reply<Onboarded>), ApiError> {
+    let (company, template) = request.parse()?;
+    let onboarded = state.core.onboard(&who, &company, &template).await?;
+    Ok((StatusCode::CREATED, Reply(onboarded)))
+}
