@@ -15,6 +15,7 @@ mod agents;
 mod backlog;
 mod billing;
 mod chat;
+mod cli;
 mod models;
 mod onboarding;
 mod process;

@@ -106,6 +106,15 @@ pub enum Backend {
     Postgres,
 }
 
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Backend::Sqlite => "SQLite",
+            Backend::Postgres => "PostgreSQL",
+        })
+    }
+}
+
 /// Opens the store behind `url` and brings its schema up to date.
 pub async fn connect(url: &DatabaseUrl) -> Result<Arc<dyn Store>> {
     Ok(match url.backend()? {

@@ -1,0 +1,316 @@
+//! The command line: every operation of the service, grouped the way people think of them.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Manage agents from the terminal, remotely over HTTP or locally against the database.
+#[derive(Debug, Parser)]
+#[command(name = "agentctl", version, about, propagate_version = true)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct Global {
+    /// The agentd server [default: the profile's, else http://127.0.0.1:8080]
+    #[arg(long, global = true, env = "AGENTCTL_SERVER", value_name = "URL")]
+    pub server: Option<String>,
+    /// Work on the database directly, with no server
+    #[arg(long, global = true)]
+    pub local: bool,
+    /// The database of --local [default: the profile's, else agentd's: AGENTD_DATABASE_URL or agentd.db in its data directory]
+    #[arg(long, global = true, value_name = "URL")]
+    pub database_url: Option<String>,
+    /// Which saved login to use
+    #[arg(
+        long,
+        global = true,
+        env = "AGENTCTL_PROFILE",
+        default_value = "default",
+        value_name = "NAME"
+    )]
+    pub profile: String,
+    /// Tables for people, or the service's JSON for scripts
+    #[arg(long, short, global = true, env = "AGENTCTL_OUTPUT", value_enum, default_value_t = Output::Table)]
+    pub output: Output,
+    /// Answer yes to confirmations
+    #[arg(long, short, global = true)]
+    pub yes: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Output {
+    Table,
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create an account and log in
+    Register {
+        #[arg(long)]
+        email: String,
+        /// [env: AGENTCTL_PASSWORD] [default: asked on a terminal]
+        #[arg(long)]
+        password: Option<String>,
+        #[arg(long)]
+        name: String,
+    },
+    /// Log in and keep the token in the profile
+    Login {
+        #[arg(long)]
+        email: String,
+        /// [env: AGENTCTL_PASSWORD] [default: asked on a terminal]
+        #[arg(long)]
+        password: Option<String>,
+    },
+    /// End every session of this user and forget the profile's token
+    Logout,
+    /// Who the profile is logged in as
+    Whoami,
+    /// Agents: create, inspect, change, start and stop them
+    #[command(subcommand)]
+    Agents(AgentsCommand),
+    /// An agent's backlog of tasks
+    #[command(subcommand)]
+    Tasks(TasksCommand),
+    /// Discord: connect servers, map agents to channels, send messages
+    #[command(subcommand)]
+    Chat(ChatCommand),
+    /// The plan, its agent limit and how much of it is used
+    Billing,
+    /// The onboarding templates
+    Templates,
+    /// A ready agent from a template: asks for what is missing on a terminal
+    Onboard(OnboardArgs),
+    /// Print shell completions
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Run the agents and deliver their posts here, until Ctrl-C (local mode, no server)
+    Run,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AgentsCommand {
+    /// Your agents, oldest first
+    List {
+        #[arg(long)]
+        workspace: Option<String>,
+        #[arg(long)]
+        status: Option<String>,
+    },
+    /// One agent with its backlog
+    Show { id: String },
+    /// Create an agent (it starts idle)
+    Create {
+        #[arg(long)]
+        id: String,
+        #[arg(long)]
+        name: String,
+        #[arg(long)]
+        role_prompt: String,
+        #[arg(long)]
+        channel: String,
+        #[arg(long)]
+        workspace: Option<String>,
+        #[arg(long)]
+        throttle_seconds: Option<f64>,
+        /// echo, openai:<model> or anthropic:<model>
+        #[arg(long)]
+        model: Option<String>,
+    },
+    /// Change the given fields
+    Update {
+        id: String,
+        #[arg(long)]
+        name: Option<String>,
+        #[arg(long)]
+        role_prompt: Option<String>,
+        #[arg(long)]
+        channel: Option<String>,
+        /// An empty value clears it
+        #[arg(long)]
+        workspace: Option<String>,
+        #[arg(long)]
+        status: Option<String>,
+        #[arg(long)]
+        throttle_seconds: Option<f64>,
+        /// An empty value clears it (the server's default model is used)
+        #[arg(long)]
+        model: Option<String>,
+    },
+    /// Delete an agent with its backlog and activity
+    Delete { id: String },
+    /// Start working through the backlog
+    Start { id: String },
+    /// Stop taking tasks (the one in progress finishes)
+    Stop { id: String },
+    /// Toggle vacation, or set it with --on / --off
+    Vacation {
+        id: String,
+        #[arg(long, conflicts_with = "off")]
+        on: bool,
+        #[arg(long)]
+        off: bool,
+    },
+    /// What the agent did, newest first
+    Activity {
+        id: String,
+        /// 1 to 1000 [default: 30]
+        #[arg(long)]
+        limit: Option<u32>,
+        /// Only entries before this time (RFC 3339)
+        #[arg(long)]
+        before: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TasksCommand {
+    /// Queue a task
+    Add {
+        agent: String,
+        title: String,
+        #[arg(long)]
+        description: Option<String>,
+        /// Higher runs first [default: 0]
+        #[arg(long, allow_negative_numbers = true)]
+        priority: Option<i64>,
+    },
+    /// The agent's tasks in creation order
+    List {
+        agent: String,
+        /// queued, in_progress, complete or failed
+        #[arg(long)]
+        status: Option<String>,
+    },
+    Show {
+        agent: String,
+        task: String,
+    },
+    /// Change a queued task
+    Update {
+        agent: String,
+        task: String,
+        #[arg(long)]
+        title: Option<String>,
+        /// An empty value clears it
+        #[arg(long)]
+        description: Option<String>,
+        #[arg(long, allow_negative_numbers = true)]
+        priority: Option<i64>,
+    },
+    /// Delete a task that is not in progress
+    Delete {
+        agent: String,
+        task: String,
+    },
+    /// Queue a failed task again
+    Retry {
+        agent: String,
+        task: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ChatCommand {
+    /// The link that installs the service's bot in a Discord server
+    OauthUrl,
+    /// Finish an OAuth install with the code Discord's redirect brought
+    Callback {
+        #[arg(long)]
+        code: String,
+        #[arg(long)]
+        state: Option<String>,
+        #[arg(long)]
+        guild_id: Option<String>,
+    },
+    /// Connect a server with your own bot
+    Connect {
+        #[arg(long)]
+        guild_id: String,
+        /// [env: AGENTCTL_BOT_TOKEN]
+        #[arg(long, env = "AGENTCTL_BOT_TOKEN", hide_env_values = true)]
+        bot_token: String,
+        #[arg(long)]
+        guild_name: Option<String>,
+    },
+    /// Connected servers
+    Connections,
+    /// Check that the bot still reaches a server
+    Test { guild_id: String },
+    /// Disconnect a server (its mappings and pending posts go too)
+    Disconnect { guild_id: String },
+    /// A server's text channels
+    Channels { guild_id: String },
+    /// Post an agent's results and status changes to a channel
+    Map {
+        agent: String,
+        #[arg(long)]
+        guild_id: String,
+        #[arg(long)]
+        channel_id: String,
+        #[arg(long)]
+        channel_name: Option<String>,
+    },
+    /// Stop posting an agent's updates
+    Unmap { agent: String },
+    /// Agents and their channels
+    Mappings,
+    /// Send a message to an agent's channel
+    Send {
+        agent: String,
+        #[arg(long)]
+        guild_id: String,
+        #[arg(long)]
+        content: Option<String>,
+        #[arg(long)]
+        embed_title: Option<String>,
+        #[arg(long)]
+        embed_description: Option<String>,
+        /// An RGB integer, e.g. 5763719
+        #[arg(long)]
+        embed_color: Option<i64>,
+    },
+}
+
+/// Every question of the wizard has a flag; without a terminal, missing answers are an error.
+#[derive(Debug, Clone, Default, Args)]
+pub struct OnboardArgs {
+    /// marketing, support, engineering, operations or sales
+    #[arg(long)]
+    pub template: Option<String>,
+    #[arg(long)]
+    pub company: Option<String>,
+    /// Log in (or, with --register, create an account) with this e-mail first
+    #[arg(long)]
+    pub email: Option<String>,
+    /// With --email: create the account instead of logging in
+    #[arg(long)]
+    pub register: bool,
+    /// With --register: the account's name
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Connect this Discord server with your own bot (with --bot-token)
+    #[arg(long)]
+    pub guild_id: Option<String>,
+    /// [env: AGENTCTL_BOT_TOKEN]
+    #[arg(long, env = "AGENTCTL_BOT_TOKEN", hide_env_values = true)]
+    pub bot_token: Option<String>,
+    /// Map the agent to this channel of the server
+    #[arg(long)]
+    pub channel_id: Option<String>,
+    /// Skip Discord
+    #[arg(long)]
+    pub no_discord: bool,
+    /// A first task of your own, beside the template's sample task
+    #[arg(long)]
+    pub task: Option<String>,
+    /// Start the agent at the end [default: asked; no without a terminal]
+    #[arg(long)]
+    pub start: bool,
+}

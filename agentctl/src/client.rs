@@ -1,0 +1,194 @@
+//! One client, two transports: a running `agentd` over HTTP, or the service in this process.
+//!
+//! Local mode opens the database with `agentcore` and sends each request through `agentd`'s
+//! router in process (no socket, no server): the same validation, the same answers and the
+//! same error bodies as a server, so every command prints the same bytes in both modes.
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode, header};
+use serde_json::Value;
+use tower::ServiceExt;
+
+use agentcore::Core;
+
+use crate::failure::Failure;
+
+/// Bodies the in-process router may answer; far above anything the service sends.
+const MAX_LOCAL_BODY: usize = 64 * 1024 * 1024;
+
+#[derive(Debug, Clone)]
+pub enum Transport {
+    Remote { base: String, http: reqwest::Client },
+    Local { core: Core, router: axum::Router },
+}
+
+impl Transport {
+    pub fn remote(base: &str) -> Result<Self, Failure> {
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(60))
+            .user_agent(concat!("agentctl/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| Failure::network(format!("cannot build the HTTP client: {e}")))?;
+        Ok(Transport::Remote { base: base.trim_end_matches('/').to_owned(), http })
+    }
+
+    pub fn local(core: Core) -> Self {
+        let router = agentd::router(agentd::AppState { core: core.clone() });
+        Transport::Local { core, router }
+    }
+
+    /// Where requests go, for messages.
+    pub fn describe(&self) -> String {
+        match self {
+            Transport::Remote { base, .. } => base.clone(),
+            Transport::Local { core, .. } => format!("the local {} database", core.backend()),
+        }
+    }
+
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<&Value>,
+    ) -> Result<(StatusCode, Vec<u8>), Failure> {
+        match self {
+            Transport::Remote { base, http } => {
+                let method = reqwest::Method::from_bytes(method.as_str().as_bytes())
+                    .map_err(|e| Failure::network(e.to_string()))?;
+                let mut request = http.request(method, format!("{base}{path}"));
+                if let Some(token) = token {
+                    request = request.bearer_auth(token);
+                }
+                if let Some(body) = body {
+                    request = request.json(body);
+                }
+                let response = request.send().await.map_err(|e| {
+                    Failure::network(format!(
+                        "cannot reach the server at {base}: {}",
+                        root_cause(&e)
+                    ))
+                })?;
+                let status = StatusCode::from_u16(response.status().as_u16())
+                    .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+                let bytes = response
+                    .bytes()
+                    .await
+                    .map_err(|e| Failure::network(format!("the answer was cut off: {e}")))?;
+                Ok((status, bytes.to_vec()))
+            }
+            Transport::Local { router, .. } => {
+                let mut request = Request::builder().method(method).uri(path);
+                if let Some(token) = token {
+                    request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
+                }
+                let payload = match body {
+                    Some(body) => {
+                        request = request.header(header::CONTENT_TYPE, "application/json");
+                        Body::from(serde_json::to_vec(body).map_err(Failure::internal)?)
+                    }
+                    None => Body::empty(),
+                };
+                let request = request.body(payload).map_err(Failure::internal)?;
+                let response = router.clone().oneshot(request).await.map_err(Failure::internal)?;
+                let status = response.status();
+                let bytes = axum::body::to_bytes(response.into_body(), MAX_LOCAL_BODY)
+                    .await
+                    .map_err(Failure::internal)?;
+                Ok((status, bytes.to_vec()))
+            }
+        }
+    }
+
+    /// Closes the local database pool; a no-op remotely.
+    pub async fn close(&self) {
+        if let Transport::Local { core, .. } = self {
+            core.close().await;
+        }
+    }
+}
+
+/// The transport with the caller's token, if any.
+#[derive(Debug, Clone)]
+pub struct Client {
+    pub transport: Transport,
+    pub token: Option<String>,
+}
+
+impl Client {
+    /// Sends a request and returns the service's JSON answer, or the failure its error body
+    /// describes.
+    pub async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<Answer, Failure> {
+        let (status, bytes) =
+            self.transport.send(method, path, self.token.as_deref(), body.as_ref()).await?;
+        let value: Value = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes).map_err(|_| {
+                Failure::network(format!(
+                    "{} answered {status} with a body that is not JSON; is it an agentd server?",
+                    self.transport.describe()
+                ))
+            })?
+        };
+        if !status.is_success() {
+            return Err(Failure::from_response(status, &value));
+        }
+        Ok(Answer { raw: String::from_utf8_lossy(&bytes).into_owned(), value })
+    }
+
+    pub async fn get(&self, path: &str) -> Result<Answer, Failure> {
+        self.call(Method::GET, path, None).await
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> Result<Answer, Failure> {
+        self.call(Method::POST, path, Some(body)).await
+    }
+
+    pub async fn post_empty(&self, path: &str) -> Result<Answer, Failure> {
+        self.call(Method::POST, path, None).await
+    }
+
+    pub async fn patch(&self, path: &str, body: Value) -> Result<Answer, Failure> {
+        self.call(Method::PATCH, path, Some(body)).await
+    }
+
+    pub async fn delete(&self, path: &str) -> Result<Answer, Failure> {
+        self.call(Method::DELETE, path, None).await
+    }
+}
+
+/// A successful answer: the body as the service sent it, and parsed.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    pub raw: String,
+    pub value: Value,
+}
+
+/// A path segment, percent-encoded.
+pub fn segment(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for byte in value.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-_.~".contains(&byte) {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = error;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    cause.to_string()
+}

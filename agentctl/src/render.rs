@@ -1,0 +1,187 @@
+//! How each kind of answer looks as a table. `--output json` bypasses this and prints the
+//! service's JSON as it came.
+
+use comfy_table::{ContentArrangement, Table, presets};
+use serde_json::Value;
+
+/// The kinds of answer, one renderer each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum View {
+    /// Any flat object as field / value rows: statuses, a user, a task, billing.
+    Fields,
+    Session,
+    Agents,
+    Agent,
+    Tasks,
+    Activity,
+    Templates,
+    Onboarded,
+    Connections,
+    Channels,
+    Mappings,
+}
+
+impl View {
+    pub fn render(self, value: &Value) -> String {
+        match self {
+            View::Fields => fields(value, &[]),
+            View::Session => {
+                let user = &value["user"];
+                format!(
+                    "Logged in as {} <{}> ({}).",
+                    text(&user["name"]),
+                    text(&user["email"]),
+                    text(&user["id"])
+                )
+            }
+            View::Agents => rows(
+                &value["agents"],
+                &[
+                    ("ID", "id"),
+                    ("NAME", "name"),
+                    ("STATUS", "status"),
+                    ("CHANNEL", "channel"),
+                    ("WORKSPACE", "workspace"),
+                    ("MODEL", "model"),
+                    ("QUEUED", "backlog_summary.queued"),
+                    ("RUNNING", "backlog_summary.in_progress"),
+                    ("DONE", "backlog_summary.complete"),
+                    ("FAILED", "backlog_summary.failed"),
+                ],
+            ),
+            View::Agent => {
+                let agent = fields(value, &["backlog", "backlog_summary"]);
+                let backlog = View::Tasks.render(&serde_json::json!({"tasks": value["backlog"]}));
+                format!("{agent}\nBacklog:\n{backlog}")
+            }
+            View::Tasks => rows(
+                &value["tasks"],
+                &[
+                    ("ID", "id"),
+                    ("TITLE", "title"),
+                    ("STATUS", "status"),
+                    ("PRIORITY", "priority"),
+                    ("ATTEMPTS", "attempts"),
+                    ("CREATED", "created_at"),
+                ],
+            ),
+            View::Activity => rows(
+                &value["entries"],
+                &[
+                    ("TIME", "timestamp"),
+                    ("ACTION", "action"),
+                    ("TASK", "task_id"),
+                    ("DETAILS", "details"),
+                ],
+            ),
+            View::Templates => rows(
+                &value["templates"],
+                &[
+                    ("ID", "id"),
+                    ("NAME", "name"),
+                    ("CHANNEL", "channel"),
+                    ("DESCRIPTION", "description"),
+                ],
+            ),
+            View::Onboarded => format!(
+                "Created agent {} ({}, {}) posting to #{}, with its first task queued: {} ({}).",
+                text(&value["agent"]["id"]),
+                text(&value["agent"]["name"]),
+                text(&value["agent"]["status"]),
+                text(&value["agent"]["channel"]),
+                text(&value["task"]["title"]),
+                text(&value["task"]["id"]),
+            ),
+            View::Connections => rows(
+                &value["connections"],
+                &[
+                    ("GUILD", "guild_id"),
+                    ("NAME", "guild_name"),
+                    ("KIND", "kind"),
+                    ("CHANNELS", "channel_count"),
+                    ("CONNECTED", "connected_at"),
+                ],
+            ),
+            View::Channels => rows(
+                &value["channels"],
+                &[("ID", "id"), ("NAME", "name"), ("POSITION", "position")],
+            ),
+            View::Mappings => rows(
+                &value["mappings"],
+                &[
+                    ("AGENT", "agent_id"),
+                    ("GUILD", "guild_id"),
+                    ("CHANNEL", "channel_id"),
+                    ("NAME", "channel_name"),
+                ],
+            ),
+        }
+    }
+}
+
+fn table() -> Table {
+    let mut table = Table::new();
+    table
+        .load_preset(presets::UTF8_HORIZONTAL_ONLY)
+        .set_content_arrangement(ContentArrangement::Dynamic);
+    table
+}
+
+/// One row per element of `items`, one column per `(header, dotted path)`.
+fn rows(items: &Value, columns: &[(&str, &str)]) -> String {
+    let items = items.as_array().map(Vec::as_slice).unwrap_or_default();
+    if items.is_empty() {
+        return "(none)".to_owned();
+    }
+    let mut table = table();
+    table.set_header(columns.iter().map(|(header, _)| *header));
+    for item in items {
+        table.add_row(columns.iter().map(|(_, path)| text(at(item, path))));
+    }
+    table.to_string()
+}
+
+/// Field / value rows of an object, leaving out `skip`.
+fn fields(value: &Value, skip: &[&str]) -> String {
+    let Some(object) = value.as_object() else {
+        return text(value);
+    };
+    let mut table = table();
+    for (key, field) in object.iter().filter(|(key, _)| !skip.contains(&key.as_str())) {
+        table.add_row([key.clone(), text(field)]);
+    }
+    table.to_string()
+}
+
+fn at<'a>(value: &'a Value, path: &str) -> &'a Value {
+    path.split('.').fold(value, |value, key| &value[key])
+}
+
+/// A cell: strings as they are, `null` as `-`, anything else as compact JSON.
+fn text(value: &Value) -> String {
+    match value {
+        Value::Null => "-".to_owned(),
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn lists_render_their_columns_and_empty_ones_say_so() {
+        let agents = json!({"agents": [{"id": "writer", "name": "Writer", "status": "idle", "channel": "news",
+            "workspace": null, "model": null, "backlog_summary": {"queued": 2, "in_progress": 0, "complete": 1, "failed": 0}}]});
+        let table = View::Agents.render(&agents);
+        for expected in ["ID", "QUEUED", "writer", "Writer", "idle", "news", "2"] {
+            assert!(table.contains(expected), "{expected} missing from\n{table}");
+        }
+        assert_eq!(View::Tasks.render(&json!({"tasks": []})), "(none)");
+        assert!(
+            View::Fields.render(&json!({"plan": "free", "agent_limit": 3})).contains("agent_limit")
+        );
+    }
+}
