@@ -181,11 +181,7 @@ async fn connect_discord(
         return Ok(None);
     }
     if let (Some(guild), Some(token)) = (&args.guild_id, &args.bot_token) {
-        let connected = client
-            .post("/api/chat/connect", json!({"guild_id": guild, "bot_token": token}))
-            .await?;
-        eprintln!("Connected {}.", connected.value["guild_name"].as_str().unwrap_or(guild));
-        return Ok(Some(guild.clone()));
+        return connect_with_token(client, guild, token).await.map(Some);
     }
     if !asking {
         return Ok(None);
@@ -199,11 +195,7 @@ async fn connect_discord(
         0 => {
             let guild: String = Input::new().with_prompt("Server (guild) id").interact_text()?;
             let token = dialoguer::Password::new().with_prompt("Bot token").interact()?;
-            let connected = client
-                .post("/api/chat/connect", json!({"guild_id": guild, "bot_token": token}))
-                .await?;
-            eprintln!("Connected {}.", connected.value["guild_name"].as_str().unwrap_or(&guild));
-            Ok(Some(guild))
+            connect_with_token(client, &guild, &token).await.map(Some)
         }
         1 => {
             let url = client.get("/api/chat/oauth-url").await?.value;
@@ -221,6 +213,14 @@ async fn connect_discord(
         }
         _ => Ok(None),
     }
+}
+
+/// Connects `guild` with the user's own bot; returns the guild id.
+async fn connect_with_token(client: &Client, guild: &str, token: &str) -> Result<String, Failure> {
+    let connected =
+        client.post("/api/chat/connect", json!({"guild_id": guild, "bot_token": token})).await?;
+    eprintln!("Connected {}.", connected.value["guild_name"].as_str().unwrap_or(guild));
+    Ok(guild.to_owned())
 }
 
 fn pick_template(templates: &Value) -> Result<String, Failure> {

@@ -227,6 +227,14 @@ async fn chat_commands_reach_discord_through_the_service(app) {
     let sent = with_token.run(&["-o", "json", "chat", "send", "herald", "--guild-id", guild, "--content", "Hello from the terminal"]).await.ok();
     assert_eq!(sent.json()["status"], "sent");
     assert!(app.discord.messages_in(&channel).iter().any(|m| m.body["content"] == "Hello from the terminal"));
+    // Onboarding with Discord from flags: the new agent is mapped to the chosen channel.
+    let onboarded = with_token.run(&["-o", "json", "onboard", "--template", "marketing", "--company", "Acme",
+        "--guild-id", guild, "--channel-id", &channel]).await.ok();
+    assert_eq!(onboarded.json()["agent"]["id"], "marketing-lead");
+    let mappings = with_token.run(&["-o", "json", "chat", "mappings"]).await.ok();
+    let listed = mappings.json();
+    let mapping = listed["mappings"].as_array().unwrap().iter().find(|m| m["agent_id"] == "marketing-lead").cloned();
+    assert_eq!(mapping.expect("marketing-lead is mapped")["channel_id"], channel.as_str());
     let refused = with_token.run(&["chat", "disconnect", guild]).await;
     assert_eq!(refused.code, 2);
     with_token.env.clear();
