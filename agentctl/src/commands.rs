@@ -157,6 +157,10 @@ pub async fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Command::Run => run_agents(&cx).await,
+        // Nothing to revoke or forget: no need to reach the service.
+        Command::Logout if cx.profile.is_none() => {
+            Err(Failure::auth(format!("profile '{}' is not logged in", cx.global.profile)))
+        }
         command => {
             let client = cx.client().await?;
             let result = dispatch(&mut cx, &client, command).await;
@@ -195,9 +199,6 @@ async fn dispatch(cx: &mut Context, client: &Client, command: Command) -> Result
 }
 
 async fn logout(cx: &mut Context, client: &Client) -> Result<(), Failure> {
-    if cx.profile.is_none() {
-        return Err(Failure::auth(format!("profile '{}' is not logged in", cx.global.profile)));
-    }
     let answer = client.post_empty("/auth/logout").await;
     cx.profiles.remove(&cx.global.profile)?;
     match answer {

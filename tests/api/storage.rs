@@ -6,7 +6,7 @@ use agentcore::domain::agent::{
     Agent, AgentFilter, AgentId, AgentName, AgentStatus, ChannelName, ModelName, NewAgent,
     RolePrompt, ThrottleSeconds, Workspace,
 };
-use agentcore::domain::task::{Task, TaskId, TaskStatus};
+use agentcore::domain::task::{NewTask, Priority, Task, TaskDescription, TaskStatus, TaskTitle};
 use agentcore::domain::user::UserId;
 use agentcore::store::{AgentChange, TaskChange, TaskWrite, UserRecord};
 use agentcore::{Error, Resource};
@@ -47,23 +47,12 @@ fn created() -> NewActivity {
 }
 
 fn task(agent: &str, title: &str, priority: i32) -> Task {
-    let at = agentcore::domain::now();
-    Task {
-        id: TaskId::parse(&uuid::Uuid::now_v7().to_string()).unwrap(),
-        agent_id: AgentId::parse(agent).unwrap(),
-        title: title.into(),
-        description: Some("details".into()),
-        priority,
-        status: TaskStatus::Queued,
-        result: None,
-        error: None,
-        attempts: 0,
-        created_at: at,
-        updated_at: at,
-        started_at: None,
-        completed_at: None,
-        usage: None,
-    }
+    let new = NewTask {
+        title: TaskTitle::parse(title).unwrap(),
+        description: Some(TaskDescription::parse("details").unwrap()),
+        priority: Priority::parse(priority.into()).unwrap(),
+    };
+    Task::queued(&AgentId::parse(agent).unwrap(), new, agentcore::domain::now())
 }
 
 fn id(value: &str) -> AgentId {
