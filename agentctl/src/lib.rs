@@ -24,9 +24,13 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     agentcore::install_tls_provider();
     // `run` is a long-running worker whose progress is worth seeing; other commands print
-    // only their answer unless something goes wrong.
-    let default_filter =
-        if matches!(cli.command, cli::Command::Run) { "info,sqlx=warn" } else { "warn" };
+    // only their answer, and the library's warnings when something goes wrong. In local mode
+    // the in-process server's request log would repeat the error the command already prints.
+    let default_filter = if matches!(cli.command, cli::Command::Run) {
+        "info,sqlx=warn"
+    } else {
+        "warn,agentd=off,tower_http=off"
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
             EnvFilter::try_from_env("AGENTCTL_LOG")

@@ -8,6 +8,7 @@ mod fake_models;
 mod helpers;
 mod outbox;
 mod stripe_events;
+mod terminal;
 
 mod accounts;
 mod activity;

@@ -1,0 +1,155 @@
+//! A pseudo-terminal to run a program on as a person would: everything it draws is read from
+//! the master side into a screen buffer, and keystrokes are written to the master.
+
+use std::ffi::OsStr;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::process::ExitStatus;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
+use rustix::termios::{LocalModes, Winsize, tcgetattr, tcsetwinsize};
+use tokio::process::{Child, Command};
+use tokio::sync::watch;
+
+use crate::helpers::eventually;
+
+/// How long a prompt may take to appear.
+const PATIENCE: Duration = Duration::from_secs(20);
+
+pub struct Terminal {
+    master: File,
+    child: Child,
+    /// Everything the program wrote, escape sequences included.
+    output: Arc<Mutex<Vec<u8>>>,
+    /// Bumped by the reader after each read; closed when the program's side is gone.
+    grown: watch::Receiver<()>,
+    /// How much of the visible text earlier `expect`s have consumed.
+    seen: usize,
+}
+
+/// Arrow keys as a terminal sends them.
+pub const DOWN: &str = "\x1b[B";
+pub const ENTER: &str = "\r";
+
+impl Terminal {
+    /// Runs `command` with its stdin, stdout and stderr on a new 40x120 terminal.
+    pub fn spawn(mut command: Command) -> Self {
+        let master =
+            openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).expect("a pty");
+        grantpt(&master).unwrap();
+        unlockpt(&master).unwrap();
+        tcsetwinsize(&master, Winsize { ws_row: 40, ws_col: 120, ws_xpixel: 0, ws_ypixel: 0 })
+            .unwrap();
+        let name = ptsname(&master, Vec::new()).unwrap();
+        let side = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(OsStr::from_bytes(name.as_bytes()))
+            .expect("the terminal's side");
+        command
+            .stdin(side.try_clone().unwrap())
+            .stdout(side.try_clone().unwrap())
+            .stderr(side)
+            .kill_on_drop(true);
+        let child = command.spawn().expect("the program starts");
+        // Our copies of the program's side go with the command, so reading the master ends
+        // (EIO) once the program has exited.
+        drop(command);
+
+        let master = File::from(master);
+        let output = Arc::new(Mutex::new(Vec::new()));
+        let (grow, grown) = watch::channel(());
+        let mut reader = master.try_clone().unwrap();
+        let sink = output.clone();
+        std::thread::spawn(move || {
+            let mut buffer = [0u8; 4096];
+            while let Ok(read @ 1..) = reader.read(&mut buffer) {
+                sink.lock().unwrap().extend_from_slice(&buffer[..read]);
+                grow.send_replace(());
+            }
+        });
+        Self { master, child, output, grown, seen: 0 }
+    }
+
+    /// The screen's text so far, without escape sequences.
+    pub fn text(&self) -> String {
+        visible(&self.output.lock().unwrap())
+    }
+
+    /// Waits until `wanted` appears after what earlier calls consumed, and consumes it.
+    pub async fn expect(&mut self, wanted: &str) {
+        let until = tokio::time::Instant::now() + PATIENCE;
+        loop {
+            let text = self.text();
+            if let Some(at) = text[self.seen..].find(wanted) {
+                self.seen += at + wanted.len();
+                return;
+            }
+            match tokio::time::timeout_at(until, self.grown.changed()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) => {
+                    let text = self.text();
+                    assert!(
+                        text[self.seen..].contains(wanted),
+                        "the program ended without showing {wanted:?}; the screen:\n{text}"
+                    );
+                }
+                Err(_) => {
+                    panic!("{wanted:?} did not appear within {PATIENCE:?}; the screen:\n{text}")
+                }
+            }
+        }
+    }
+
+    /// Types `keys` after `prompt` has appeared.
+    pub async fn answer(&mut self, prompt: &str, keys: &str) {
+        self.expect(prompt).await;
+        self.master.write_all(keys.as_bytes()).unwrap();
+    }
+
+    /// Types a secret once `prompt` is shown and the terminal has stopped echoing (a password
+    /// prompt discards what was typed before it turned echo off).
+    pub async fn answer_secret(&mut self, prompt: &str, secret: &str) {
+        self.expect(prompt).await;
+        eventually(PATIENCE, "the terminal stops echoing", || async {
+            !tcgetattr(&self.master).unwrap().local_modes.contains(LocalModes::ECHO)
+        })
+        .await;
+        self.master.write_all(format!("{secret}{ENTER}").as_bytes()).unwrap();
+    }
+
+    /// Waits for the program to exit.
+    pub async fn wait(&mut self) -> ExitStatus {
+        match tokio::time::timeout(PATIENCE, self.child.wait()).await {
+            Ok(status) => status.unwrap(),
+            Err(_) => panic!("the program did not exit; the screen:\n{}", self.text()),
+        }
+    }
+}
+
+/// `bytes` as text with ANSI escape sequences (CSI and two-byte escapes) removed.
+fn visible(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c != '\x1b' {
+            out.push(c);
+        } else if chars.next() == Some('[') {
+            for c in chars.by_ref() {
+                if ('\x40'..='\x7e').contains(&c) {
+                    break;
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn escape_sequences_are_not_text() {
+    assert_eq!(visible(b"\x1b[2K\rWhich role?\x1b[1A \x1b[?25lok\x1b7"), "\rWhich role? ok");
+}
