@@ -1,12 +1,16 @@
 //! The real `agentctl` binary against a real `agentd` (remote) and against the same database
 //! (local): output in both formats, exit codes, error messages, and the saved login.
 
+use std::path::Path;
 use std::process::Stdio;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::process::Command;
 
-use crate::helpers::{TestApp, backend_tests};
+use crate::fake_discord::FakeDiscord;
+use crate::fake_models::{FakeModels, OPENAI_KEY, Script};
+use crate::helpers::{TestApp, backend_tests, eventually};
 use crate::terminal::{DOWN, ENTER, Terminal};
 
 /// One person's terminal: a config directory of their own and a way to reach the service.
@@ -45,13 +49,21 @@ impl Ctl {
 
     /// Local mode on the server's own database and key.
     fn local(app: &TestApp) -> Self {
-        let data_dir = app.options.data_dir.path().display().to_string();
+        Self::on_database(
+            app.db.url_for_process(),
+            app.options.data_dir.path(),
+            &app.options.discord,
+        )
+    }
+
+    /// Local mode on `database` with the key in `data_dir`, and Discord at the fake.
+    fn on_database(database: String, data_dir: &Path, discord: &FakeDiscord) -> Self {
         Self {
             config: tempfile::tempdir().unwrap(),
-            mode: vec!["--local".into(), "--database-url".into(), app.db.url_for_process()],
+            mode: vec!["--local".into(), "--database-url".into(), database],
             env: vec![
-                ("AGENTD_DATA_DIR", data_dir),
-                ("AGENTD_DISCORD__API_BASE", app.options.discord.api_base.clone()),
+                ("AGENTD_DATA_DIR", data_dir.display().to_string()),
+                ("AGENTD_DISCORD__API_BASE", discord.api_base.clone()),
             ],
         }
     }
@@ -75,7 +87,11 @@ impl Ctl {
 
     /// Runs without a terminal.
     async fn run(&self, args: &[&str]) -> Run {
-        let output = self.command(args).stdin(Stdio::null()).output().await.expect("agentctl runs");
+        let output = self.command(args).stdin(Stdio::null()).kill_on_drop(true).output();
+        let output = tokio::time::timeout(Duration::from_secs(60), output)
+            .await
+            .unwrap_or_else(|_| panic!("agentctl {args:?} did not finish"))
+            .expect("agentctl runs");
         Run {
             code: output.status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
@@ -223,6 +239,20 @@ async fn chat_commands_reach_discord_through_the_service(app) {
     let ctl = Ctl::remote(&app);
     ctl.run(&["register", "--email", "chat@example.com", "--password", PASSWORD, "--name", "Chat"]).await.ok();
     ctl.run(&["agents", "create", "--id", "herald", "--name", "Herald", "--role-prompt", "Announce.", "--channel", "news"]).await.ok();
+    // The service's own bot: the install link, then the code Discord's redirect brought.
+    let link = ctl.run(&["-o", "json", "chat", "oauth-url"]).await.ok().json();
+    assert!(link["url"].as_str().unwrap().contains(crate::fake_discord::CLIENT_ID), "{link}");
+    let state = link["state"].as_str().unwrap().to_owned();
+    app.discord.add_guild("778", "Beta", &[]);
+    app.discord.issue_code("cli-code", "778");
+    let forged = ctl.run(&["chat", "callback", "--code", "cli-code", "--state", "forged"]).await;
+    assert_eq!(forged.code, 2, "{}", forged.stderr);
+    let installed = ctl.run(&["-o", "json", "chat", "callback", "--code", "cli-code", "--state", &state]).await.ok().json();
+    assert_eq!(installed["guild_id"], "778");
+    let table = ctl.run(&["chat", "connections"]).await.ok();
+    assert!(table.stdout.contains("Beta") && table.stdout.contains("oauth"), "{}", table.stdout);
+    ctl.run(&["chat", "disconnect", "778", "--yes"]).await.ok();
+
     let (guild, bot) = ("777", "terminal-bot-token.1");
     app.discord.add_bot(bot, "TerminalBot");
     app.discord.add_guild(guild, "Acme", &[bot]);
@@ -329,6 +359,107 @@ async fn the_wizard_logs_in_connects_a_bot_and_leaves_the_agent_idle_locally(app
     assert_eq!(mappings["mappings"][0]["channel_id"], format!("{guild}2"));
 }
 
+}
+
+backend_tests! { db;
+
+async fn one_machine_needs_no_server_run_works_the_agents_until_sigterm(db) {
+    let models = FakeModels::start().await;
+    // The first task's call is refused: it fails and the agent stops in error.
+    models.script([Script::Status(400, None)]);
+    let discord = FakeDiscord::start().await;
+    let (guild, bot) = ("555", "local-bot-token.1");
+    discord.add_bot(bot, "LocalBot");
+    discord.add_guild(guild, "Acme", &[bot]);
+    let data_dir = tempfile::tempdir().unwrap();
+    let mut ctl = Ctl::on_database(db.url_for_process(), data_dir.path(), &discord);
+    ctl.env.extend([
+        ("AGENTD_MODELS__DEFAULT", "openai:gpt-test".to_owned()),
+        ("AGENTD_MODELS__OPENAI_BASE_URL", models.openai_base()),
+        ("AGENTD_MODELS__OPENAI_API_KEY", OPENAI_KEY.to_owned()),
+        ("AGENTD_RUNTIME__POLL_SECONDS", "0.5".to_owned()),
+        ("AGENTCTL_BOT_TOKEN", bot.to_owned()),
+    ]);
+    ctl.run(&["register", "--email", "ada@example.com", "--password", PASSWORD, "--name", "Ada"]).await.ok();
+    let channel = format!("{guild}1");
+    ctl.run(&["onboard", "--template", "sales", "--company", "Acme Robotics", "--guild-id", guild, "--channel-id", &channel, "--start"]).await.ok();
+    ctl.run(&["tasks", "add", "sales-lead", "Draft three follow-ups", "--priority", "2"]).await.ok();
+    assert!(models.calls().is_empty(), "nothing runs the agents yet");
+
+    let remote = Ctl { config: tempfile::tempdir().unwrap(), mode: vec!["--server".into(), "http://127.0.0.1:9".into()], env: Vec::new() };
+    let refused = remote.run(&["run"]).await;
+    assert_eq!(refused.code, 2, "a server runs its own agents: {}", refused.stderr);
+    let mut runner = ctl.command(&["run"]).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).kill_on_drop(true).spawn().unwrap();
+
+    eventually(Duration::from_secs(20), "the first task fails", || async {
+        db.count("SELECT COUNT(*) FROM tasks WHERE status = 'failed'", &[]).await == 1
+    }).await;
+    let agent = ctl.run(&["-o", "json", "agents", "show", "sales-lead"]).await.ok().json();
+    assert_eq!(agent["status"], "error", "{agent}");
+    let failed = agent["backlog"].as_array().unwrap().iter().find(|t| t["status"] == "failed").unwrap()["id"].as_str().unwrap().to_owned();
+    let shown = ctl.run(&["tasks", "show", "sales-lead", &failed]).await.ok();
+    assert!(shown.stdout.contains("failed") && shown.stdout.contains("refused the request"), "{}", shown.stdout);
+
+    let retried = ctl.run(&["-o", "json", "tasks", "retry", "sales-lead", &failed]).await.ok().json();
+    assert_eq!(retried["status"], "queued");
+    let again = ctl.run(&["tasks", "retry", "sales-lead", &failed]).await;
+    assert_eq!(again.code, 5, "only a failed task can be retried: {}", again.stderr);
+    ctl.run(&["agents", "start", "sales-lead"]).await.ok();
+    eventually(Duration::from_secs(20), "both tasks complete", || async {
+        db.count("SELECT COUNT(*) FROM tasks WHERE status = 'complete'", &[]).await == 2
+    }).await;
+    eventually(Duration::from_secs(20), "the results are posted to the channel", || async {
+        discord.messages_in(&channel).iter().any(|m| m.body["embeds"][0]["title"] == "Draft three follow-ups")
+    }).await;
+    let activity = ctl.run(&["agents", "activity", "sales-lead"]).await.ok();
+    for action in ["task_completed", "agent_error", "task_failed"] {
+        assert!(activity.stdout.contains(action), "{action}:\n{}", activity.stdout);
+    }
+
+    let deleted = ctl.run(&["tasks", "delete", "sales-lead", &failed]).await.ok();
+    assert!(deleted.stdout.contains(&failed), "{}", deleted.stdout);
+    assert_eq!(ctl.run(&["tasks", "show", "sales-lead", &failed]).await.code, 4);
+
+    let pid = runner.id().unwrap().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().await.unwrap().success());
+    let stopped = tokio::time::timeout(Duration::from_secs(20), runner.wait()).await.expect("run stops on SIGTERM").unwrap();
+    assert!(stopped.success(), "{stopped:?}");
+    let mut stderr = String::new();
+    tokio::io::AsyncReadExt::read_to_string(runner.stderr.as_mut().unwrap(), &mut stderr).await.unwrap();
+    assert!(stderr.contains("Running the active agents") && stderr.contains("Stopped."), "{stderr}");
+    assert_eq!(db.count("SELECT COUNT(*) FROM runtime_nodes", &[]).await, 0, "the node signed off");
+
+    // The profile remembers that this login is local, and on which database.
+    ctl.mode.clear();
+    let listed = ctl.run(&["-o", "json", "agents", "list"]).await.ok().json();
+    assert_eq!(listed["agents"][0]["id"], "sales-lead", "{listed}");
+}
+
+}
+
+#[tokio::test]
+async fn completions_are_printed_for_each_shell() {
+    let config = tempfile::tempdir().unwrap();
+    for (shell, marker) in
+        [("bash", "complete -F"), ("zsh", "#compdef agentctl"), ("fish", "complete -c agentctl")]
+    {
+        let output = Command::new(env!("CARGO_BIN_EXE_agentctl-under-test"))
+            .env("AGENTCTL_CONFIG_DIR", config.path())
+            .args(["completions", shell])
+            .output()
+            .await
+            .unwrap();
+        assert!(output.status.success());
+        let script = String::from_utf8(output.stdout).unwrap();
+        assert!(script.contains(marker) && script.contains("onboard"), "{shell}: {script}");
+    }
+    let unknown = Command::new(env!("CARGO_BIN_EXE_agentctl-under-test"))
+        .env("AGENTCTL_CONFIG_DIR", config.path())
+        .args(["completions", "cmd.exe"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(unknown.status.code(), Some(2));
 }
 
 #[tokio::test]
