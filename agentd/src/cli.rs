@@ -19,19 +19,61 @@ use agentcore::Core;
 struct Cli {
     #[command(flatten)]
     flags: Flags,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Command {
+    /// Serve (what `agentd` does without a command)
+    Serve,
+    /// Print the effective configuration (defaults, file, environment, flags) as TOML, with
+    /// secrets redacted, and exit
+    Config,
 }
 
 /// Parses the command line and runs the server until Ctrl-C or SIGTERM.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_env("AGENTD_LOG")
-                .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn")),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
+    let config = match Config::load(&cli.flags, &|name| std::env::var(name).ok()) {
+        Ok(config) => config,
+        Err(error) => {
+            eprintln!("agentd: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let unknown = config.unknown_variables(std::env::vars().map(|(name, _)| name));
+    if let Some(Command::Config) = cli.command {
+        for name in &unknown {
+            eprintln!("agentd: warning: unknown variable {name}: it configures nothing");
+        }
+        return match config.effective() {
+            Ok(text) => {
+                print!("{text}");
+                ExitCode::SUCCESS
+            }
+            Err(error) => {
+                eprintln!("agentd: {error}");
+                ExitCode::from(2)
+            }
+        };
+    }
+    let filter = EnvFilter::try_new(&config.log.filter).unwrap_or_else(|error| {
+        eprintln!(
+            "agentd: log.filter '{}' is not a filter ({error}); using info",
+            config.log.filter
+        );
+        EnvFilter::new("info")
+    });
+    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    if config.log.json {
+        logs.json().init();
+    } else {
+        logs.with_ansi(std::io::stderr().is_terminal()).init();
+    }
+    for name in unknown {
+        tracing::warn!("unknown variable {name}: it configures nothing");
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
@@ -39,7 +81,7 @@ pub fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(cli)) {
+    match runtime.block_on(run(config)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             tracing::error!("{error:#}");
@@ -48,8 +90,10 @@ pub fn main() -> ExitCode {
     }
 }
 
-async fn run(cli: Cli) -> anyhow::Result<()> {
-    let config = Config::load(&cli.flags, &|name| std::env::var(name).ok())?;
+async fn run(config: Config) -> anyhow::Result<()> {
+    if let Some(file) = &config.file {
+        tracing::info!(file = %file.display(), "configuration file read");
+    }
     let core_config = config.core_config()?;
     tracing::info!(database = %core_config.database_url.redacted(), "opening the database");
     let core = Core::open(core_config).await?;

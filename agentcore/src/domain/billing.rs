@@ -60,6 +60,11 @@ impl Plans {
     pub fn contains(&self, plan: &str) -> bool {
         self.0.contains_key(plan)
     }
+
+    /// Each plan and its limit, by name.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, u32)> {
+        self.0.iter().map(|(name, limit)| (name.as_str(), *limit))
+    }
 }
 
 /// A user's plan as `GET /api/billing` shows it.
