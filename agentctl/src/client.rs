@@ -35,7 +35,7 @@ impl Transport {
     }
 
     pub fn local(core: Core) -> Self {
-        let router = agentd::router(agentd::AppState { core: core.clone() });
+        let router = agentd::router(agentd::AppState::new(core.clone()));
         Transport::Local { core, router }
     }
 

@@ -107,7 +107,12 @@ async fn run(config: Config) -> anyhow::Result<()> {
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.bind))?;
     tracing::info!(address = %listener.local_addr()?, "agentd listening");
-    crate::serve(listener, AppState { core: core.clone() }, crate::shutdown_signal()).await?;
+    crate::serve(
+        listener,
+        AppState::configured(core.clone(), config.http.clone(), config.limits),
+        crate::shutdown_signal(),
+    )
+    .await?;
     core.close().await;
     tracing::info!("agentd stopped");
     Ok(())

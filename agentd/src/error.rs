@@ -25,6 +25,10 @@ pub enum ApiError {
     RouteNotFound,
     MethodNotAllowed,
     NotReady,
+    /// Over an abuse limit; the wait before the next attempt is allowed.
+    RateLimited(std::time::Duration),
+    /// The request took longer than `http.request_timeout_seconds`.
+    Timeout,
 }
 
 impl From<Error> for ApiError {
@@ -58,6 +62,8 @@ impl ApiError {
             ApiError::RouteNotFound => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::NotReady => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::Timeout => StatusCode::REQUEST_TIMEOUT,
         }
     }
 
@@ -70,6 +76,8 @@ impl ApiError {
             ApiError::RouteNotFound => "route_not_found".into(),
             ApiError::MethodNotAllowed => "method_not_allowed".into(),
             ApiError::NotReady => "not_ready".into(),
+            ApiError::RateLimited(_) => "rate_limited".into(),
+            ApiError::Timeout => "request_timeout".into(),
         }
     }
 
@@ -80,10 +88,17 @@ impl ApiError {
                 format!("The request body is not valid JSON: {problem}.")
             }
             ApiError::WrongTypes(_) => "The request has fields of the wrong type.".into(),
-            ApiError::PayloadTooLarge => "The request body is larger than 1 MiB.".into(),
+            ApiError::PayloadTooLarge => {
+                "The request body is larger than this server accepts.".into()
+            }
             ApiError::RouteNotFound => "No such route.".into(),
             ApiError::MethodNotAllowed => "This route does not take that method.".into(),
             ApiError::NotReady => "The database is not reachable.".into(),
+            ApiError::RateLimited(wait) => format!(
+                "Too many requests; try again in {} s.",
+                crate::limits::retry_after_seconds(*wait)
+            ),
+            ApiError::Timeout => "The request took too long and was abandoned.".into(),
         }
     }
 
@@ -119,6 +134,11 @@ impl IntoResponse for ApiError {
         }
         let request_id = request_id::current().unwrap_or_default();
         let mut response = (status, Json(self.body(&request_id))).into_response();
+        if let ApiError::RateLimited(wait) = &self {
+            response
+                .headers_mut()
+                .insert("retry-after", crate::limits::retry_after_seconds(*wait).into());
+        }
         if status == StatusCode::UNAUTHORIZED {
             response
                 .headers_mut()
@@ -163,6 +183,8 @@ mod tests {
             (Error::not_found(Resource::Connection, "g").into(), 404, "connection_not_found"),
             (Error::not_found(Resource::Mapping, "a").into(), 404, "mapping_not_found"),
             (ApiError::PayloadTooLarge, 413, "payload_too_large"),
+            (ApiError::Timeout, 408, "request_timeout"),
+            (ApiError::RateLimited(std::time::Duration::from_secs(3)), 429, "rate_limited"),
             (Error::internal("boom").into(), 500, "internal"),
             (Error::Upstream("Discord failed".into()).into(), 502, "upstream_error"),
             (

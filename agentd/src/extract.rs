@@ -151,7 +151,9 @@ impl FromRequestParts<AppState> for Caller {
             .map(|(_, token)| token.trim())
             .filter(|token| !token.is_empty())
             .ok_or(Error::Unauthorized)?;
-        Ok(Caller(state.core.authenticate(token).await?))
+        let principal = state.core.authenticate(token).await?;
+        state.http.limits.user(&principal.user_id)?;
+        Ok(Caller(principal))
     }
 }
 

@@ -8,34 +8,62 @@ pub mod cli;
 pub mod config;
 pub mod error;
 mod extract;
+mod limits;
 pub mod request_id;
 mod routes;
 
 use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
-use axum::response::IntoResponse;
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
+use axum::http::{HeaderName, HeaderValue, Method, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
 use tokio::net::TcpListener;
 use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use tracing::Level;
 
 use agentcore::Core;
 
-/// Request bodies larger than this are refused with 413.
-pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+use crate::config::{HttpConfig, LimitsConfig};
+use crate::error::ApiError;
 
 /// What every handler can reach.
 #[derive(Debug, Clone)]
 pub struct AppState {
     pub core: Core,
+    pub(crate) http: Arc<Http>,
+}
+
+/// The HTTP layer's settings and its abuse limits' state.
+#[derive(Debug)]
+pub(crate) struct Http {
+    config: HttpConfig,
+    limits: limits::Limits,
+}
+
+impl AppState {
+    /// The service over `core` with the default HTTP settings and limits.
+    pub fn new(core: Core) -> Self {
+        Self::configured(core, HttpConfig::default(), LimitsConfig::default())
+    }
+
+    pub fn configured(core: Core, http: HttpConfig, limits: LimitsConfig) -> Self {
+        let limits = limits::Limits::new(limits, http.trust_forwarded_for);
+        Self { core, http: Arc::new(Http { config: http, limits }) }
+    }
 }
 
 /// The whole HTTP application.
 pub fn router(state: AppState) -> Router {
-    routes::routes()
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+    let http = &state.http.config;
+    let router = routes::routes(&state)
+        .layer(DefaultBodyLimit::max(http.body_limit_bytes))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), deadline))
         .layer(
             TraceLayer::new_for_http()
                 .make_span_with(|request: &Request| {
@@ -56,8 +84,44 @@ pub fn router(state: AppState) -> Router {
             tracing::error!("a request handler panicked");
             error::ApiError::Core(agentcore::Error::internal("handler panicked")).into_response()
         }))
-        .layer(axum::middleware::from_fn(request_id::assign))
-        .with_state(state)
+        .layer(axum::middleware::from_fn(request_id::assign));
+    let router = match cors(&http.cors_origins) {
+        Some(cors) => router.layer(cors),
+        None => router,
+    };
+    router.with_state(state)
+}
+
+/// Answers 408 for a request that outlives `http.request_timeout_seconds` (a slow body
+/// included), so a client cannot hold a handler forever.
+async fn deadline(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let limit = state.http.config.request_timeout;
+    match tokio::time::timeout(limit, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => ApiError::Timeout.into_response(),
+    }
+}
+
+/// CORS for the configured origins; none configured, none sent (browsers then refuse
+/// cross-origin calls, the safe default).
+fn cors(origins: &[String]) -> Option<CorsLayer> {
+    if origins.is_empty() {
+        return None;
+    }
+    let allow = if origins.iter().any(|o| o == "*") {
+        AllowOrigin::any()
+    } else {
+        AllowOrigin::list(origins.iter().filter_map(|o| HeaderValue::from_str(o).ok()))
+    };
+    let request_id = HeaderName::from_static(request_id::HEADER);
+    Some(
+        CorsLayer::new()
+            .allow_origin(allow)
+            .allow_methods([Method::GET, Method::POST, Method::PATCH, Method::DELETE])
+            .allow_headers([header::AUTHORIZATION, header::CONTENT_TYPE, request_id.clone()])
+            .expose_headers([request_id, header::RETRY_AFTER])
+            .max_age(std::time::Duration::from_secs(3600)),
+    )
 }
 
 /// Serves `router(state)` on `listener`, runs the agents and delivers their posts until
@@ -72,7 +136,8 @@ pub async fn serve(
     let outbox = state.core.start_outbox();
     let runtime = state.core.start_runtime();
     let stop_claiming = runtime.stopper();
-    let served = axum::serve(listener, router(state))
+    let app = router(state).into_make_service_with_connect_info::<SocketAddr>();
+    let served = axum::serve(listener, app)
         .with_graceful_shutdown(async move {
             shutdown.await;
             stop_claiming.stop();

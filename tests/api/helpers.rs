@@ -269,6 +269,9 @@ pub struct Options {
     pub webhook_secrets: Vec<String>,
     /// Holds the server key file; shared across restarts of one test.
     pub data_dir: Arc<tempfile::TempDir>,
+    /// The HTTP settings and abuse limits: agentd's defaults.
+    pub http: agentd::config::HttpConfig,
+    pub limits: agentd::config::LimitsConfig,
 }
 
 impl Options {
@@ -288,6 +291,8 @@ impl Options {
             },
             webhook_secrets: vec![stripe_events::OLD_SECRET.into(), stripe_events::SECRET.into()],
             data_dir: Arc::new(tempfile::tempdir().expect("temporary directory")),
+            http: agentd::config::HttpConfig::default(),
+            limits: agentd::config::LimitsConfig::default(),
         }
     }
 
@@ -381,7 +386,8 @@ impl TestApp {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind port 0");
         let address = format!("http://{}", listener.local_addr().unwrap());
         let (shutdown, stopped) = oneshot::channel();
-        let state = agentd::AppState { core: core.clone() };
+        let state =
+            agentd::AppState::configured(core.clone(), options.http.clone(), options.limits);
         let server = tokio::spawn(async move {
             agentd::serve(listener, state, async {
                 let _ = stopped.await;
@@ -604,7 +610,7 @@ impl CrashableApp {
             let core = Core::open(config).await.expect("open the core");
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             let _ = address_tx.send(format!("http://{}", listener.local_addr().unwrap()));
-            agentd::serve(listener, agentd::AppState { core }, std::future::pending())
+            agentd::serve(listener, agentd::AppState::new(core), std::future::pending())
                 .await
                 .unwrap();
         });

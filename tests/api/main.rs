@@ -17,6 +17,7 @@ mod backlog;
 mod billing;
 mod chat;
 mod cli;
+mod limits;
 mod models;
 mod onboarding;
 mod process;

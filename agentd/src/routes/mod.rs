@@ -13,12 +13,15 @@ use axum::routing::{delete, get, post};
 
 use crate::AppState;
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/healthz", get(ops::healthz))
-        .route("/readyz", get(ops::readyz))
+pub fn routes(state: &AppState) -> Router<AppState> {
+    let sign_ins = Router::new()
         .route("/auth/register", post(accounts::register))
         .route("/auth/login", post(accounts::login))
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), crate::limits::sign_ins));
+    Router::new()
+        .merge(sign_ins)
+        .route("/healthz", get(ops::healthz))
+        .route("/readyz", get(ops::readyz))
         .route("/auth/me", get(accounts::me))
         .route("/auth/logout", post(accounts::logout))
         .route("/api/agents", get(agents::list).post(agents::create))

@@ -1,0 +1,147 @@
+//! Abuse limits, kept per node: sign-ins (login and register) per client address, and requests
+//! per signed-in user. Both are GCRA limits from `governor`: a burst of the per-minute figure,
+//! then one more every `60 / n` seconds.
+
+use std::hash::Hash;
+use std::net::{IpAddr, SocketAddr};
+use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use axum::extract::{ConnectInfo, Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use governor::clock::Clock;
+use governor::{DefaultKeyedRateLimiter, Quota};
+
+use agentcore::domain::user::UserId;
+
+use crate::AppState;
+use crate::config::LimitsConfig;
+use crate::error::ApiError;
+
+pub(crate) struct Limits {
+    sign_ins: Option<Keyed<IpAddr>>,
+    users: Option<Keyed<UserId>>,
+    trust_forwarded_for: bool,
+}
+
+impl std::fmt::Debug for Limits {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Limits")
+            .field("sign_ins", &self.sign_ins.is_some())
+            .field("users", &self.users.is_some())
+            .field("trust_forwarded_for", &self.trust_forwarded_for)
+            .finish()
+    }
+}
+
+impl Limits {
+    pub(crate) fn new(config: LimitsConfig, trust_forwarded_for: bool) -> Self {
+        Self {
+            sign_ins: Keyed::per_minute(config.auth_per_minute),
+            users: Keyed::per_minute(config.requests_per_minute),
+            trust_forwarded_for,
+        }
+    }
+
+    /// One request of `user`: refused with the wait when the user is over the limit.
+    pub(crate) fn user(&self, user: &UserId) -> Result<(), ApiError> {
+        self.users.as_ref().map_or(Ok(()), |limit| limit.check(user))
+    }
+
+    /// The address the request came from: the last `X-Forwarded-For` hop (the one the trusted
+    /// proxy added) when so configured, else the peer. In-process calls have none.
+    fn client(&self, request: &Request) -> Option<IpAddr> {
+        let forwarded = || {
+            let hops = request.headers().get_all("x-forwarded-for").into_iter();
+            hops.filter_map(|value| value.to_str().ok())
+                .flat_map(|value| value.split(','))
+                .filter_map(|hop| hop.trim().parse::<IpAddr>().ok())
+                .last()
+        };
+        let peer = || request.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
+        if self.trust_forwarded_for { forwarded().or_else(peer) } else { peer() }
+    }
+}
+
+/// Middleware on login and register: a limit per client address, so guessing passwords or
+/// mass-registering from one place is slow, and argon2 cannot be used to exhaust the CPU.
+pub(crate) async fn sign_ins(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let limits = &state.http.limits;
+    if let (Some(limit), Some(client)) = (&limits.sign_ins, limits.client(&request))
+        && let Err(refused) = limit.check(&client)
+    {
+        tracing::warn!(%client, "sign-in rate limit reached");
+        return refused.into_response();
+    }
+    next.run(request).await
+}
+
+struct Keyed<K: Hash + Eq + Clone> {
+    limiter: DefaultKeyedRateLimiter<K>,
+    checks: AtomicU32,
+}
+
+impl<K: Hash + Eq + Clone> Keyed<K> {
+    /// `None` when `per_minute` is 0: no limit.
+    fn per_minute(per_minute: u32) -> Option<Self> {
+        NonZeroU32::new(per_minute).map(|n| Self {
+            limiter: DefaultKeyedRateLimiter::keyed(Quota::per_minute(n)),
+            checks: AtomicU32::new(0),
+        })
+    }
+
+    fn check(&self, key: &K) -> Result<(), ApiError> {
+        // Forget keys that are back to a full burst now and then, so the map stays the size
+        // of the recent callers.
+        if self.checks.fetch_add(1, Ordering::Relaxed) % 4096 == 4095 {
+            self.limiter.retain_recent();
+        }
+        self.limiter.check_key(key).map_err(|not_until| {
+            ApiError::RateLimited(not_until.wait_time_from(self.limiter.clock().now()))
+        })
+    }
+}
+
+/// Seconds for `Retry-After`: rounded up, at least one.
+pub(crate) fn retry_after_seconds(wait: Duration) -> u64 {
+    wait.as_secs() + u64::from(wait.subsec_nanos() > 0).max(u64::from(wait.is_zero()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_rounds_up_to_whole_seconds() {
+        assert_eq!(retry_after_seconds(Duration::ZERO), 1);
+        assert_eq!(retry_after_seconds(Duration::from_millis(1)), 1);
+        assert_eq!(retry_after_seconds(Duration::from_secs(6)), 6);
+        assert_eq!(retry_after_seconds(Duration::from_millis(6001)), 7);
+    }
+
+    #[test]
+    fn a_burst_of_the_limit_then_refusals_per_key() {
+        let limit = Keyed::per_minute(3).unwrap();
+        let (a, b): (IpAddr, IpAddr) = ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap());
+        for _ in 0..3 {
+            assert!(limit.check(&a).is_ok());
+        }
+        match limit.check(&a) {
+            Err(ApiError::RateLimited(wait)) => {
+                assert!(
+                    wait > Duration::from_secs(15) && wait <= Duration::from_secs(20),
+                    "{wait:?}"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(limit.check(&b).is_ok(), "another address has its own budget");
+        assert!(Keyed::<IpAddr>::per_minute(0).is_none(), "0 is no limit");
+    }
+}
