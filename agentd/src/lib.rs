@@ -13,15 +13,17 @@ pub mod request_id;
 mod routes;
 
 use std::future::Future;
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
+use axum::extract::{ConnectInfo, DefaultBodyLimit, MatchedPath, Request, State};
 use axum::http::{HeaderName, HeaderValue, Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
+use tower::ServiceExt;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
@@ -128,6 +130,11 @@ fn cors(origins: &[String]) -> Option<CorsLayer> {
 /// `shutdown` completes. Then it stops taking requests and tasks, lets requests and tasks in
 /// flight finish (tasks within the runtime's grace period), gives back its leases and stops the
 /// delivery.
+///
+/// Connections are served by hyper directly rather than `axum::serve`, which has no timer and
+/// so would wait forever for a client that sends its headers a byte at a time: here headers
+/// must arrive within `http.request_timeout_seconds`, and the rest of the request is bounded
+/// by the same deadline in the router.
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
@@ -135,17 +142,47 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let outbox = state.core.start_outbox();
     let runtime = state.core.start_runtime();
-    let stop_claiming = runtime.stopper();
-    let app = router(state).into_make_service_with_connect_info::<SocketAddr>();
-    let served = axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            stop_claiming.stop();
-        })
-        .await;
+    let header_timeout = state.http.config.request_timeout;
+    let app = router(state);
+    let connections = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    // Out of file descriptors, most likely: give connections time to close.
+                    tracing::warn!(%error, "cannot accept a connection");
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let app = app.clone();
+        let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+            let mut request = request.map(axum::body::Body::new);
+            request.extensions_mut().insert(ConnectInfo(peer));
+            app.clone().oneshot(request)
+        });
+        let connection = hyper::server::conn::http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(header_timeout)
+            .serve_connection(TokioIo::new(stream), service);
+        let connection = connections.watch(connection);
+        tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                tracing::debug!(%error, %peer, "connection ended with an error");
+            }
+        });
+    }
+    runtime.stopper().stop();
+    drop(listener);
+    connections.shutdown().await;
     runtime.shutdown().await;
     outbox.shutdown().await;
-    served
+    Ok(())
 }
 
 /// Completes on Ctrl-C or SIGTERM.

@@ -58,7 +58,7 @@ impl Limits {
             hops.filter_map(|value| value.to_str().ok())
                 .flat_map(|value| value.split(','))
                 .filter_map(|hop| hop.trim().parse::<IpAddr>().ok())
-                .last()
+                .next_back()
         };
         let peer = || request.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
         if self.trust_forwarded_for { forwarded().or_else(peer) } else { peer() }

@@ -124,6 +124,17 @@ async fn a_client_that_stalls_mid_body_gets_408(db) {
     assert!(answer.contains("\"code\":\"request_timeout\""), "{answer}");
 }
 
+async fn a_client_that_never_finishes_its_headers_is_disconnected(db) {
+    let app = start(db, |o| o.http.request_timeout = Duration::from_millis(300)).await;
+    let mut stream = tokio::net::TcpStream::connect(app.address.trim_start_matches("http://")).await.unwrap();
+    stream.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ").await.unwrap();
+    let mut rest = Vec::new();
+    let closed = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut rest)).await;
+    assert!(closed.is_ok(), "the connection is closed once the header deadline passes");
+    // The server still serves everyone else.
+    app.request(Method::GET, "/healthz", None, None).await.assert_status(200);
+}
+
 async fn cors_allows_only_configured_origins(db) {
     let open = start(db, |o| o.http.cors_origins = vec!["https://app.example.com".into()]).await;
     let reply = preflight(&open, "https://app.example.com").await;
