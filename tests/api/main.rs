@@ -23,3 +23,4 @@ mod onboarding;
 mod process;
 mod runtime;
 mod storage;
+mod tenancy;
