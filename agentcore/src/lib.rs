@@ -32,6 +32,7 @@ mod outbox;
 pub mod runtime;
 pub mod store;
 pub mod stripe;
+pub mod telemetry;
 
 pub use crate::core::{
     BillingConfig, Connected, Core, CoreConfig, DiscordConfig, OauthUrl, OutboxConfig, Principal,

@@ -31,6 +31,7 @@ use crate::core::Core;
 use crate::domain::now;
 use crate::domain::runtime::{AgentKey, Claim, ClaimedTask, Outcome};
 use crate::models::ModelError;
+use crate::telemetry::{self, Metrics, ModelCallMetrics, ProviderCalls};
 
 /// How the runtime runs. `agentd` fills it from `runtime.*`.
 #[derive(Debug, Clone, Copy)]
@@ -108,9 +109,39 @@ pub(crate) struct Counters {
     completed: AtomicU64,
     failed: AtomicU64,
     dropped: AtomicU64,
+    /// Per provider, in the order of [`telemetry::PROVIDERS`].
+    pub(crate) models: [ProviderCalls; telemetry::PROVIDERS.len()],
 }
 
 impl Core {
+    /// What this node counted, and the work waiting in the database.
+    pub async fn metrics(&self) -> crate::Result<Metrics> {
+        let stats = self.runtime_stats();
+        let backlogs = self.store().backlogs().await?;
+        let calls = &self.counters().models;
+        let model_calls = telemetry::PROVIDERS
+            .iter()
+            .zip(calls)
+            .map(|(provider, calls)| ModelCallMetrics {
+                provider,
+                latency: calls.latency.snapshot(),
+                transient_errors: calls.transient_errors.load(Ordering::Relaxed),
+                permanent_errors: calls.permanent_errors.load(Ordering::Relaxed),
+            })
+            .collect();
+        Ok(Metrics {
+            tasks_completed: stats.tasks_completed,
+            tasks_failed: stats.tasks_failed,
+            results_dropped: stats.results_dropped,
+            agents_running: stats.agents_running,
+            model_calls,
+            discord_rate_limited: self.discord_rate_limited(),
+            queued_tasks: backlogs.queued_tasks,
+            tasks_in_progress: backlogs.tasks_in_progress,
+            outbox_pending: backlogs.outbox_pending,
+        })
+    }
+
     pub fn runtime_stats(&self) -> RuntimeStats {
         let counters = self.counters();
         RuntimeStats {
@@ -119,6 +150,23 @@ impl Core {
             results_dropped: counters.dropped.load(Ordering::Relaxed),
             agents_running: lock(&self.wakeups().workers).len() as u64,
         }
+    }
+}
+
+impl Counters {
+    /// One model call of `provider` that took `elapsed` and failed with `error`, if it did.
+    fn model_call(&self, provider: &str, elapsed: Duration, error: Option<&ModelError>) {
+        let Some(index) = telemetry::PROVIDERS.iter().position(|p| *p == provider) else {
+            return;
+        };
+        let calls = &self.models[index];
+        calls.latency.observe(elapsed);
+        match error {
+            Some(ModelError::Transient { .. }) => &calls.transient_errors,
+            Some(ModelError::Permanent { .. }) => &calls.permanent_errors,
+            None => return,
+        }
+        .fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -448,6 +496,7 @@ async fn call_model(node: &Node, claimed: &ClaimedTask) -> (Outcome, i32) {
             return (Outcome::Failed { error: error.to_string(), permanent: true }, 0);
         }
     };
+    let label = models.provider_of(claimed.agent.model.as_deref());
     let mut calls = 0;
     loop {
         calls += 1;
@@ -458,7 +507,10 @@ async fn call_model(node: &Node, claimed: &ClaimedTask) -> (Outcome, i32) {
                     calls - 1,
                 );
             };
-            provider.complete(&request).await
+            let started = std::time::Instant::now();
+            let answer = provider.complete(&request).await;
+            node.core.counters().model_call(label, started.elapsed(), answer.as_ref().err());
+            answer
         };
         match answer {
             Ok(completion) => {

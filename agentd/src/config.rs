@@ -64,7 +64,7 @@ pub struct Config {
 }
 
 /// The HTTP server's own bounds.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct HttpConfig {
     /// Larger request bodies get 413.
     pub body_limit_bytes: usize,
@@ -75,6 +75,8 @@ pub struct HttpConfig {
     pub cors_origins: Vec<String>,
     /// Take the client's address from `X-Forwarded-For` (behind a reverse proxy).
     pub trust_forwarded_for: bool,
+    /// When set, `GET /metrics` needs `Authorization: Bearer <token>`.
+    pub metrics_token: Option<SecretString>,
 }
 
 impl Default for HttpConfig {
@@ -84,6 +86,7 @@ impl Default for HttpConfig {
             request_timeout: Duration::from_secs(30),
             cors_origins: Vec::new(),
             trust_forwarded_for: false,
+            metrics_token: None,
         }
     }
 }
@@ -245,6 +248,7 @@ impl Config {
             trust_forwarded_for: src
                 .flag("AGENTD_HTTP__TRUST_FORWARDED_FOR")?
                 .unwrap_or(http_defaults.trust_forwarded_for),
+            metrics_token: src.secret("AGENTD_HTTP__METRICS_TOKEN")?,
         };
         let limit_defaults = LimitsConfig::default();
         let limits = LimitsConfig {
@@ -418,6 +422,7 @@ impl Config {
         let origins = self.http.cors_origins.iter().map(text).collect();
         http.insert("cors_origins".into(), Value::Array(origins));
         http.insert("trust_forwarded_for".into(), Value::Boolean(self.http.trust_forwarded_for));
+        secret(&mut http, "metrics_token", self.http.metrics_token.as_ref());
         root.insert("http".into(), Value::Table(http));
 
         let mut limits = Table::new();

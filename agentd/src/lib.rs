@@ -9,6 +9,7 @@ pub mod config;
 pub mod error;
 mod extract;
 mod limits;
+mod metrics;
 pub mod request_id;
 mod routes;
 
@@ -46,6 +47,7 @@ pub struct AppState {
 pub(crate) struct Http {
     config: HttpConfig,
     limits: limits::Limits,
+    metrics: metrics::HttpMetrics,
 }
 
 impl AppState {
@@ -56,7 +58,8 @@ impl AppState {
 
     pub fn configured(core: Core, http: HttpConfig, limits: LimitsConfig) -> Self {
         let limits = limits::Limits::new(limits, http.trust_forwarded_for);
-        Self { core, http: Arc::new(Http { config: http, limits }) }
+        let metrics = metrics::HttpMetrics::default();
+        Self { core, http: Arc::new(Http { config: http, limits, metrics }) }
     }
 }
 
@@ -66,6 +69,7 @@ pub fn router(state: AppState) -> Router {
     let router = routes::routes(&state)
         .layer(DefaultBodyLimit::max(http.body_limit_bytes))
         .layer(axum::middleware::from_fn_with_state(state.clone(), deadline))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), metrics::count))
         .layer(
             TraceLayer::new_for_http()
                 .make_span_with(|request: &Request| {

@@ -33,6 +33,9 @@ pub enum Failure {
     PostThenHang(Duration),
     /// Answer 401: the token was revoked.
     Unauthorized,
+    /// Answer 429 with scope `shared`: a limit on the channel itself, which no bucket header
+    /// predicts; `retry_after` as given.
+    SharedRateLimit(Duration),
 }
 
 #[derive(Debug, Clone)]
@@ -295,6 +298,18 @@ async fn create_message(
         match failure {
             Some(Failure::ServerError) => return error(500, 0, "500: Internal Server Error"),
             Some(Failure::Unauthorized) => return error(401, 0, "401: Unauthorized"),
+            Some(Failure::SharedRateLimit(wait)) => {
+                *s.rate_limited.entry(channel_id.clone()).or_default() += 1;
+                let body = json!({"message": "You are being rate limited.", "retry_after": wait.as_secs_f64(), "global": false});
+                let mut response = (StatusCode::TOO_MANY_REQUESTS, Json(body)).into_response();
+                let headers = response.headers_mut();
+                headers.insert(
+                    "retry-after",
+                    HeaderValue::from_str(&wait.as_secs_f64().ceil().to_string()).unwrap(),
+                );
+                headers.insert("x-ratelimit-scope", HeaderValue::from_static("shared"));
+                return response;
+            }
             _ => {}
         }
         if let Err(invalid) = check_limits(&body) {

@@ -18,6 +18,7 @@ mod billing;
 mod chat;
 mod cli;
 mod limits;
+mod metrics;
 mod models;
 mod onboarding;
 mod process;

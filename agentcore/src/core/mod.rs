@@ -240,6 +240,10 @@ impl Core {
         self.inner.store.close().await;
     }
 
+    pub(crate) fn discord_rate_limited(&self) -> u64 {
+        self.inner.discord.rate_limited()
+    }
+
     pub(crate) fn discord(&self) -> &DiscordClient {
         &self.inner.discord
     }

@@ -76,6 +76,8 @@ pub struct DiscordClient {
     http: reqwest::Client,
     api_base: String,
     limiter: RateLimiter,
+    /// 429 answers received, for metrics.
+    rate_limited: std::sync::atomic::AtomicU64,
 }
 
 impl DiscordClient {
@@ -94,7 +96,13 @@ impl DiscordClient {
             http,
             api_base: api_base.trim_end_matches('/').to_owned(),
             limiter: RateLimiter::new(),
+            rate_limited: std::sync::atomic::AtomicU64::new(0),
         })
+    }
+
+    /// How many 429s Discord has answered this client.
+    pub fn rate_limited(&self) -> u64 {
+        self.rate_limited.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     pub fn api_base(&self) -> &str {
@@ -214,6 +222,7 @@ impl DiscordClient {
             };
             self.limiter.observe(&slot, &headers, observed);
             if status == StatusCode::TOO_MANY_REQUESTS {
+                self.rate_limited.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 tracing::warn!(route, major, retry_after = ?error.retry_after, "Discord rate limited a request");
                 continue;
             }

@@ -138,6 +138,14 @@ impl Models {
         &self.default
     }
 
+    /// The provider's name for `model` (or the default), as metrics label calls: `echo`,
+    /// `openai`, `anthropic`, or `unknown`.
+    pub fn provider_of(&self, model: Option<&str>) -> &'static str {
+        let name = model.unwrap_or(&self.default);
+        let provider = name.split_once(':').map_or(name, |(provider, _)| provider);
+        crate::telemetry::PROVIDERS.into_iter().find(|p| *p == provider).unwrap_or("unknown")
+    }
+
     /// The provider and request for `model` (or the default when `None`).
     pub fn resolve(
         &self,

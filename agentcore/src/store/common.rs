@@ -638,6 +638,10 @@ macro_rules! sql_store {
                 Ok(held)
             }
 
+            async fn backlogs(&self) -> Result<Backlogs> {
+                Ok(sqlx::query_as(sql::BACKLOGS).fetch_one(self.reader()).await?)
+            }
+
             async fn runtime_load(&self, now: DateTime<Utc>) -> Result<RuntimeLoad> {
                 Ok(sqlx::query_as(sql::RUNTIME_LOAD).bind(now).fetch_one(self.reader()).await?)
             }

@@ -337,6 +337,8 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
         now: DateTime<Utc>,
         until: DateTime<Utc>,
     ) -> Result<Vec<AgentKey>>;
+    /// Work waiting across all users: tasks queued and in progress, posts not yet delivered.
+    async fn backlogs(&self) -> Result<Backlogs>;
     /// How many agents are active, and how many nodes are alive at `now`.
     async fn runtime_load(&self, now: DateTime<Utc>) -> Result<RuntimeLoad>;
     /// Leases up to `limit` active agents that nobody holds to `node`.
@@ -389,6 +391,14 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
 
 /// Receives wake-ups: the agent that has work, or `None` for "agents may be free to claim".
 pub type Wake = Arc<dyn Fn(Option<AgentKey>) + Send + Sync>;
+
+/// Work waiting in the database, for metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, sqlx::FromRow)]
+pub struct Backlogs {
+    pub queued_tasks: i64,
+    pub tasks_in_progress: i64,
+    pub outbox_pending: i64,
+}
 
 /// The numbers behind each node's fair share of agents.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, sqlx::FromRow)]

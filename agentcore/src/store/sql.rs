@@ -157,6 +157,10 @@ pub(super) const RENEW_AGENT_LEASES: &str = "UPDATE agents SET lease_until = $2 
     WHERE lease_owner = $1 AND status = 'active' RETURNING owner_id, id AS agent_id";
 pub(super) const RENEW_TASK_LEASES: &str = "UPDATE tasks SET lease_until = $2 \
     WHERE lease_owner = $1 AND status = 'in_progress'";
+pub(super) const BACKLOGS: &str = "SELECT \
+    (SELECT COUNT(*) FROM tasks WHERE status = 'queued') AS queued_tasks, \
+    (SELECT COUNT(*) FROM tasks WHERE status = 'in_progress') AS tasks_in_progress, \
+    (SELECT COUNT(*) FROM outbox WHERE delivered_at IS NULL) AS outbox_pending";
 pub(super) const RUNTIME_LOAD: &str = "SELECT \
     (SELECT COUNT(*) FROM agents WHERE status = 'active') AS active, \
     (SELECT COUNT(*) FROM runtime_nodes WHERE alive_until > $1) AS nodes";

@@ -19,8 +19,8 @@ use super::rows::{
     UserRow,
 };
 use super::{
-    AgentDecision, Backend, ConnectionRecord, DatabaseUrl, RuntimeLoad, TaskDecision, TaskWrite,
-    UserRecord, Wake, db_error, sql,
+    AgentDecision, Backend, Backlogs, ConnectionRecord, DatabaseUrl, RuntimeLoad, TaskDecision,
+    TaskWrite, UserRecord, Wake, db_error, sql,
 };
 use crate::domain::activity::{Action, ActivityEntry, ActivityQuery, NewActivity};
 use crate::domain::agent::{Agent, AgentFilter, AgentId, AgentStatus, NewAgent};

@@ -22,6 +22,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .merge(sign_ins)
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
+        .route("/metrics", get(crate::metrics::show))
         .route("/auth/me", get(accounts::me))
         .route("/auth/logout", post(accounts::logout))
         .route("/api/agents", get(agents::list).post(agents::create))

@@ -1,0 +1,221 @@
+//! `GET /metrics` in Prometheus' text format (version 0.0.4): the HTTP layer's own counts, and
+//! the node's from [`agentcore::telemetry`]. Requests are labelled by route template, never by
+//! raw path, so unknown paths cannot grow the label set.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Instant;
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{HeaderValue, Method, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use secrecy::ExposeSecret;
+
+use agentcore::telemetry::{Histogram, HistogramSnapshot, LATENCY_BUCKETS, Metrics};
+
+use crate::AppState;
+use crate::error::ApiError;
+
+/// Requests answered, by route template and method.
+#[derive(Debug, Default)]
+pub(crate) struct HttpMetrics {
+    routes: RwLock<HashMap<(String, Method), Arc<RouteMetrics>>>,
+}
+
+#[derive(Debug, Default)]
+struct RouteMetrics {
+    latency: Histogram,
+    statuses: Mutex<BTreeMap<u16, u64>>,
+}
+
+impl HttpMetrics {
+    fn entry(&self, route: &str, method: &Method) -> Arc<RouteMetrics> {
+        let key = (route.to_owned(), method.clone());
+        if let Some(entry) = read(&self.routes).get(&key) {
+            return entry.clone();
+        }
+        let mut routes = self.routes.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        routes.entry(key).or_default().clone()
+    }
+}
+
+fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Middleware: counts each answer and its latency under its route template.
+pub(crate) async fn count(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |path| path.as_str().to_owned());
+    let method = request.method().clone();
+    let response = next.run(request).await;
+    let entry = state.http.metrics.entry(&route, &method);
+    entry.latency.observe(started.elapsed());
+    *entry
+        .statuses
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .entry(response.status().as_u16())
+        .or_default() += 1;
+    response
+}
+
+/// `GET /metrics`; with `metrics.token` set, only for `Authorization: Bearer <token>`.
+pub(crate) async fn show(State(state): State<AppState>, request: Request) -> Response {
+    if let Some(token) = &state.http.config.metrics_token {
+        let given = request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.strip_prefix("Bearer "));
+        let expected = token.expose_secret().as_bytes();
+        let matches = given.is_some_and(|given| {
+            given.len() == expected.len()
+                && given.bytes().zip(expected).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+        });
+        if !matches {
+            return ApiError::Core(agentcore::Error::Unauthorized).into_response();
+        }
+    }
+    let node = match state.core.metrics().await {
+        Ok(node) => node,
+        Err(error) => return ApiError::Core(error).into_response(),
+    };
+    let mut text = String::with_capacity(8192);
+    render_http(&mut text, &state.http.metrics);
+    render_node(&mut text, &node);
+    let mut response = text.into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+    );
+    response
+}
+
+fn render_http(out: &mut String, metrics: &HttpMetrics) {
+    let mut routes: Vec<_> = read(&metrics.routes)
+        .iter()
+        .map(|((route, method), entry)| (route.clone(), method.to_string(), entry.clone()))
+        .collect();
+    routes.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+    header(
+        out,
+        "agentd_http_requests_total",
+        "counter",
+        "HTTP requests answered, by route template, method and status.",
+    );
+    for (route, method, entry) in &routes {
+        let statuses = entry.statuses.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (status, count) in statuses.iter() {
+            let labels =
+                format!("route=\"{}\",method=\"{method}\",status=\"{status}\"", escape(route));
+            let _ = writeln!(out, "agentd_http_requests_total{{{labels}}} {count}");
+        }
+    }
+    header(
+        out,
+        "agentd_http_request_duration_seconds",
+        "histogram",
+        "Time to answer HTTP requests, by route template and method.",
+    );
+    for (route, method, entry) in &routes {
+        let labels = format!("route=\"{}\",method=\"{method}\"", escape(route));
+        histogram(out, "agentd_http_request_duration_seconds", &labels, &entry.latency.snapshot());
+    }
+}
+
+fn render_node(out: &mut String, node: &Metrics) {
+    header(
+        out,
+        "agentd_tasks_total",
+        "counter",
+        "Tasks this node finished, by outcome (dropped: the task or its agent was gone).",
+    );
+    for (outcome, count) in [
+        ("completed", node.tasks_completed),
+        ("failed", node.tasks_failed),
+        ("dropped", node.results_dropped),
+    ] {
+        let _ = writeln!(out, "agentd_tasks_total{{outcome=\"{outcome}\"}} {count}");
+    }
+    gauge(out, "agentd_agents_running", "Active agents this node runs now.", node.agents_running);
+    gauge(
+        out,
+        "agentd_tasks_queued",
+        "Tasks waiting in every backlog (queue depth, all nodes).",
+        node.queued_tasks,
+    );
+    gauge(
+        out,
+        "agentd_tasks_in_progress",
+        "Tasks being worked on (all nodes).",
+        node.tasks_in_progress,
+    );
+    gauge(
+        out,
+        "agentd_outbox_pending",
+        "Discord posts not yet delivered (all nodes).",
+        node.outbox_pending,
+    );
+    header(
+        out,
+        "agentd_model_call_duration_seconds",
+        "histogram",
+        "Model calls by provider, answered or failed.",
+    );
+    for calls in &node.model_calls {
+        histogram(
+            out,
+            "agentd_model_call_duration_seconds",
+            &format!("provider=\"{}\"", calls.provider),
+            &calls.latency,
+        );
+    }
+    header(
+        out,
+        "agentd_model_call_errors_total",
+        "counter",
+        "Failed model calls by provider and kind (transient: retried; permanent: the task fails).",
+    );
+    for calls in &node.model_calls {
+        for (kind, count) in
+            [("transient", calls.transient_errors), ("permanent", calls.permanent_errors)]
+        {
+            let _ = writeln!(
+                out,
+                "agentd_model_call_errors_total{{provider=\"{}\",kind=\"{kind}\"}} {count}",
+                calls.provider
+            );
+        }
+    }
+    header(out, "agentd_discord_rate_limited_total", "counter", "429 answers from Discord.");
+    let _ = writeln!(out, "agentd_discord_rate_limited_total {}", node.discord_rate_limited);
+}
+
+fn header(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+}
+
+fn gauge(out: &mut String, name: &str, help: &str, value: impl std::fmt::Display) {
+    header(out, name, "gauge", help);
+    let _ = writeln!(out, "{name} {value}");
+}
+
+fn histogram(out: &mut String, name: &str, labels: &str, snapshot: &HistogramSnapshot) {
+    let bounds = LATENCY_BUCKETS.iter().map(f64::to_string).chain(["+Inf".to_owned()]);
+    for (bound, count) in bounds.zip(&snapshot.cumulative) {
+        let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{bound}\"}} {count}");
+    }
+    let _ = writeln!(out, "{name}_sum{{{labels}}} {}", snapshot.sum_seconds);
+    let _ = writeln!(out, "{name}_count{{{labels}}} {}", snapshot.count());
+}
+
+/// A label value as the text format wants it.
+fn escape(value: &str) -> String {
+    value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
