@@ -250,6 +250,11 @@ impl Config {
                 .unwrap_or(http_defaults.trust_forwarded_for),
             metrics_token: src.secret("AGENTD_HTTP__METRICS_TOKEN")?,
         };
+        if let Some(bad) = http.cors_origins.iter().find(|o| !is_origin(o)) {
+            return Err(ConfigError(format!(
+                "http.cors_origins: '{bad}' is not an origin such as https://app.example.com (or *)"
+            )));
+        }
         let limit_defaults = LimitsConfig::default();
         let limits = LimitsConfig {
             auth_per_minute: src
@@ -465,6 +470,12 @@ fn billing(src: &Sources<'_>) -> Result<BillingConfig, ConfigError> {
         .map(|all| list(all.expose_secret()).into_iter().map(SecretString::from).collect())
         .unwrap_or_default();
     Ok(BillingConfig { plans, prices, webhook_secrets })
+}
+
+/// `*`, or a scheme and host without a path: `https://app.example.com[:port]`.
+fn is_origin(origin: &str) -> bool {
+    let host = origin.strip_prefix("https://").or_else(|| origin.strip_prefix("http://"));
+    origin == "*" || host.is_some_and(|host| !host.is_empty() && !host.contains(['/', ' ']))
 }
 
 /// The items of a comma-separated list, trimmed, empty ones dropped.
@@ -908,6 +919,8 @@ mod tests {
             ("[runtime]\nlease_seconds = 0\n", "runtime.lease_seconds"),
             ("[http]\ncors_origins = [[1]]\n", "http.cors_origins"),
             ("[log]\nformat = 'xml'\n", "log.format"),
+            ("[http]\ncors_origins = ['app.example.com']\n", "http.cors_origins"),
+            ("[http]\ncors_origins = ['https://app.example.com/path']\n", "http.cors_origins"),
         ] {
             let file = File::new("bad.toml", text);
             let error = load(file.flags(), &[]).unwrap_err().to_string();

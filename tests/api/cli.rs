@@ -79,6 +79,8 @@ impl Ctl {
         }
         command
             .env("AGENTCTL_CONFIG_DIR", self.config.path())
+            // Local mode reads agentd's configuration file: never the machine's own.
+            .env("XDG_CONFIG_HOME", self.config.path())
             .envs(self.env.iter().map(|(k, v)| (*k, v.as_str())))
             .args(&self.mode)
             .args(args);
