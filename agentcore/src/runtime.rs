@@ -116,7 +116,6 @@ pub(crate) struct Counters {
 impl Core {
     /// What this node counted, and the work waiting in the database.
     pub async fn metrics(&self) -> crate::Result<Metrics> {
-        let stats = self.runtime_stats();
         let backlogs = self.store().backlogs().await?;
         let calls = &self.counters().models;
         let model_calls = telemetry::PROVIDERS
@@ -130,10 +129,7 @@ impl Core {
             })
             .collect();
         Ok(Metrics {
-            tasks_completed: stats.tasks_completed,
-            tasks_failed: stats.tasks_failed,
-            results_dropped: stats.results_dropped,
-            agents_running: stats.agents_running,
+            runtime: self.runtime_stats(),
             model_calls,
             discord_rate_limited: self.discord_rate_limited(),
             queued_tasks: backlogs.queued_tasks,

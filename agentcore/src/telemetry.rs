@@ -5,6 +5,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use crate::runtime::RuntimeStats;
+
 /// Upper bounds of the latency buckets, in seconds: from a fast HTTP answer to a slow model call.
 pub const LATENCY_BUCKETS: [f64; 14] =
     [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0, 30.0, 120.0];
@@ -72,12 +74,8 @@ pub(crate) struct ProviderCalls {
 /// Everything the node counted, plus what waits in the database.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Metrics {
-    pub tasks_completed: u64,
-    pub tasks_failed: u64,
-    /// Outcomes not written: the task, its agent or the lease was gone when the call ended.
-    pub results_dropped: u64,
-    /// Agents this node runs now.
-    pub agents_running: u64,
+    /// Tasks finished and agents held by this node.
+    pub runtime: RuntimeStats,
     pub model_calls: Vec<ModelCallMetrics>,
     /// 429 answers from Discord, of any scope.
     pub discord_rate_limited: u64,

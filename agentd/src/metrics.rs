@@ -137,13 +137,18 @@ fn render_node(out: &mut String, node: &Metrics) {
         "Tasks this node finished, by outcome (dropped: the task or its agent was gone).",
     );
     for (outcome, count) in [
-        ("completed", node.tasks_completed),
-        ("failed", node.tasks_failed),
-        ("dropped", node.results_dropped),
+        ("completed", node.runtime.tasks_completed),
+        ("failed", node.runtime.tasks_failed),
+        ("dropped", node.runtime.results_dropped),
     ] {
         let _ = writeln!(out, "agentd_tasks_total{{outcome=\"{outcome}\"}} {count}");
     }
-    gauge(out, "agentd_agents_running", "Active agents this node runs now.", node.agents_running);
+    gauge(
+        out,
+        "agentd_agents_running",
+        "Active agents this node runs now.",
+        node.runtime.agents_running,
+    );
     gauge(
         out,
         "agentd_tasks_queued",

@@ -345,17 +345,26 @@ pub struct TestApp {
 }
 
 pub async fn app(backend: Backend) -> Option<TestApp> {
-    let db = TestDb::create(backend).await?;
-    Some(TestApp::start(db, Options::new().await).await)
+    Some(app_with(TestDb::create(backend).await?, |_| {}).await)
+}
+
+/// A server on `db` with the default options changed by `configure`.
+pub async fn app_with(db: TestDb, configure: impl FnOnce(&mut Options)) -> TestApp {
+    let mut options = Options::new().await;
+    configure(&mut options);
+    TestApp::start(db, options).await
 }
 
 /// A server whose fallback poll and heartbeats are a minute apart: only wake-ups start work.
 pub async fn quiet_app(backend: Backend) -> Option<TestApp> {
     let db = TestDb::create(backend).await?;
-    let mut options = Options::new().await;
-    options.runtime.poll = Duration::from_secs(60);
-    options.runtime.lease = Duration::from_secs(180);
-    Some(TestApp::start(db, options).await)
+    Some(
+        app_with(db, |o| {
+            o.runtime.poll = Duration::from_secs(60);
+            o.runtime.lease = Duration::from_secs(180);
+        })
+        .await,
+    )
 }
 
 /// Just a fresh database, for tests that run the server as a process.
@@ -365,18 +374,12 @@ pub async fn db(backend: Backend) -> Option<TestDb> {
 
 /// A server with no Stripe webhook secret.
 pub async fn app_without_webhook_secret(backend: Backend) -> Option<TestApp> {
-    let db = TestDb::create(backend).await?;
-    let mut options = Options::new().await;
-    options.webhook_secrets.clear();
-    Some(TestApp::start(db, options).await)
+    Some(app_with(TestDb::create(backend).await?, |o| o.webhook_secrets.clear()).await)
 }
 
 /// A server without the service's own Discord application configured.
 pub async fn app_without_discord_app(backend: Backend) -> Option<TestApp> {
-    let db = TestDb::create(backend).await?;
-    let mut options = Options::new().await;
-    options.discord_app = false;
-    Some(TestApp::start(db, options).await)
+    Some(app_with(TestDb::create(backend).await?, |o| o.discord_app = false).await)
 }
 
 impl TestApp {

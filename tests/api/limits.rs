@@ -7,13 +7,7 @@ use reqwest::Method;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::helpers::{Options, Reply, TestApp, TestDb, backend_tests};
-
-async fn start(db: TestDb, configure: impl FnOnce(&mut Options)) -> TestApp {
-    let mut options = Options::new().await;
-    configure(&mut options);
-    TestApp::start(db, options).await
-}
+use crate::helpers::{Reply, TestApp, app_with, backend_tests};
 
 fn retry_after(reply: &Reply) -> u64 {
     assert_eq!(reply.status.as_u16(), 429, "{}", reply.body);
@@ -49,7 +43,7 @@ async fn preflight(app: &TestApp, origin: &str) -> reqwest::Response {
 backend_tests! { db;
 
 async fn sign_ins_are_limited_per_client_address(db) {
-    let app = start(db, |o| o.limits.auth_per_minute = 3).await;
+    let app = app_with(db, |o| o.limits.auth_per_minute = 3).await;
     for _ in 0..3 {
         login(&app, None).await.assert_status(401);
     }
@@ -65,7 +59,7 @@ async fn sign_ins_are_limited_per_client_address(db) {
 }
 
 async fn behind_a_trusted_proxy_each_forwarded_address_has_its_own_budget(db) {
-    let app = start(db, |o| {
+    let app = app_with(db, |o| {
         o.limits.auth_per_minute = 2;
         o.http.trust_forwarded_for = true;
     }).await;
@@ -79,7 +73,7 @@ async fn behind_a_trusted_proxy_each_forwarded_address_has_its_own_budget(db) {
 }
 
 async fn each_user_has_a_request_budget_and_cors_is_off_by_default(db) {
-    let app = start(db, |o| o.limits.requests_per_minute = 5).await;
+    let app = app_with(db, |o| o.limits.requests_per_minute = 5).await;
     let reply = preflight(&app, "https://app.example.com").await;
     assert!(reply.headers().get("access-control-allow-origin").is_none());
     let (ada, bob) = (app.register("ada@example.com").await, app.register("bob@example.com").await);
@@ -92,7 +86,7 @@ async fn each_user_has_a_request_budget_and_cors_is_off_by_default(db) {
 }
 
 async fn bodies_over_the_limit_are_refused_and_nothing_is_created(db) {
-    let app = start(db, |o| o.http.body_limit_bytes = 1000).await;
+    let app = app_with(db, |o| o.http.body_limit_bytes = 1000).await;
     let user = app.register("big@example.com").await;
     let big = json!({"id": "big", "name": "Big", "role_prompt": "x".repeat(2000), "channel": "c"});
     let reply = app.post("/api/agents", &user, big).await;
@@ -102,7 +96,7 @@ async fn bodies_over_the_limit_are_refused_and_nothing_is_created(db) {
 }
 
 async fn a_client_that_stalls_mid_body_gets_408(db) {
-    let app = start(db, |o| o.http.request_timeout = Duration::from_millis(300)).await;
+    let app = app_with(db, |o| o.http.request_timeout = Duration::from_millis(300)).await;
     let address = app.address.trim_start_matches("http://");
     let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
     // Headers promise 100 bytes; only 10 come.
@@ -125,7 +119,7 @@ async fn a_client_that_stalls_mid_body_gets_408(db) {
 }
 
 async fn a_client_that_never_finishes_its_headers_is_disconnected(db) {
-    let app = start(db, |o| o.http.request_timeout = Duration::from_millis(300)).await;
+    let app = app_with(db, |o| o.http.request_timeout = Duration::from_millis(300)).await;
     let mut stream = tokio::net::TcpStream::connect(app.address.trim_start_matches("http://")).await.unwrap();
     stream.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ").await.unwrap();
     let mut rest = Vec::new();
@@ -136,7 +130,7 @@ async fn a_client_that_never_finishes_its_headers_is_disconnected(db) {
 }
 
 async fn cors_allows_only_configured_origins(db) {
-    let open = start(db, |o| o.http.cors_origins = vec!["https://app.example.com".into()]).await;
+    let open = app_with(db, |o| o.http.cors_origins = vec!["https://app.example.com".into()]).await;
     let reply = preflight(&open, "https://app.example.com").await;
     assert!(reply.status().is_success(), "{}", reply.status());
     assert_eq!(reply.headers()["access-control-allow-origin"], "https://app.example.com");

@@ -8,7 +8,7 @@ use reqwest::Method;
 use serde_json::json;
 
 use crate::fake_discord::Failure;
-use crate::helpers::{Options, TestApp, TestDb, backend_tests, eventually};
+use crate::helpers::{TestApp, app_with, backend_tests, eventually};
 
 /// The samples of a scrape, `name{labels}` → value, after checking every line's shape.
 async fn scrape(app: &TestApp, token: Option<&str>) -> HashMap<String, f64> {
@@ -67,16 +67,10 @@ fn sample(samples: &HashMap<String, f64>, series: &str) -> f64 {
     })
 }
 
-async fn start(db: TestDb, configure: impl FnOnce(&mut Options)) -> TestApp {
-    let mut options = Options::new().await;
-    configure(&mut options);
-    TestApp::start(db, options).await
-}
-
 backend_tests! { db;
 
 async fn metrics_count_requests_tasks_models_queues_and_discord(db) {
-    let app = start(db, |_| {}).await;
+    let app = app_with(db, |_| {}).await;
     let user = app.register("metrics@example.com").await;
     app.create_agent(&user, "counted").await;
     for _ in 0..3 {
@@ -126,7 +120,7 @@ async fn metrics_count_requests_tasks_models_queues_and_discord(db) {
 }
 
 async fn a_metrics_token_keeps_the_numbers_private(db) {
-    let app = start(db, |o| o.http.metrics_token = Some("scrape-secret".to_owned().into())).await;
+    let app = app_with(db, |o| o.http.metrics_token = Some("scrape-secret".to_owned().into())).await;
     let anonymous = app.request(Method::GET, "/metrics", None, None).await;
     assert_eq!(anonymous.status.as_u16(), 401);
     assert_eq!(anonymous.code(), "unauthorized");
