@@ -73,7 +73,8 @@ pub(crate) async fn sign_ins(
     next: Next,
 ) -> Response {
     let limits = &state.http.limits;
-    if let (Some(limit), Some(client)) = (&limits.sign_ins, limits.client(&request))
+    if let Some(limit) = &limits.sign_ins
+        && let Some(client) = limits.client(&request)
         && let Err(refused) = limit.check(&client)
     {
         tracing::warn!(%client, "sign-in rate limit reached");

@@ -18,10 +18,11 @@ use agentcore::telemetry::{Histogram, HistogramSnapshot, LATENCY_BUCKETS, Metric
 use crate::AppState;
 use crate::error::ApiError;
 
-/// Requests answered, by route template and method.
+/// Requests answered, by route template, then method. Nested so that counting a request
+/// looks its entry up by `&str` without allocating a key.
 #[derive(Debug, Default)]
 pub(crate) struct HttpMetrics {
-    routes: RwLock<HashMap<(String, Method), Arc<RouteMetrics>>>,
+    routes: RwLock<HashMap<String, HashMap<Method, Arc<RouteMetrics>>>>,
 }
 
 #[derive(Debug, Default)]
@@ -32,12 +33,11 @@ struct RouteMetrics {
 
 impl HttpMetrics {
     fn entry(&self, route: &str, method: &Method) -> Arc<RouteMetrics> {
-        let key = (route.to_owned(), method.clone());
-        if let Some(entry) = read(&self.routes).get(&key) {
+        if let Some(entry) = read(&self.routes).get(route).and_then(|methods| methods.get(method)) {
             return entry.clone();
         }
         let mut routes = self.routes.write().unwrap_or_else(std::sync::PoisonError::into_inner);
-        routes.entry(key).or_default().clone()
+        routes.entry(route.to_owned()).or_default().entry(method.clone()).or_default().clone()
     }
 }
 
@@ -48,13 +48,11 @@ fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
 /// Middleware: counts each answer and its latency under its route template.
 pub(crate) async fn count(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let started = Instant::now();
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or_else(|| "unmatched".to_owned(), |path| path.as_str().to_owned());
+    let route = request.extensions().get::<MatchedPath>().cloned();
     let method = request.method().clone();
     let response = next.run(request).await;
-    let entry = state.http.metrics.entry(&route, &method);
+    let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
+    let entry = state.http.metrics.entry(route, &method);
     entry.latency.observe(started.elapsed());
     *entry
         .statuses
@@ -100,7 +98,10 @@ pub(crate) async fn show(State(state): State<AppState>, request: Request) -> Res
 fn render_http(out: &mut String, metrics: &HttpMetrics) {
     let mut routes: Vec<_> = read(&metrics.routes)
         .iter()
-        .map(|((route, method), entry)| (route.clone(), method.to_string(), entry.clone()))
+        .flat_map(|(route, methods)| {
+            let entries = methods.iter();
+            entries.map(|(method, entry)| (route.clone(), method.to_string(), entry.clone()))
+        })
         .collect();
     routes.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
     header(
