@@ -70,7 +70,9 @@ async fn body_bytes<S: Send + Sync>(request: Request, state: &S) -> Result<Bytes
     })
 }
 
-fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+/// Decodes a JSON request body as the routes do: `invalid_json` for bad syntax,
+/// `validation_failed` naming the field for a wrong type.
+pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     // Syntax first, so a truncated body is `invalid_json` even when an earlier field also has
     // the wrong type.
     serde_json::from_slice::<serde::de::IgnoredAny>(bytes)

@@ -35,6 +35,9 @@ use agentcore::Core;
 use crate::config::{HttpConfig, LimitsConfig};
 use crate::error::ApiError;
 
+/// The request-body decoder every JSON route uses (public for the fuzz targets).
+pub use crate::extract::decode as decode_json_body;
+
 /// What every handler can reach.
 #[derive(Debug, Clone)]
 pub struct AppState {
