@@ -38,9 +38,19 @@ fn required<'a>(
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RegisterRequest {
+    #[cfg_attr(feature = "openapi", schema(required = true, nullable = false, format = Email))]
     pub email: Option<String>,
+    #[cfg_attr(
+        feature = "openapi",
+        schema(required = true, nullable = false, min_length = 8, max_length = 1024)
+    )]
     pub password: Option<String>,
+    #[cfg_attr(
+        feature = "openapi",
+        schema(required = true, nullable = false, min_length = 1, max_length = 100)
+    )]
     pub name: Option<String>,
 }
 
@@ -63,8 +73,11 @@ impl RegisterRequest {
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct LoginRequest {
+    #[cfg_attr(feature = "openapi", schema(required = true, nullable = false))]
     pub email: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(required = true, nullable = false))]
     pub password: Option<String>,
 }
 
@@ -83,13 +96,30 @@ impl LoginRequest {
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CreateAgentRequest {
+    #[cfg_attr(
+        feature = "openapi",
+        schema(required = true, nullable = false, pattern = "^[a-z0-9][a-z0-9_-]{0,62}$")
+    )]
     pub id: Option<String>,
+    #[cfg_attr(
+        feature = "openapi",
+        schema(required = true, nullable = false, min_length = 1, max_length = 100)
+    )]
     pub name: Option<String>,
+    #[cfg_attr(
+        feature = "openapi",
+        schema(required = true, nullable = false, min_length = 1, max_length = 32000)
+    )]
     pub role_prompt: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(required = true, nullable = false))]
     pub channel: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub workspace: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(nullable = false, minimum = 0, maximum = 86400))]
     pub throttle_seconds: Option<f64>,
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub model: Option<String>,
 }
 
@@ -130,13 +160,19 @@ impl CreateAgentRequest {
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct UpdateAgentRequest {
+    #[cfg_attr(feature = "openapi", schema(nullable = false, min_length = 1, max_length = 100))]
     pub name: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(nullable = false, min_length = 1, max_length = 32000))]
     pub role_prompt: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub channel: Option<String>,
     #[serde(default, deserialize_with = "nullable", skip_serializing_if = "Option::is_none")]
     pub workspace: Option<Option<String>>,
+    #[cfg_attr(feature = "openapi", schema(nullable = false, value_type = Option<crate::domain::agent::AgentStatus>))]
     pub status: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(nullable = false, minimum = 0, maximum = 86400))]
     pub throttle_seconds: Option<f64>,
     #[serde(default, deserialize_with = "nullable", skip_serializing_if = "Option::is_none")]
     pub model: Option<Option<String>>,
@@ -177,14 +213,23 @@ impl UpdateAgentRequest {
 
 /// The optional body of `POST .../vacation`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct VacationRequest {
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub enabled: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CreateTaskRequest {
+    #[cfg_attr(
+        feature = "openapi",
+        schema(required = true, nullable = false, min_length = 1, max_length = 200)
+    )]
     pub title: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(nullable = false, max_length = 20000))]
     pub description: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(nullable = false, minimum = -2147483648, maximum = 2147483647))]
     pub priority: Option<i64>,
 }
 
@@ -208,10 +253,13 @@ impl CreateTaskRequest {
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct UpdateTaskRequest {
+    #[cfg_attr(feature = "openapi", schema(nullable = false, min_length = 1, max_length = 200))]
     pub title: Option<String>,
     #[serde(default, deserialize_with = "nullable", skip_serializing_if = "Option::is_none")]
     pub description: Option<Option<String>>,
+    #[cfg_attr(feature = "openapi", schema(nullable = false, minimum = -2147483648, maximum = 2147483647))]
     pub priority: Option<i64>,
 }
 
@@ -232,8 +280,11 @@ impl UpdateTaskRequest {
 
 /// `POST /api/onboarding/setup`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SetupRequest {
+    #[cfg_attr(feature = "openapi", schema(required = true, nullable = false))]
     pub company_name: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(required = true, nullable = false))]
     pub role_template: Option<String>,
 }
 
@@ -253,30 +304,35 @@ impl SetupRequest {
 
 /// `{"templates": [...]}`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TemplateList {
     pub templates: Vec<Template>,
 }
 
 /// `{"agents": [...]}`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AgentList {
     pub agents: Vec<AgentSummary>,
 }
 
 /// `{"tasks": [...]}`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TaskList {
     pub tasks: Vec<Task>,
 }
 
 /// `{"entries": [...]}`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ActivityList {
     pub entries: Vec<ActivityEntry>,
 }
 
 /// `{"status": "started", "agent_id": "..."}` and the like.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AgentStatusResponse {
     pub status: String,
     pub agent_id: String,
@@ -284,12 +340,14 @@ pub struct AgentStatusResponse {
 
 /// `{"deleted": "<id>"}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Deleted {
     pub deleted: String,
 }
 
 /// `{"status": "..."}`, e.g. `logged_out`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct StatusResponse {
     pub status: String,
 }
@@ -324,10 +382,14 @@ mod tests {
 
 /// `POST /api/chat/callback`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CallbackRequest {
+    #[cfg_attr(feature = "openapi", schema(required = true, nullable = false))]
     pub code: Option<String>,
     /// Only a hint: the guild Discord names in the token exchange is the one stored.
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub guild_id: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub state: Option<String>,
 }
 
@@ -349,9 +411,13 @@ impl CallbackRequest {
 
 /// `POST /api/chat/connect`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ConnectRequest {
+    #[cfg_attr(feature = "openapi", schema(required = true, nullable = false))]
     pub bot_token: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(required = true, nullable = false))]
     pub guild_id: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub guild_name: Option<String>,
 }
 
@@ -373,10 +439,14 @@ impl ConnectRequest {
 
 /// `POST /api/chat/mappings/{guild_id}`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct MapRequest {
+    #[cfg_attr(feature = "openapi", schema(required = true, nullable = false))]
     pub agent_id: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(required = true, nullable = false))]
     pub channel_id: Option<String>,
     /// Accepted for compatibility; the name stored is the channel's real one.
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub channel_name: Option<String>,
 }
 
@@ -399,11 +469,17 @@ impl MapRequest {
 
 /// `POST /api/chat/send/{guild_id}`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SendRequest {
+    #[cfg_attr(feature = "openapi", schema(required = true, nullable = false))]
     pub agent_id: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(nullable = false, max_length = 2000))]
     pub content: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(nullable = false, max_length = 256))]
     pub embed_title: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(nullable = false, max_length = 4096))]
     pub embed_description: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(nullable = false, minimum = 0, maximum = 16777215))]
     pub embed_color: Option<i64>,
 }
 
@@ -441,24 +517,28 @@ fn text_field(value: &str, min: usize, max: usize) -> Result<String, String> {
 
 /// `{"connections": [...]}`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ConnectionList {
     pub connections: Vec<Connection>,
 }
 
 /// `{"channels": [...]}`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ChannelList {
     pub channels: Vec<ChannelInfo>,
 }
 
 /// `{"mappings": [...]}`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct MappingList {
     pub mappings: Vec<Mapping>,
 }
 
 /// `{"status": "mapped", ...}`: the mapping, with the contract's status word.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Mapped {
     pub status: String,
     #[serde(flatten)]
@@ -467,6 +547,7 @@ pub struct Mapped {
 
 /// `{"status": "ok", "guild_name"}`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ConnectionTest {
     pub status: String,
     pub guild_name: String,
@@ -474,6 +555,7 @@ pub struct ConnectionTest {
 
 /// `{"status": "disconnected", "guild_id"}`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Disconnected {
     pub status: String,
     pub guild_id: String,
@@ -481,6 +563,7 @@ pub struct Disconnected {
 
 /// `{"status": "unmapped", "agent_id"}`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Unmapped {
     pub status: String,
     pub agent_id: String,

@@ -30,11 +30,25 @@ enum Command {
     /// Print the effective configuration (defaults, file, environment, flags) as TOML, with
     /// secrets redacted, and exit
     Config,
+    /// Print the OpenAPI 3.1 document of the HTTP API (what `GET /openapi.json` serves) and exit
+    Openapi,
 }
 
 /// Parses the command line and runs the server until Ctrl-C or SIGTERM.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Some(Command::Openapi) = cli.command {
+        return match crate::openapi::document().to_pretty_json() {
+            Ok(json) => {
+                println!("{json}");
+                ExitCode::SUCCESS
+            }
+            Err(error) => {
+                eprintln!("agentd: {error}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let config = match Config::load(&cli.flags, &|name| std::env::var(name).ok()) {
         Ok(config) => config,
         Err(error) => {

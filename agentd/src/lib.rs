@@ -10,6 +10,7 @@ pub mod error;
 mod extract;
 mod limits;
 mod metrics;
+pub mod openapi;
 pub mod request_id;
 mod routes;
 
@@ -69,7 +70,7 @@ impl AppState {
 /// The whole HTTP application.
 pub fn router(state: AppState) -> Router {
     let http = &state.http.config;
-    let router = routes::routes(&state)
+    let router = routes::routes()
         .layer(DefaultBodyLimit::max(http.body_limit_bytes))
         .layer(axum::middleware::from_fn_with_state(state.clone(), deadline))
         .layer(axum::middleware::from_fn_with_state(state.clone(), metrics::count))

@@ -8,9 +8,8 @@ use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use axum::extract::{ConnectInfo, Request, State};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::extract::{ConnectInfo, FromRequestParts};
+use axum::http::request::Parts;
 use governor::clock::Clock;
 use governor::{DefaultKeyedRateLimiter, Quota};
 
@@ -52,35 +51,39 @@ impl Limits {
 
     /// The address the request came from: the last `X-Forwarded-For` hop (the one the trusted
     /// proxy added) when so configured, else the peer. In-process calls have none.
-    fn client(&self, request: &Request) -> Option<IpAddr> {
+    fn client(&self, request: &Parts) -> Option<IpAddr> {
         let forwarded = || {
-            let hops = request.headers().get_all("x-forwarded-for").into_iter();
+            let hops = request.headers.get_all("x-forwarded-for").into_iter();
             hops.filter_map(|value| value.to_str().ok())
                 .flat_map(|value| value.split(','))
                 .filter_map(|hop| hop.trim().parse::<IpAddr>().ok())
                 .next_back()
         };
-        let peer = || request.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
+        let peer = || request.extensions.get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
         if self.trust_forwarded_for { forwarded().or_else(peer) } else { peer() }
     }
 }
 
-/// Middleware on login and register: a limit per client address, so guessing passwords or
-/// mass-registering from one place is slow, and argon2 cannot be used to exhaust the CPU.
-pub(crate) async fn sign_ins(
-    State(state): State<AppState>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let limits = &state.http.limits;
-    if let Some(limit) = &limits.sign_ins
-        && let Some(client) = limits.client(&request)
-        && let Err(refused) = limit.check(&client)
-    {
-        tracing::warn!(%client, "sign-in rate limit reached");
-        return refused.into_response();
+/// Taken first by login and register: a limit per client address, so guessing passwords or
+/// mass-registering from one place is slow, and argon2 cannot be used to exhaust the CPU. It
+/// runs before the body is read.
+#[derive(Debug)]
+pub(crate) struct SignIn;
+
+impl FromRequestParts<AppState> for SignIn {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let limits = &state.http.limits;
+        if let Some(limit) = &limits.sign_ins
+            && let Some(client) = limits.client(parts)
+            && let Err(refused) = limit.check(&client)
+        {
+            tracing::warn!(%client, "sign-in rate limit reached");
+            return Err(refused);
+        }
+        Ok(SignIn)
     }
-    next.run(request).await
 }
 
 struct Keyed<K: Hash + Eq + Clone> {

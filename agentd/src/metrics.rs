@@ -64,6 +64,12 @@ pub(crate) async fn count(State(state): State<AppState>, request: Request, next:
 }
 
 /// `GET /metrics`; with `metrics.token` set, only for `Authorization: Bearer <token>`.
+#[utoipa::path(
+    get, path = "/metrics", operation_id = "metrics", tag = "operations",
+    security((), ("bearer" = [])),
+    responses((status = 200, description = "Prometheus text format 0.0.4.",
+               content_type = "text/plain; version=0.0.4", body = String))
+)]
 pub(crate) async fn show(State(state): State<AppState>, request: Request) -> Response {
     if let Some(token) = &state.http.config.metrics_token {
         let given = request

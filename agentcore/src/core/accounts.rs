@@ -10,6 +10,7 @@ use crate::store::UserRecord;
 
 /// What registering or logging in returns: a token and who it belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Session {
     pub access_token: String,
     pub token_type: String,

@@ -23,6 +23,7 @@ const BOT_PERMISSIONS: u64 = 1024 + 2048 + 16384 + 65536;
 
 /// Where to send a user to install the service's bot.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct OauthUrl {
     pub url: String,
     pub state: String,
@@ -30,6 +31,7 @@ pub struct OauthUrl {
 
 /// `{"status": "connected", "guild_id", "guild_name"}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Connected {
     pub status: String,
     pub guild_id: String,
@@ -38,6 +40,7 @@ pub struct Connected {
 
 /// `{"status": "sent", "message_id", "channel_id"}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Sent {
     pub status: String,
     pub message_id: String,

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 /// The kinds of entry. The words are part of the contract.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Action {
     AgentCreated,
@@ -109,6 +110,7 @@ impl NewActivity {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ActivityEntry {
     pub timestamp: DateTime<Utc>,
     pub action: Action,

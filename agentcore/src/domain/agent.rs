@@ -11,6 +11,7 @@ use super::text;
 
 /// An agent's id: a slug chosen by its owner, unique per user.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(transparent)]
 pub struct AgentId(String);
 
@@ -54,6 +55,7 @@ impl fmt::Display for AgentId {
 
 /// Where an agent is in its life. The runtime pulls tasks only for `Active` agents.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum AgentStatus {
     Active,
@@ -194,6 +196,7 @@ pub struct AgentFilter {
 
 /// An agent as stored, with the counts of its backlog.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Agent {
     pub id: AgentId,
     pub name: String,
@@ -213,6 +216,7 @@ pub struct Agent {
 
 /// One agent in a list: everything but the (possibly long) role prompt.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AgentSummary {
     pub id: AgentId,
     pub name: String,
@@ -245,6 +249,7 @@ impl From<Agent> for AgentSummary {
 
 /// The single-agent view: the agent and its whole backlog.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AgentDetail {
     #[serde(flatten)]
     pub agent: Agent,

@@ -69,6 +69,7 @@ impl Plans {
 
 /// A user's plan as `GET /api/billing` shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Billing {
     pub plan: String,
     pub agent_limit: u32,
@@ -176,6 +177,7 @@ pub fn effective_plan(
 
 /// `POST /api/billing/webhook`'s answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct WebhookReceipt {
     pub received: bool,
     pub event_id: String,

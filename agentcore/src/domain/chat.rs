@@ -53,6 +53,7 @@ impl BotToken {
 
 /// How a connection reaches its guild.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ConnectionKind {
     /// The user's own bot; its token is stored, sealed.
@@ -72,6 +73,7 @@ impl ConnectionKind {
 
 /// A connected guild as the API shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Connection {
     pub id: String,
     pub guild_id: String,
@@ -84,6 +86,7 @@ pub struct Connection {
 
 /// A text channel of a guild.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ChannelInfo {
     pub id: String,
     pub name: String,
@@ -92,6 +95,7 @@ pub struct ChannelInfo {
 
 /// Where an agent posts.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Mapping {
     pub id: String,
     pub agent_id: AgentId,

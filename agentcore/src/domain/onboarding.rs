@@ -14,19 +14,28 @@ pub const COMPANY: &str = "{company}";
 
 /// A starting point for one role. `role_prompt` names the company through [`COMPANY`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Template {
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub id: Text,
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub name: Text,
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub description: Text,
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub role_prompt: Text,
     /// The chat channel the agent posts to; a name people will recognise in Discord.
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub channel: Text,
     pub sample_task: SampleTask,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SampleTask {
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub title: Text,
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub description: Text,
 }
 
@@ -39,12 +48,14 @@ const fn s(text: &'static str) -> Text {
 
 /// `POST /api/onboarding/setup`'s answer: the agent in brief, and its first task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Onboarded {
     pub agent: OnboardedAgent,
     pub task: Task,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct OnboardedAgent {
     pub id: AgentId,
     pub name: String,

@@ -11,6 +11,7 @@ use super::text;
 
 /// A task's id: a UUID v7 in its hyphenated text form.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(transparent)]
 pub struct TaskId(String);
 
@@ -36,6 +37,7 @@ impl fmt::Display for TaskId {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum TaskStatus {
     Queued,
@@ -120,12 +122,14 @@ pub struct TaskPatch {
 
 /// Token counts reported by the model provider for a task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Usage {
     pub input_tokens: i64,
     pub output_tokens: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Task {
     pub id: TaskId,
     pub agent_id: AgentId,
@@ -167,6 +171,7 @@ impl Task {
 
 /// How many tasks of an agent are in each state.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct BacklogSummary {
     pub queued: i64,
     pub in_progress: i64,

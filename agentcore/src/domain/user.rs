@@ -9,6 +9,7 @@ use super::text;
 
 /// A user's id: a UUID (v7, so ids sort by creation) in its hyphenated text form.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(transparent)]
 pub struct UserId(String);
 
@@ -134,6 +135,7 @@ pub struct Credentials {
 
 /// A user as the API shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct User {
     pub id: UserId,
     pub email: String,

@@ -11,22 +11,33 @@ use agentcore::domain::user::User;
 use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{Caller, Json};
+use crate::limits::SignIn;
 
+#[utoipa::path(post, path = "/auth/register", operation_id = "register", tag = "accounts",
+    request_body = RegisterRequest,
+    responses((status = 201, description = "The account and a token for it.", body = Session)))]
 pub async fn register(
     State(state): State<AppState>,
+    _: SignIn,
     Json(request): Json<RegisterRequest>,
 ) -> Result<(StatusCode, Reply<Session>), ApiError> {
     let session = state.core.register(request.parse()?).await?;
     Ok((StatusCode::CREATED, Reply(session)))
 }
 
+#[utoipa::path(post, path = "/auth/login", operation_id = "login", tag = "accounts",
+    request_body = LoginRequest,
+    responses((status = 200, description = "A token; every failure is the same 401.", body = Session)))]
 pub async fn login(
     State(state): State<AppState>,
+    _: SignIn,
     Json(request): Json<LoginRequest>,
 ) -> Result<Reply<Session>, ApiError> {
     Ok(Reply(state.core.login(request.parse()?).await?))
 }
 
+#[utoipa::path(get, path = "/auth/me", operation_id = "me", tag = "accounts", security(("bearer" = [])),
+    responses((status = 200, description = "The caller.", body = User)))]
 pub async fn me(
     State(state): State<AppState>,
     Caller(who): Caller,
@@ -34,6 +45,8 @@ pub async fn me(
     Ok(Reply(state.core.me(&who).await?))
 }
 
+#[utoipa::path(post, path = "/auth/logout", operation_id = "logout", tag = "accounts", security(("bearer" = [])),
+    responses((status = 200, description = "Every token of the caller is revoked: `logged_out`.", body = StatusResponse)))]
 pub async fn logout(
     State(state): State<AppState>,
     Caller(who): Caller,

@@ -11,7 +11,7 @@ use agentcore::api::{
     VacationRequest,
 };
 use agentcore::domain::activity::ActivityQuery;
-use agentcore::domain::agent::{Agent, AgentDetail, AgentFilter};
+use agentcore::domain::agent::{Agent, AgentDetail, AgentFilter, AgentStatus};
 
 use crate::AppState;
 use crate::error::ApiError;
@@ -23,6 +23,10 @@ pub struct ListParams {
     status: Option<String>,
 }
 
+#[utoipa::path(get, path = "/api/agents", operation_id = "list_agents", tag = "agents", security(("bearer" = [])),
+    params(("workspace" = Option<String>, Query, description = "Only agents in this workspace."),
+           ("status" = Option<AgentStatus>, Query, description = "Only agents with this status.")),
+    responses((status = 200, description = "The caller's agents, without role prompts.", body = AgentList)))]
 pub async fn list(
     State(state): State<AppState>,
     Caller(who): Caller,
@@ -37,6 +41,9 @@ pub async fn list(
     Ok(Reply(AgentList { agents: state.core.list_agents(&who, &filter).await? }))
 }
 
+#[utoipa::path(post, path = "/api/agents", operation_id = "create_agent", tag = "agents", security(("bearer" = [])),
+    request_body = CreateAgentRequest,
+    responses((status = 201, description = "The new agent, idle.", body = Agent)))]
 pub async fn create(
     State(state): State<AppState>,
     Caller(who): Caller,
@@ -46,6 +53,9 @@ pub async fn create(
     Ok((StatusCode::CREATED, Reply(agent)))
 }
 
+#[utoipa::path(get, path = "/api/agents/{id}", operation_id = "show_agent", tag = "agents", security(("bearer" = [])),
+    params(("id" = String, Path, example = "alpha", description = "The agent's id.")),
+    responses((status = 200, description = "The agent and its whole backlog.", body = AgentDetail)))]
 pub async fn show(
     State(state): State<AppState>,
     Caller(who): Caller,
@@ -54,6 +64,9 @@ pub async fn show(
     Ok(Reply(state.core.agent(&who, &agent_id(&id)?).await?))
 }
 
+#[utoipa::path(patch, path = "/api/agents/{id}", operation_id = "update_agent", tag = "agents", security(("bearer" = [])),
+    params(("id" = String, Path, example = "alpha", description = "The agent's id.")), request_body = UpdateAgentRequest,
+    responses((status = 200, description = "The agent after the change; `null` clears `workspace` or `model`.", body = Agent)))]
 pub async fn update(
     State(state): State<AppState>,
     Caller(who): Caller,
@@ -64,6 +77,9 @@ pub async fn update(
     Ok(Reply(state.core.update_agent(&who, &id, request.parse()?).await?))
 }
 
+#[utoipa::path(delete, path = "/api/agents/{id}", operation_id = "delete_agent", tag = "agents", security(("bearer" = [])),
+    params(("id" = String, Path, example = "alpha", description = "The agent's id.")),
+    responses((status = 200, description = "The agent, its backlog, activity and mapping are gone.", body = Deleted)))]
 pub async fn delete(
     State(state): State<AppState>,
     Caller(who): Caller,
@@ -74,6 +90,9 @@ pub async fn delete(
     Ok(Reply(Deleted { deleted: id.to_string() }))
 }
 
+#[utoipa::path(post, path = "/api/agents/{id}/start", operation_id = "start_agent", tag = "agents", security(("bearer" = [])),
+    params(("id" = String, Path, example = "alpha", description = "The agent's id.")),
+    responses((status = 200, description = "`started`: the agent works its backlog.", body = AgentStatusResponse)))]
 pub async fn start(
     State(state): State<AppState>,
     Caller(who): Caller,
@@ -83,6 +102,9 @@ pub async fn start(
     Ok(status_reply("started", &agent))
 }
 
+#[utoipa::path(post, path = "/api/agents/{id}/stop", operation_id = "stop_agent", tag = "agents", security(("bearer" = [])),
+    params(("id" = String, Path, example = "alpha", description = "The agent's id.")),
+    responses((status = 200, description = "`stopped`: the agent is idle after its current task.", body = AgentStatusResponse)))]
 pub async fn stop(
     State(state): State<AppState>,
     Caller(who): Caller,
@@ -93,6 +115,10 @@ pub async fn stop(
 }
 
 /// Toggles, or sets with `{"enabled": bool}`; answers with the status after the call.
+#[utoipa::path(post, path = "/api/agents/{id}/vacation", operation_id = "set_vacation", tag = "agents", security(("bearer" = [])),
+    params(("id" = String, Path, example = "alpha", description = "The agent's id.")),
+    request_body(content = Option<VacationRequest>, description = "Empty toggles; `enabled` sets."),
+    responses((status = 200, description = "The status after the call.", body = AgentStatusResponse)))]
 pub async fn vacation(
     State(state): State<AppState>,
     Caller(who): Caller,
@@ -109,6 +135,11 @@ pub struct ActivityParams {
     before: Option<String>,
 }
 
+#[utoipa::path(get, path = "/api/agents/{id}/activity", operation_id = "agent_activity", tag = "agents", security(("bearer" = [])),
+    params(("id" = String, Path, example = "alpha", description = "The agent's id."),
+           ("limit" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "At most this many entries (default 30)."),
+           ("before" = Option<chrono::DateTime<chrono::Utc>>, Query, description = "Only entries older than this RFC 3339 time.")),
+    responses((status = 200, description = "The agent's log, newest first.", body = ActivityList)))]
 pub async fn activity(
     State(state): State<AppState>,
     Caller(who): Caller,

@@ -7,12 +7,15 @@ use serde::Deserialize;
 
 use agentcore::ValidationErrors;
 use agentcore::api::{CreateTaskRequest, Deleted, TaskList, UpdateTaskRequest};
-use agentcore::domain::task::Task;
+use agentcore::domain::task::{Task, TaskStatus};
 
 use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{Caller, Json, Params, Path, agent_id, task_id};
 
+#[utoipa::path(post, path = "/api/agents/{id}/backlog", operation_id = "add_task", tag = "backlog", security(("bearer" = [])),
+    params(("id" = String, Path, example = "alpha", description = "The agent's id.")), request_body = CreateTaskRequest,
+    responses((status = 201, description = "The queued task.", body = Task)))]
 pub async fn add(
     State(state): State<AppState>,
     Caller(who): Caller,
@@ -29,6 +32,9 @@ pub struct ListParams {
     status: Option<String>,
 }
 
+#[utoipa::path(get, path = "/api/agents/{id}/backlog", operation_id = "list_tasks", tag = "backlog", security(("bearer" = [])),
+    params(("id" = String, Path, example = "alpha", description = "The agent's id."), ("status" = Option<TaskStatus>, Query, description = "Only tasks with this status.")),
+    responses((status = 200, description = "The backlog in run order.", body = TaskList)))]
 pub async fn list(
     State(state): State<AppState>,
     Caller(who): Caller,
@@ -42,6 +48,9 @@ pub async fn list(
     Ok(Reply(TaskList { tasks: state.core.tasks(&who, &agent, status).await? }))
 }
 
+#[utoipa::path(get, path = "/api/agents/{id}/backlog/{task_id}", operation_id = "show_task", tag = "backlog", security(("bearer" = [])),
+    params(("id" = String, Path, example = "alpha", description = "The agent's id."), ("task_id" = String, Path, description = "The task's id.")),
+    responses((status = 200, description = "The task.", body = Task)))]
 pub async fn show(
     State(state): State<AppState>,
     Caller(who): Caller,
@@ -50,6 +59,9 @@ pub async fn show(
     Ok(Reply(state.core.task(&who, &agent_id(&agent)?, &task_id(&task)?).await?))
 }
 
+#[utoipa::path(patch, path = "/api/agents/{id}/backlog/{task_id}", operation_id = "update_task", tag = "backlog", security(("bearer" = [])),
+    params(("id" = String, Path, example = "alpha", description = "The agent's id."), ("task_id" = String, Path, description = "The task's id.")), request_body = UpdateTaskRequest,
+    responses((status = 200, description = "The task after the change; only queued tasks can change.", body = Task)))]
 pub async fn update(
     State(state): State<AppState>,
     Caller(who): Caller,
@@ -60,6 +72,9 @@ pub async fn update(
     Ok(Reply(state.core.update_task(&who, &agent, &task, request.parse()?).await?))
 }
 
+#[utoipa::path(delete, path = "/api/agents/{id}/backlog/{task_id}", operation_id = "delete_task", tag = "backlog", security(("bearer" = [])),
+    params(("id" = String, Path, example = "alpha", description = "The agent's id."), ("task_id" = String, Path, description = "The task's id.")),
+    responses((status = 200, description = "The task is gone.", body = Deleted)))]
 pub async fn delete(
     State(state): State<AppState>,
     Caller(who): Caller,
@@ -70,6 +85,9 @@ pub async fn delete(
     Ok(Reply(Deleted { deleted: task.to_string() }))
 }
 
+#[utoipa::path(post, path = "/api/agents/{id}/backlog/{task_id}/retry", operation_id = "retry_task", tag = "backlog", security(("bearer" = [])),
+    params(("id" = String, Path, example = "alpha", description = "The agent's id."), ("task_id" = String, Path, description = "The task's id.")),
+    responses((status = 200, description = "The failed task, queued again.", body = Task)))]
 pub async fn retry(
     State(state): State<AppState>,
     Caller(who): Caller,

@@ -10,6 +10,8 @@ use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{Caller, RawBody};
 
+#[utoipa::path(get, path = "/api/billing", operation_id = "show_billing", tag = "billing", security(("bearer" = [])),
+    responses((status = 200, description = "The caller's plan and its use.", body = Billing)))]
 pub async fn show(
     State(state): State<AppState>,
     Caller(who): Caller,
@@ -18,6 +20,10 @@ pub async fn show(
 }
 
 /// Public: authenticated by the `Stripe-Signature` header over the raw body.
+#[utoipa::path(post, path = "/api/billing/webhook", operation_id = "stripe_webhook", tag = "billing",
+    params(("Stripe-Signature" = Option<String>, Header, description = "Stripe's signature over the raw body.")),
+    request_body(content = serde_json::Value, description = "A Stripe event, exactly as Stripe sent it."),
+    responses((status = 200, description = "Received; `handled` says whether the service acts on this kind.", body = WebhookReceipt)))]
 pub async fn webhook(
     State(state): State<AppState>,
     headers: HeaderMap,

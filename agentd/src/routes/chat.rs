@@ -20,6 +20,8 @@ fn guild_id(raw: &str) -> Result<GuildId, ApiError> {
     GuildId::parse(raw).map_err(|_| Error::not_found(Resource::Connection, raw).into())
 }
 
+#[utoipa::path(get, path = "/api/chat/oauth-url", operation_id = "oauth_url", tag = "chat", security(("bearer" = [])),
+    responses((status = 200, description = "Where to install the service's bot, with the state to send back.", body = OauthUrl)))]
 pub async fn oauth_url(
     State(state): State<AppState>,
     Caller(who): Caller,
@@ -27,6 +29,9 @@ pub async fn oauth_url(
     Ok(Reply(state.core.oauth_url(&who).await?))
 }
 
+#[utoipa::path(post, path = "/api/chat/callback", operation_id = "oauth_callback", tag = "chat", security(("bearer" = [])),
+    request_body = CallbackRequest,
+    responses((status = 200, description = "The guild is connected.", body = Connected)))]
 pub async fn callback(
     State(state): State<AppState>,
     Caller(who): Caller,
@@ -36,6 +41,9 @@ pub async fn callback(
     Ok(Reply(state.core.oauth_callback(&who, &code, oauth_state.as_deref()).await?))
 }
 
+#[utoipa::path(post, path = "/api/chat/connect", operation_id = "connect_guild", tag = "chat", security(("bearer" = [])),
+    request_body = ConnectRequest,
+    responses((status = 200, description = "The guild is connected through the user's own bot.", body = Connected)))]
 pub async fn connect(
     State(state): State<AppState>,
     Caller(who): Caller,
@@ -45,6 +53,8 @@ pub async fn connect(
     Ok(Reply(state.core.connect(&who, &guild, &token, name).await?))
 }
 
+#[utoipa::path(get, path = "/api/chat/connections", operation_id = "list_connections", tag = "chat", security(("bearer" = [])),
+    responses((status = 200, description = "The caller's connected guilds.", body = ConnectionList)))]
 pub async fn connections(
     State(state): State<AppState>,
     Caller(who): Caller,
@@ -52,6 +62,9 @@ pub async fn connections(
     Ok(Reply(ConnectionList { connections: state.core.connections(&who).await? }))
 }
 
+#[utoipa::path(post, path = "/api/chat/test/{guild_id}", operation_id = "test_connection", tag = "chat", security(("bearer" = [])),
+    params(("guild_id" = String, Path, example = "4242", description = "The Discord guild (server) id.")),
+    responses((status = 200, description = "Discord answered for the guild.", body = ConnectionTest)))]
 pub async fn test(
     State(state): State<AppState>,
     Caller(who): Caller,
@@ -61,6 +74,9 @@ pub async fn test(
     Ok(Reply(ConnectionTest { status: "ok".into(), guild_name }))
 }
 
+#[utoipa::path(delete, path = "/api/chat/connections/{guild_id}", operation_id = "disconnect_guild", tag = "chat", security(("bearer" = [])),
+    params(("guild_id" = String, Path, example = "4242", description = "The Discord guild (server) id.")),
+    responses((status = 200, description = "The guild and its mappings are gone.", body = Disconnected)))]
 pub async fn disconnect(
     State(state): State<AppState>,
     Caller(who): Caller,
@@ -71,6 +87,9 @@ pub async fn disconnect(
     Ok(Reply(Disconnected { status: "disconnected".into(), guild_id: guild.into_inner() }))
 }
 
+#[utoipa::path(get, path = "/api/chat/connections/{guild_id}/channels", operation_id = "list_channels", tag = "chat", security(("bearer" = [])),
+    params(("guild_id" = String, Path, example = "4242", description = "The Discord guild (server) id.")),
+    responses((status = 200, description = "The guild's text channels, fetched from Discord.", body = ChannelList)))]
 pub async fn channels(
     State(state): State<AppState>,
     Caller(who): Caller,
@@ -79,6 +98,10 @@ pub async fn channels(
     Ok(Reply(ChannelList { channels: state.core.channels(&who, &guild_id(&guild)?).await? }))
 }
 
+#[utoipa::path(post, path = "/api/chat/mappings/{id}", operation_id = "map_agent", tag = "chat", security(("bearer" = [])),
+    params(("id" = String, Path, example = "4242", description = "The guild id the channel belongs to.")),
+    request_body = MapRequest,
+    responses((status = 200, description = "The agent posts to the channel.", body = Mapped)))]
 pub async fn map(
     State(state): State<AppState>,
     Caller(who): Caller,
@@ -91,6 +114,8 @@ pub async fn map(
     Ok(Reply(Mapped { status: "mapped".into(), mapping }))
 }
 
+#[utoipa::path(get, path = "/api/chat/mappings", operation_id = "list_mappings", tag = "chat", security(("bearer" = [])),
+    responses((status = 200, description = "Where each of the caller's agents posts.", body = MappingList)))]
 pub async fn mappings(
     State(state): State<AppState>,
     Caller(who): Caller,
@@ -98,6 +123,9 @@ pub async fn mappings(
     Ok(Reply(MappingList { mappings: state.core.mappings(&who).await? }))
 }
 
+#[utoipa::path(delete, path = "/api/chat/mappings/{id}", operation_id = "unmap_agent", tag = "chat", security(("bearer" = [])),
+    params(("id" = String, Path, example = "alpha", description = "The agent id whose mapping goes.")),
+    responses((status = 200, description = "The agent posts nowhere.", body = Unmapped)))]
 pub async fn unmap(
     State(state): State<AppState>,
     Caller(who): Caller,
@@ -108,6 +136,9 @@ pub async fn unmap(
     Ok(Reply(Unmapped { status: "unmapped".into(), agent_id: agent.to_string() }))
 }
 
+#[utoipa::path(post, path = "/api/chat/send/{guild_id}", operation_id = "send_message", tag = "chat", security(("bearer" = [])),
+    params(("guild_id" = String, Path, example = "4242", description = "The Discord guild (server) id.")), request_body = SendRequest,
+    responses((status = 200, description = "Discord accepted the message.", body = Sent)))]
 pub async fn send(
     State(state): State<AppState>,
     Caller(who): Caller,

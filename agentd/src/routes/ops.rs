@@ -2,20 +2,25 @@
 
 use axum::Json as Reply;
 use axum::extract::State;
-use serde_json::{Value, json};
+
+use agentcore::api::StatusResponse;
 
 use crate::AppState;
 use crate::error::ApiError;
 
 /// The process is up and serving.
-pub async fn healthz() -> Reply<Value> {
-    Reply(json!({ "status": "ok" }))
+#[utoipa::path(get, path = "/healthz", operation_id = "healthz", tag = "operations",
+    responses((status = 200, description = "`{\"status\": \"ok\"}`.", body = StatusResponse)))]
+pub async fn healthz() -> Reply<StatusResponse> {
+    Reply(StatusResponse { status: "ok".into() })
 }
 
 /// The process can do its work: the database answers.
-pub async fn readyz(State(state): State<AppState>) -> Result<Reply<Value>, ApiError> {
+#[utoipa::path(get, path = "/readyz", operation_id = "readyz", tag = "operations",
+    responses((status = 200, description = "`{\"status\": \"ready\"}`; 503 `not_ready` when the database does not answer.", body = StatusResponse)))]
+pub async fn readyz(State(state): State<AppState>) -> Result<Reply<StatusResponse>, ApiError> {
     match state.core.ready().await {
-        Ok(()) => Ok(Reply(json!({ "status": "ready" }))),
+        Ok(()) => Ok(Reply(StatusResponse { status: "ready".into() })),
         Err(error) => {
             tracing::warn!(%error, "readiness check failed");
             Err(ApiError::NotReady)

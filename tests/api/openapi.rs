@@ -1,0 +1,197 @@
+//! `GET /openapi.json`: the document lists exactly the contract's routes, each with its
+//! parameters, bodies, success and error responses, and what it says about authentication is
+//! what the server does.
+
+use std::collections::BTreeSet;
+
+use reqwest::Method;
+use serde_json::Value;
+
+use crate::helpers::{Backend, TestApp, app};
+
+/// Every route of the contract (and the operational ones). A route served but missing here,
+/// or listed here but missing from the document, fails the test.
+const ROUTES: &[(&str, &str)] = &[
+    ("GET", "/healthz"),
+    ("GET", "/readyz"),
+    ("GET", "/metrics"),
+    ("GET", "/openapi.json"),
+    ("POST", "/auth/register"),
+    ("POST", "/auth/login"),
+    ("GET", "/auth/me"),
+    ("POST", "/auth/logout"),
+    ("GET", "/api/agents"),
+    ("POST", "/api/agents"),
+    ("GET", "/api/agents/{id}"),
+    ("PATCH", "/api/agents/{id}"),
+    ("DELETE", "/api/agents/{id}"),
+    ("POST", "/api/agents/{id}/start"),
+    ("POST", "/api/agents/{id}/stop"),
+    ("POST", "/api/agents/{id}/vacation"),
+    ("GET", "/api/agents/{id}/activity"),
+    ("GET", "/api/agents/{id}/backlog"),
+    ("POST", "/api/agents/{id}/backlog"),
+    ("GET", "/api/agents/{id}/backlog/{task_id}"),
+    ("PATCH", "/api/agents/{id}/backlog/{task_id}"),
+    ("DELETE", "/api/agents/{id}/backlog/{task_id}"),
+    ("POST", "/api/agents/{id}/backlog/{task_id}/retry"),
+    ("GET", "/api/billing"),
+    ("POST", "/api/billing/webhook"),
+    ("GET", "/api/onboarding/templates"),
+    ("POST", "/api/onboarding/setup"),
+    ("GET", "/api/chat/oauth-url"),
+    ("POST", "/api/chat/callback"),
+    ("POST", "/api/chat/connect"),
+    ("GET", "/api/chat/connections"),
+    ("DELETE", "/api/chat/connections/{guild_id}"),
+    ("GET", "/api/chat/connections/{guild_id}/channels"),
+    ("POST", "/api/chat/test/{guild_id}"),
+    ("GET", "/api/chat/mappings"),
+    ("POST", "/api/chat/mappings/{id}"),
+    ("DELETE", "/api/chat/mappings/{id}"),
+    ("POST", "/api/chat/send/{guild_id}"),
+];
+
+/// Operations that take a JSON body (vacation's is optional).
+const WITH_BODY: &[(&str, &str)] = &[
+    ("POST", "/auth/register"),
+    ("POST", "/auth/login"),
+    ("POST", "/api/agents"),
+    ("PATCH", "/api/agents/{id}"),
+    ("POST", "/api/agents/{id}/vacation"),
+    ("POST", "/api/agents/{id}/backlog"),
+    ("PATCH", "/api/agents/{id}/backlog/{task_id}"),
+    ("POST", "/api/billing/webhook"),
+    ("POST", "/api/onboarding/setup"),
+    ("POST", "/api/chat/callback"),
+    ("POST", "/api/chat/connect"),
+    ("POST", "/api/chat/mappings/{id}"),
+    ("POST", "/api/chat/send/{guild_id}"),
+];
+
+/// Each operation of the document, as (METHOD, path template, operation).
+pub fn operations(document: &Value) -> Vec<(String, String, Value)> {
+    let mut operations = Vec::new();
+    for (path, item) in document["paths"].as_object().expect("paths") {
+        for (method, operation) in item.as_object().expect("path item") {
+            operations.push((method.to_uppercase(), path.clone(), operation.clone()));
+        }
+    }
+    operations
+}
+
+pub async fn document(app: &TestApp) -> Value {
+    let response = app.client.get(format!("{}/openapi.json", app.address)).send().await.unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    assert_eq!(response.headers()["content-type"], "application/json");
+    response.json().await.unwrap()
+}
+
+/// Follows `#/components/schemas/...` references; panics on one that leads nowhere.
+fn check_refs(document: &Value, value: &Value, at: &str) {
+    match value {
+        Value::Object(object) => {
+            if let Some(Value::String(reference)) = object.get("$ref") {
+                let name = reference
+                    .strip_prefix("#/components/schemas/")
+                    .unwrap_or_else(|| panic!("{at}: unexpected reference {reference}"));
+                assert!(
+                    document["components"]["schemas"].get(name).is_some(),
+                    "{at}: {reference} leads nowhere"
+                );
+            }
+            for (key, inner) in object {
+                check_refs(document, inner, &format!("{at}/{key}"));
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|inner| check_refs(document, inner, at)),
+        _ => {}
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_document_lists_every_route_with_its_schemas() {
+    let app = app(Backend::Sqlite).await.unwrap();
+    let document = document(&app).await;
+    assert_eq!(document["openapi"], "3.1.0");
+    assert!(document["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer");
+    check_refs(&document, &document, "#");
+
+    let listed: BTreeSet<(String, String)> =
+        operations(&document).into_iter().map(|(m, p, _)| (m, p)).collect();
+    let expected: BTreeSet<(String, String)> =
+        ROUTES.iter().map(|(m, p)| (m.to_string(), p.to_string())).collect();
+    let undocumented: Vec<_> = expected.difference(&listed).collect();
+    let unknown: Vec<_> = listed.difference(&expected).collect();
+    assert!(undocumented.is_empty(), "routes missing from the document: {undocumented:?}");
+    assert!(unknown.is_empty(), "documented routes the contract does not have: {unknown:?}");
+
+    let mut operation_ids = BTreeSet::new();
+    for (method, path, operation) in operations(&document) {
+        let at = format!("{method} {path}");
+        assert!(operation_ids.insert(operation["operationId"].to_string()), "{at}: operationId");
+        let responses = operation["responses"].as_object().unwrap();
+        let success: Vec<_> = responses.keys().filter(|s| s.starts_with('2')).collect();
+        assert_eq!(success.len(), 1, "{at}: one success response, got {success:?}");
+        let content = responses[success[0].as_str()]["content"].as_object();
+        let schema = content.and_then(|c| c.values().next()).map(|media| &media["schema"]);
+        assert!(schema.is_some_and(|s| s.is_object()), "{at}: the success body has no schema");
+        for range in ["4XX", "5XX"] {
+            assert_eq!(
+                responses[range]["content"]["application/json"]["schema"]["$ref"],
+                "#/components/schemas/ErrorBody",
+                "{at}: {range} is not the error envelope"
+            );
+        }
+        let parameters = operation["parameters"].as_array().cloned().unwrap_or_default();
+        let in_path: BTreeSet<&str> = parameters
+            .iter()
+            .filter(|p| p["in"] == "path")
+            .filter_map(|p| p["name"].as_str())
+            .collect();
+        let templated: BTreeSet<&str> =
+            path.split('/').filter_map(|s| s.strip_prefix('{')?.strip_suffix('}')).collect();
+        assert_eq!(in_path, templated, "{at}: path parameters");
+        let has_body = operation.get("requestBody").is_some();
+        let wants_body = WITH_BODY.iter().any(|(m, p)| *m == method && *p == path);
+        assert_eq!(has_body, wants_body, "{at}: request body");
+    }
+    let schemas = document["components"]["schemas"].as_object().unwrap();
+    let error = &schemas["ErrorDetail"];
+    for field in ["code", "message", "request_id"] {
+        assert!(error["required"].as_array().unwrap().contains(&Value::from(field)), "{field}");
+    }
+}
+
+/// Every documented operation is served (never `route_not_found` or `method_not_allowed`),
+/// and it asks for a token exactly when the document says it does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_documented_operation_is_served_and_authenticates_as_documented() {
+    let app = app(Backend::Sqlite).await.unwrap();
+    let document = document(&app).await;
+    for (method, template, operation) in operations(&document) {
+        let path = template
+            .replace("{id}", "alpha")
+            .replace("{task_id}", "0196a1b2-0000-7000-8000-000000000000")
+            .replace("{guild_id}", "4242");
+        let method = Method::from_bytes(method.as_bytes()).unwrap();
+        let url = format!("{}{path}", app.address);
+        let response = app.client.request(method.clone(), url).send().await.unwrap();
+        let status = response.status().as_u16();
+        let body: Value = response.json().await.unwrap_or(Value::Null);
+        let code = body["error"]["code"].as_str().unwrap_or_default();
+        assert!(
+            code != "route_not_found" && code != "method_not_allowed",
+            "{method} {template} is documented but not served: {body}"
+        );
+        let security = operation["security"].as_array().cloned().unwrap_or_default();
+        let needs_token = !security.is_empty()
+            && !security.iter().any(|s| s == &Value::Null)
+            && !security.iter().any(|s| s.as_object().is_some_and(|o| o.is_empty()));
+        if needs_token {
+            assert_eq!((status, code), (401, "unauthorized"), "{method} {template} needs a token");
+        } else {
+            assert_ne!(status, 401, "{method} {template} is documented as public: {body}");
+        }
+    }
+}
