@@ -1,5 +1,5 @@
-//! One user's token against another user's ids, on every route that takes an id: each attempt
-//! is 404 (or 403), and nothing of the first user's changes or leaks.
+//! One user's token against another user's ids, on every route of the OpenAPI document that
+//! takes an id: each attempt is 404 (or 403), and nothing of the first user's changes or leaks.
 
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -26,6 +26,73 @@ async fn snapshot(app: &TestApp, user: &User) -> Value {
     Value::Object(seen)
 }
 
+/// B's attempts on `method template` against A's agent, task and guild: a body that passes
+/// validation, so only ownership can refuse it. An operation missing here fails the test.
+fn against_a(method: &Method, template: &str, task: &str) -> Vec<(String, Option<Value>)> {
+    let agent = "/api/agents/alpha";
+    let a_task = format!("{agent}/backlog/{task}");
+    // A's task id under B's own agent.
+    let via_b = format!("/api/agents/beta/backlog/{task}");
+    let channel_a = format!("{GUILD_A}1");
+    let channel_b = format!("{GUILD_B}1");
+    match (method.as_str(), template) {
+        ("GET" | "DELETE", "/api/agents/{id}") => vec![(agent.into(), None)],
+        ("PATCH", "/api/agents/{id}") => vec![(agent.into(), Some(json!({"name": "Stolen"})))],
+        (
+            "POST",
+            "/api/agents/{id}/start" | "/api/agents/{id}/stop" | "/api/agents/{id}/vacation",
+        )
+        | ("GET", "/api/agents/{id}/activity" | "/api/agents/{id}/backlog") => {
+            vec![(template.replace("{id}", "alpha"), None)]
+        }
+        ("POST", "/api/agents/{id}/backlog") => {
+            vec![(format!("{agent}/backlog"), Some(json!({"title": "Planted"})))]
+        }
+        ("GET" | "DELETE", "/api/agents/{id}/backlog/{task_id}") => {
+            vec![(a_task, None), (via_b, None)]
+        }
+        ("PATCH", "/api/agents/{id}/backlog/{task_id}") => {
+            let body = json!({"title": "Changed"});
+            vec![(a_task, Some(body.clone())), (via_b, Some(body))]
+        }
+        ("POST", "/api/agents/{id}/backlog/{task_id}/retry") => {
+            vec![(format!("{a_task}/retry"), None), (format!("{via_b}/retry"), None)]
+        }
+        ("GET", "/api/chat/connections/{guild_id}/channels")
+        | ("POST", "/api/chat/test/{guild_id}")
+        | ("DELETE", "/api/chat/connections/{guild_id}") => {
+            vec![(template.replace("{guild_id}", GUILD_A), None)]
+        }
+        // B's agent onto A's guild, and A's agent onto B's guild.
+        ("POST", "/api/chat/mappings/{id}") => vec![
+            (
+                format!("/api/chat/mappings/{GUILD_A}"),
+                Some(json!({"agent_id": "beta", "channel_id": channel_a})),
+            ),
+            (
+                format!("/api/chat/mappings/{GUILD_B}"),
+                Some(json!({"agent_id": "alpha", "channel_id": channel_b})),
+            ),
+        ],
+        ("DELETE", "/api/chat/mappings/{id}") => vec![("/api/chat/mappings/alpha".into(), None)],
+        ("POST", "/api/chat/send/{guild_id}") => vec![
+            (
+                format!("/api/chat/send/{GUILD_A}"),
+                Some(json!({"agent_id": "beta", "content": "from B"})),
+            ),
+            (
+                format!("/api/chat/send/{GUILD_A}"),
+                Some(json!({"agent_id": "alpha", "content": "from B"})),
+            ),
+            (
+                format!("/api/chat/send/{GUILD_B}"),
+                Some(json!({"agent_id": "alpha", "content": "from B"})),
+            ),
+        ],
+        _ => panic!("{method} {template} takes an id: add B's attempts on A's to the tenancy test"),
+    }
+}
+
 backend_tests! { app;
 
 async fn a_second_users_token_reaches_nothing_of_the_first(app) {
@@ -45,38 +112,14 @@ async fn a_second_users_token_reaches_nothing_of_the_first(app) {
     let before = snapshot(&app, &a).await;
     let posts_before = app.discord.messages().len();
 
-    let agent = "/api/agents/alpha";
-    let a_task = format!("{agent}/backlog/{task}");
-    let via_b = format!("/api/agents/beta/backlog/{task}");
-    let attempts: Vec<(Method, String, Option<Value>)> = vec![
-        (Method::GET, agent.into(), None),
-        (Method::PATCH, agent.into(), Some(json!({"name": "Stolen"}))),
-        (Method::DELETE, agent.into(), None),
-        (Method::POST, format!("{agent}/start"), None),
-        (Method::POST, format!("{agent}/stop"), None),
-        (Method::POST, format!("{agent}/vacation"), None),
-        (Method::GET, format!("{agent}/activity"), None),
-        (Method::GET, format!("{agent}/backlog"), None),
-        (Method::POST, format!("{agent}/backlog"), Some(json!({"title": "Planted"}))),
-        (Method::GET, a_task.clone(), None),
-        (Method::PATCH, a_task.clone(), Some(json!({"title": "Changed"}))),
-        (Method::DELETE, a_task.clone(), None),
-        (Method::POST, format!("{a_task}/retry"), None),
-        // A's task id under B's own agent.
-        (Method::GET, via_b.clone(), None),
-        (Method::PATCH, via_b.clone(), Some(json!({"title": "Changed"}))),
-        (Method::DELETE, via_b.clone(), None),
-        (Method::POST, format!("{via_b}/retry"), None),
-        (Method::GET, format!("/api/chat/connections/{GUILD_A}/channels"), None),
-        (Method::POST, format!("/api/chat/test/{GUILD_A}"), None),
-        (Method::DELETE, format!("/api/chat/connections/{GUILD_A}"), None),
-        (Method::POST, format!("/api/chat/mappings/{GUILD_A}"), Some(json!({"agent_id": "beta", "channel_id": format!("{GUILD_A}1")}))),
-        (Method::POST, format!("/api/chat/mappings/{GUILD_B}"), Some(json!({"agent_id": "alpha", "channel_id": format!("{GUILD_B}1")}))),
-        (Method::DELETE, "/api/chat/mappings/alpha".into(), None),
-        (Method::POST, format!("/api/chat/send/{GUILD_A}"), Some(json!({"agent_id": "beta", "content": "from B"}))),
-        (Method::POST, format!("/api/chat/send/{GUILD_A}"), Some(json!({"agent_id": "alpha", "content": "from B"}))),
-        (Method::POST, format!("/api/chat/send/{GUILD_B}"), Some(json!({"agent_id": "alpha", "content": "from B"}))),
-    ];
+    // Every operation of the document that names something by id, aimed at A's things.
+    let mut attempts = Vec::new();
+    for (method, template, _) in crate::openapi::operations(&crate::openapi::document(&app).await) {
+        if template.contains('{') {
+            let method = Method::from_bytes(method.as_bytes()).unwrap();
+            attempts.extend(against_a(&method, &template, &task).into_iter().map(|(path, body)| (method.clone(), path, body)));
+        }
+    }
     for (method, path, body) in attempts {
         let reply = app.request(method.clone(), &path, Some(&b.token), body).await;
         let status = reply.status.as_u16();
