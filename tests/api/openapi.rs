@@ -195,3 +195,20 @@ async fn every_documented_operation_is_served_and_authenticates_as_documented() 
         }
     }
 }
+
+/// `agentd openapi` prints the document the server serves, without a database or a server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agentd_openapi_prints_the_served_document() {
+    let app = app(Backend::Sqlite).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let printed = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentd-under-test"))
+        .env("AGENTD_DATA_DIR", dir.path())
+        .env("AGENTD_DATABASE_URL", "postgres://nobody@127.0.0.1:1/none")
+        .arg("openapi")
+        .output()
+        .await
+        .unwrap();
+    assert!(printed.status.success(), "{}", String::from_utf8_lossy(&printed.stderr));
+    let printed: Value = serde_json::from_slice(&printed.stdout).unwrap();
+    assert_eq!(printed, document(&app).await);
+}
