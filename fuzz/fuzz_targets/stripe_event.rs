@@ -1,0 +1,101 @@
+//! Stripe event bodies (`agentcore::stripe::decode_event` / `decode_object`), as the webhook reads
+//! them once the signature has passed: the input is the raw request body.
+//!
+//! Beyond "never panics": an event decodes only from JSON (up to the UTF-8 of skipped strings)
+//! and reads its fields as a `serde_json::Value` does; the accessors say what their
+//! documentation says; and the pure parts of the facade's event-to-billing mapping
+//! (`UserId::parse`, `Email::parse(..).key()`, `SubscriptionChange::grant`) accept whatever the
+//! event carries.
+
+#![no_main]
+
+use agentcore::domain::billing::SubscriptionChange;
+use agentcore::domain::user::{Email, UserId};
+use agentcore::stripe::{self, CheckoutSession, StripeEvent, Subscription};
+use libfuzzer_sys::fuzz_target;
+use serde::de::IgnoredAny;
+use serde_json::Value;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(event) = stripe::decode_event(data) else {
+        return;
+    };
+    // An event is JSON, except that serde_json does not check the UTF-8 of string values it
+    // skips (fields the envelope does not read): with those bytes replaced it is JSON, and the
+    // same event. (A skipped object may also use serde_json's private raw-value key, which a
+    // `Value` refuses; then there is nothing to compare with.)
+    let text = String::from_utf8_lossy(data);
+    serde_json::from_str::<IgnoredAny>(&text).expect("an event is JSON");
+    if let Ok(json) = serde_json::from_str::<Value>(&text) {
+        assert_eq!(json["id"].as_str(), Some(event.id.as_str()));
+        assert_eq!(json["type"].as_str(), Some(event.kind.as_str()));
+        assert_eq!(json["created"].as_i64(), Some(event.created));
+        assert_eq!(json["data"]["object"], event.data.object);
+    }
+    check_checkout(&event);
+    check_subscription(&event);
+});
+
+fn check_checkout(event: &StripeEvent) {
+    let Ok(session) = stripe::decode_object::<CheckoutSession>(event) else {
+        return;
+    };
+    let object = &event.data.object;
+    // What the buyer typed wins over the prefilled address.
+    let typed = session.customer_details.as_ref().and_then(|d| d.email.as_deref());
+    assert_eq!(session.email(), typed.or(session.customer_email.as_deref()));
+    assert_eq!(session.metadata_user_id(), object["metadata"]["user_id"].as_str());
+    // As the facade links a customer to a user.
+    let user_ids: Vec<UserId> =
+        [session.client_reference_id.as_deref(), session.metadata_user_id()]
+            .into_iter()
+            .flatten()
+            .filter_map(|id| UserId::parse(id).ok())
+            .collect();
+    for id in &user_ids {
+        assert_eq!(UserId::parse(id.as_str()).as_ref(), Ok(id), "a user id reads back");
+    }
+    if let Some(email) = session.email().and_then(|e| Email::parse(e).ok()) {
+        assert_eq!(email.as_str(), email.as_str().trim());
+        assert_eq!(email.key(), email.as_str().to_lowercase());
+    }
+}
+
+fn check_subscription(event: &StripeEvent) {
+    let Ok(subscription) = stripe::decode_object::<Subscription>(event) else {
+        return;
+    };
+    let object = &event.data.object;
+    let keys: Vec<&str> = subscription.price_keys().collect();
+    let expected: Vec<&str> = subscription
+        .items
+        .data
+        .iter()
+        .flat_map(|item| [Some(item.price.id.as_str()), item.price.lookup_key.as_deref()])
+        .flatten()
+        .collect();
+    assert_eq!(keys, expected);
+    assert!(keys.len() >= subscription.items.data.len());
+    assert_eq!(subscription.metadata_user_id(), object["metadata"]["user_id"].as_str());
+
+    // As the facade turns the subscription into a change, with some price mapping to a plan.
+    let change = SubscriptionChange {
+        deleted: event.kind == stripe::SUBSCRIPTION_DELETED,
+        price_plan: keys.first().map(|k| format!("plan-{k}")),
+        user_hint: subscription.metadata_user_id().and_then(|id| UserId::parse(id).ok()),
+        id: subscription.id.clone(),
+        customer: subscription.customer.clone(),
+        status: subscription.status.clone(),
+    };
+    if change.deleted {
+        assert_eq!(change.status(), "canceled");
+        assert_eq!(change.grant(Some("pro")), None, "a deleted subscription grants nothing");
+    }
+    match change.status() {
+        "active" | "trialing" => assert_eq!(change.grant(Some("pro")), change.price_plan),
+        "canceled" | "unpaid" | "incomplete_expired" | "paused" => {
+            assert_eq!(change.grant(Some("pro")), None)
+        }
+        _ => assert_eq!(change.grant(Some("pro")).as_deref(), Some("pro")),
+    }
+}
