@@ -4,10 +4,13 @@
 //! as `{"error": {"code", "message", "request_id", "details"?}}` with the status the contract
 //! gives its code. Causes of 5xx responses are logged here and never sent.
 
+use std::collections::BTreeMap;
+
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use agentcore::Error;
 
@@ -20,7 +23,7 @@ pub enum ApiError {
     /// The body is not JSON at all.
     InvalidJson(String),
     /// The body is JSON but a field has the wrong type; field path to problem.
-    WrongTypes(Map<String, Value>),
+    WrongTypes(BTreeMap<String, String>),
     PayloadTooLarge,
     RouteNotFound,
     MethodNotAllowed,
@@ -102,26 +105,47 @@ impl ApiError {
         }
     }
 
-    fn details(&self) -> Option<Value> {
+    fn details(&self) -> Option<BTreeMap<String, String>> {
         match self {
-            ApiError::Core(Error::Validation(errors)) => Some(json!(errors.fields())),
-            ApiError::WrongTypes(fields) => Some(Value::Object(fields.clone())),
+            ApiError::Core(Error::Validation(errors)) => Some(errors.fields().clone()),
+            ApiError::WrongTypes(fields) => Some(fields.clone()),
             _ => None,
         }
     }
 
-    /// The JSON body, carrying `request_id`.
-    pub fn body(&self, request_id: &str) -> Value {
-        let mut error = json!({
-            "code": self.code(),
-            "message": self.message(),
-            "request_id": request_id,
-        });
-        if let (Some(details), Some(object)) = (self.details(), error.as_object_mut()) {
-            object.insert("details".into(), details);
+    /// The body, carrying `request_id`.
+    pub fn body(&self, request_id: &str) -> ErrorBody {
+        ErrorBody {
+            error: ErrorDetail {
+                code: self.code(),
+                message: self.message(),
+                request_id: request_id.to_owned(),
+                details: self.details(),
+            },
         }
-        json!({ "error": error })
     }
+}
+
+/// The service's error body: `{"error": {"code", "message", "request_id", "details"?}}`.
+/// The OpenAPI document describes every error response with this type.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(title = "Error")]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorDetail {
+    /// A stable snake_case code, such as `agent_not_found` or `validation_failed`.
+    pub code: String,
+    /// One sentence for a person.
+    pub message: String,
+    /// The `X-Request-Id` of the request, for the logs.
+    pub request_id: String,
+    /// For `validation_failed`: each bad field and what is wrong with it.
+    #[schema(nullable = false)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub details: Option<BTreeMap<String, String>>,
 }
 
 impl IntoResponse for ApiError {
@@ -153,6 +177,7 @@ mod tests {
     use super::*;
     use agentcore::{Conflict, Refusal, Resource, ValidationErrors};
     use http_body_util::BodyExt;
+    use serde_json::Value;
 
     async fn rendered(error: ApiError) -> (StatusCode, Value) {
         let response = error.into_response();

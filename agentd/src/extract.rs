@@ -1,11 +1,12 @@
 //! Extractors that turn every malformed request into the contract's error body.
 
+use std::collections::BTreeMap;
+
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Query, Request};
 use axum::http::request::Parts;
 use axum::http::{StatusCode, header};
 use serde::de::DeserializeOwned;
-use serde_json::{Map, Value};
 
 use agentcore::domain::agent::AgentId;
 use agentcore::domain::task::TaskId;
@@ -83,8 +84,7 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
         let inner = error.into_inner();
         if inner.is_data() {
             let field = if path == "." { "body".to_owned() } else { path };
-            let mut details = Map::new();
-            details.insert(field, Value::String(strip_position(&inner.to_string())));
+            let details = BTreeMap::from([(field, strip_position(&inner.to_string()))]);
             ApiError::WrongTypes(details)
         } else {
             ApiError::InvalidJson(inner.to_string())
@@ -129,9 +129,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Params<T> {
             .await
             .map(|Query(value)| Params(value))
             .map_err(|rejection| {
-                let mut details = Map::new();
-                details.insert("query".into(), Value::String(rejection.body_text()));
-                ApiError::WrongTypes(details)
+                ApiError::WrongTypes(BTreeMap::from([("query".into(), rejection.body_text())]))
             })
     }
 }

@@ -4,38 +4,16 @@
 //! What every operation shares is added here once: the error envelope as the `4XX` and `5XX`
 //! responses, and the bearer scheme the authenticated operations name.
 
-use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use axum::body::Bytes;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use serde::Serialize;
+use utoipa::Modify;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{OpenApi, RefOr, ResponseBuilder};
-use utoipa::{Modify, ToSchema};
 
-/// The service's error body: `{"error": {"code", "message", "request_id", "details"?}}`.
-/// Only described here; `ApiError` renders it.
-#[derive(Debug, Serialize, ToSchema)]
-#[schema(title = "Error")]
-pub struct ErrorBody {
-    pub error: ErrorDetail,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ErrorDetail {
-    /// A stable snake_case code, such as `agent_not_found` or `validation_failed`.
-    pub code: String,
-    /// One sentence for a person.
-    pub message: String,
-    /// The `X-Request-Id` of the request, for the logs.
-    pub request_id: String,
-    /// For `validation_failed`: each bad field and what is wrong with it.
-    #[schema(nullable = false)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub details: Option<BTreeMap<String, String>>,
-}
+use crate::error::{ErrorBody, ErrorDetail};
 
 /// The name of the bearer scheme that authenticated operations list.
 pub const BEARER: &str = "bearer";

@@ -215,7 +215,7 @@ where
 
 fn check_decode_error(error: &ApiError, fields: &[&str]) {
     assert_eq!(error.status().as_u16(), 400, "{error:?}");
-    let body = error.body("fuzz");
+    let body = serde_json::to_value(error.body("fuzz")).expect("an error body serialises");
     let code = body["error"]["code"].as_str().expect("a code");
     assert_eq!(code, error.code());
     assert!(body["error"]["message"].as_str().is_some_and(|m| !m.is_empty()));
@@ -240,9 +240,9 @@ fn check_decode_error(error: &ApiError, fields: &[&str]) {
                         || position.is_some_and(|n| n < fields.len()),
                     "a wrong type names {field:?}"
                 );
-                assert!(problem.as_str().is_some_and(|p| !p.is_empty()));
+                assert!(!problem.is_empty());
             }
-            assert_eq!(body["error"]["details"], serde_json::Value::Object(details.clone()));
+            assert_eq!(body["error"]["details"], serde_json::json!(details));
         }
         other => panic!("a body decodes to no other error: {other:?}"),
     }
@@ -257,7 +257,7 @@ fn check_validation_errors(errors: &ValidationErrors, fields: &[&str]) {
     let error = ApiError::from(errors.clone());
     assert_eq!(error.status().as_u16(), 400);
     assert_eq!(error.code(), "validation_failed");
-    let body = error.body("fuzz");
+    let body = serde_json::to_value(error.body("fuzz")).expect("an error body serialises");
     assert_eq!(body["error"]["details"].as_object().map(|d| d.len()), Some(errors.fields().len()));
 }
 

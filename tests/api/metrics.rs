@@ -11,7 +11,7 @@ use crate::fake_discord::Failure;
 use crate::helpers::{TestApp, app_with, backend_tests, eventually};
 
 /// The samples of a scrape, `name{labels}` → value, after checking every line's shape.
-async fn scrape(app: &TestApp, token: Option<&str>) -> HashMap<String, f64> {
+pub async fn scrape(app: &TestApp, token: Option<&str>) -> HashMap<String, f64> {
     let mut request = app.client.get(format!("{}/metrics", app.address));
     if let Some(token) = token {
         request = request.bearer_auth(token);

@@ -44,11 +44,11 @@ async fn open_app(db: TestDb) -> TestApp {
 }
 
 async fn requests_served(app: &TestApp) -> f64 {
-    let text = app.client.get(format!("{}/metrics", app.address)).send().await.unwrap();
-    let text = text.text().await.unwrap();
-    text.lines()
-        .filter(|line| line.starts_with("agentd_http_requests_total{"))
-        .filter_map(|line| line.rsplit_once(' ')?.1.parse::<f64>().ok())
+    let samples = crate::metrics::scrape(app, None).await;
+    samples
+        .iter()
+        .filter(|(series, _)| series.starts_with("agentd_http_requests_total{"))
+        .map(|(_, v)| v)
         .sum()
 }
 
