@@ -51,6 +51,9 @@ pub struct Posted {
     pub id: String,
     pub channel_id: String,
     pub body: Value,
+    /// When the message was accepted (the benchmarks time delivery with it).
+    #[allow(dead_code)]
+    pub at: Instant,
 }
 
 #[derive(Debug, Default)]
@@ -125,6 +128,20 @@ impl FakeDiscord {
             json!({"id": format!("{id}5"), "type": 5, "name": "news", "position": 4, "parent_id": null}),
             json!({"id": format!("{id}6"), "type": 15, "name": "forum", "position": 5, "parent_id": null}),
         ];
+        self.insert_guild(id, name, bots, channels);
+    }
+
+    /// A guild with `count` text channels `channel-0`… whose ids are the guild's id followed by
+    /// a three-digit number; the listed bots are members. (For the benchmarks.)
+    #[allow(dead_code)]
+    pub fn add_guild_with_text_channels(&self, id: &str, name: &str, bots: &[&str], count: usize) {
+        let channels = (0..count)
+            .map(|i| json!({"id": format!("{id}{i:03}"), "type": 0, "name": format!("channel-{i}"), "position": i, "parent_id": null}))
+            .collect();
+        self.insert_guild(id, name, bots, channels);
+    }
+
+    fn insert_guild(&self, id: &str, name: &str, bots: &[&str], channels: Vec<Value>) {
         let bots = bots.iter().map(|b| (*b).to_owned()).collect();
         self.with(|s| {
             s.guilds.insert(id.to_owned(), Guild { name: name.to_owned(), channels, bots })
@@ -329,7 +346,12 @@ async fn create_message(
                 let id = s.next_id.to_string();
                 let message = json!({"id": id, "channel_id": channel_id, "content": body["content"].as_str().unwrap_or(""),
                     "embeds": body.get("embeds").cloned().unwrap_or(json!([])), "nonce": nonce});
-                s.messages.push(Posted { id, channel_id: channel_id.clone(), body: body.clone() });
+                s.messages.push(Posted {
+                    id,
+                    channel_id: channel_id.clone(),
+                    body: body.clone(),
+                    at: Instant::now(),
+                });
                 if let Some(key) = key {
                     s.nonces.insert(key, message.clone());
                 }

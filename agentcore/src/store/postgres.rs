@@ -33,6 +33,9 @@ pub struct PostgresStore {
     pool: Pool<Postgres>,
 }
 
+/// A pooled connection idle longer than this is pinged before it is used again.
+const TEST_IDLE_AFTER: Duration = Duration::from_secs(1);
+
 impl PostgresStore {
     const BACKEND: Backend = Backend::Postgres;
     const LOCK: &'static str = " FOR UPDATE";
@@ -48,9 +51,21 @@ impl PostgresStore {
     /// Connects and applies the migrations. Concurrent nodes serialise on sqlx's migration lock.
     pub async fn connect(url: &DatabaseUrl) -> Result<Self> {
         let options = PgConnectOptions::from_str(url.expose())?.application_name("agentd");
+        // sqlx pings a connection before every use by default: a round trip to the server per
+        // request. Only a connection that sat idle a while is tested (a restart of the server
+        // or a dropped link shows there); one in steady use proves itself with every query.
         let pool = PgPoolOptions::new()
             .max_connections(MAX_CONNECTIONS)
             .acquire_timeout(Duration::from_secs(10))
+            .test_before_acquire(false)
+            .before_acquire(|conn, meta| {
+                Box::pin(async move {
+                    if meta.idle_for > TEST_IDLE_AFTER {
+                        sqlx::Connection::ping(conn).await?;
+                    }
+                    Ok(true)
+                })
+            })
             .connect_with(options)
             .await?;
         sqlx::migrate!("./migrations/postgres").run(&pool).await?;

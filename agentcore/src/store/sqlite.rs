@@ -67,7 +67,10 @@ impl SqliteStore {
         if let (false, Some(dir)) = (in_memory, parent) {
             std::fs::create_dir_all(dir).map_err(Error::internal)?;
         }
+        // A connection to a local file cannot go stale: no ping to its thread before each use
+        // (sqlx's default), which would double the thread hand-offs of every statement.
         let writer = SqlitePoolOptions::new()
+            .test_before_acquire(false)
             .max_connections(1)
             .min_connections(u32::from(in_memory))
             .idle_timeout(None)
@@ -80,6 +83,7 @@ impl SqliteStore {
             writer.clone()
         } else {
             SqlitePoolOptions::new()
+                .test_before_acquire(false)
                 .max_connections(READERS)
                 .connect_with(options.read_only(true))
                 .await?

@@ -1,0 +1,89 @@
+//! Speed, memory and scale of the real `agentd`, on SQLite and PostgreSQL.
+//!
+//! `cargo bench -p tests --bench agentd` runs every section and writes the figures into
+//! `BENCHMARKS.md` (between its generated-section markers); with `AGENTD_TEST_POSTGRES_URL` set
+//! (an admin URL, as for the tests) the PostgreSQL half runs too. Naming sections after `--`
+//! (`http runtime dispatch scale login discord`) runs only those and prints the figures
+//! without touching the file. `AGENTD_BENCH_SECONDS` sets each HTTP run's measured window
+//! (default 5).
+//!
+//! Each scenario starts its own agentd process on a fresh database, with the fake Discord and
+//! model servers of the integration tests in this process; the load generator runs here too,
+//! so server and load share the machine's cores, as a load test on one machine does.
+
+#![allow(clippy::unwrap_used)]
+
+#[path = "../../api/fake_discord.rs"]
+#[allow(dead_code)]
+mod fake_discord;
+#[path = "../../api/fake_models.rs"]
+#[allow(dead_code)]
+mod fake_models;
+#[path = "../../api/helpers.rs"]
+#[allow(dead_code, unused_imports, unused_macros)]
+mod helpers;
+#[path = "../../api/stripe_events.rs"]
+#[allow(dead_code)]
+mod stripe_events;
+
+mod load;
+mod report;
+mod scenarios;
+mod server;
+
+use helpers::Backend;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "--serve-bare") {
+        server::serve_bare();
+        return;
+    }
+    // cargo passes `--bench`; every other word names a section to run.
+    let chosen: Vec<&str> =
+        args.iter().map(String::as_str).filter(|a| !a.starts_with("--")).collect();
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime");
+    runtime.block_on(run(&chosen));
+}
+
+async fn run(chosen: &[&str]) {
+    agentcore::install_tls_provider();
+    let mut backends = vec![Backend::Sqlite];
+    if std::env::var("AGENTD_TEST_POSTGRES_URL").is_ok_and(|url| !url.is_empty()) {
+        backends.push(Backend::Postgres);
+    }
+    let wanted = |section: &str| chosen.is_empty() || chosen.contains(&section);
+    let mut report = report::Report::new(&backends);
+    if wanted("http") || wanted("login") {
+        for backend in &backends {
+            scenarios::http(*backend, &mut report, wanted("http"), wanted("login")).await;
+        }
+    }
+    if wanted("runtime") {
+        for backend in &backends {
+            scenarios::runtime_echo(*backend, &mut report).await;
+            scenarios::runtime_slow_model(*backend, &mut report).await;
+        }
+    }
+    if wanted("dispatch") {
+        for backend in &backends {
+            scenarios::dispatch(*backend, &mut report).await;
+        }
+    }
+    if wanted("scale") {
+        for backend in &backends {
+            scenarios::scale(*backend, &mut report).await;
+        }
+    }
+    if wanted("discord") {
+        for backend in &backends {
+            scenarios::discord(*backend, &mut report).await;
+        }
+    }
+    let text = report.render();
+    println!("{text}");
+    if chosen.is_empty() {
+        report::write(&text);
+    }
+}
