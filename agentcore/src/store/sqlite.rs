@@ -68,7 +68,7 @@ impl SqliteStore {
             std::fs::create_dir_all(dir).map_err(Error::internal)?;
         }
         // A connection to a local file cannot go stale: no ping to its thread before each use
-        // (sqlx's default), which would double the thread hand-offs of every statement.
+        // (sqlx's default), which costs a thread hand-off per use.
         let writer = SqlitePoolOptions::new()
             .test_before_acquire(false)
             .max_connections(1)
