@@ -24,11 +24,14 @@ const GUILD: &str = "4242";
 const SETUP_CONCURRENCY: usize = 32;
 
 fn shape() -> Shape {
-    let seconds = std::env::var("AGENTD_BENCH_SECONDS")
-        .ok()
-        .and_then(|s| s.parse::<f64>().ok())
-        .filter(|s| *s > 0.0)
-        .unwrap_or(5.0);
+    let seconds = match std::env::var("AGENTD_BENCH_SECONDS") {
+        Ok(text) => {
+            text.parse::<f64>().ok().filter(|s| s.is_finite() && *s > 0.0).unwrap_or_else(|| {
+                panic!("AGENTD_BENCH_SECONDS={text:?}: give a positive number of seconds")
+            })
+        }
+        Err(_) => 5.0,
+    };
     Shape {
         connections: CONNECTIONS,
         warmup: Duration::from_secs(1),
