@@ -8,7 +8,7 @@ use reqwest::Method;
 use serde_json::json;
 
 use crate::fake_discord::Failure;
-use crate::helpers::{TestApp, app_with, backend_tests, eventually};
+use crate::helpers::{TestApp, app_with, backend_tests, eventually, metric_samples, sample};
 
 /// The samples of a scrape, `name{labels}` → value, after checking every line's shape.
 pub async fn scrape(app: &TestApp, token: Option<&str>) -> HashMap<String, f64> {
@@ -24,47 +24,7 @@ pub async fn scrape(app: &TestApp, token: Option<&str>) -> HashMap<String, f64> 
             .unwrap()
             .starts_with("text/plain; version=0.0.4")
     );
-    let text = response.text().await.unwrap();
-    let mut samples = HashMap::new();
-    let mut typed = Vec::new();
-    for line in text.lines() {
-        if let Some(rest) = line.strip_prefix("# TYPE ") {
-            let (name, kind) = rest.split_once(' ').unwrap();
-            assert!(["counter", "gauge", "histogram"].contains(&kind), "{line}");
-            typed.push(name.to_owned());
-            continue;
-        }
-        if line.starts_with("# HELP ") {
-            continue;
-        }
-        let (series, value) = line.rsplit_once(' ').unwrap_or_else(|| panic!("no value: {line}"));
-        let value: f64 = value.parse().unwrap_or_else(|_| panic!("bad value: {line}"));
-        let name = series.split('{').next().unwrap();
-        assert!(name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'), "{line}");
-        assert!(
-            typed.iter().any(|t| name == t
-                || name
-                    .strip_prefix(t.as_str())
-                    .is_some_and(|s| ["_bucket", "_sum", "_count"].contains(&s))),
-            "{name} has no TYPE line"
-        );
-        if let Some(labels) = series.strip_prefix(name) {
-            assert!(
-                labels.is_empty() || (labels.starts_with('{') && labels.ends_with('}')),
-                "{line}"
-            );
-        }
-        assert!(samples.insert(series.to_owned(), value).is_none(), "{series} twice");
-    }
-    samples
-}
-
-fn sample(samples: &HashMap<String, f64>, series: &str) -> f64 {
-    *samples.get(series).unwrap_or_else(|| {
-        let mut known: Vec<_> = samples.keys().collect();
-        known.sort();
-        panic!("{series} missing; have {known:#?}")
-    })
+    metric_samples(&response.text().await.unwrap())
 }
 
 backend_tests! { db;

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::fake_discord::FakeDiscord;
 use crate::fake_models::{FakeModels, OPENAI_KEY};
-use crate::helpers::{Backend, TestDb};
+use crate::helpers::{Backend, TestDb, eventually};
 use crate::load::{MakeRequest, Measured, Shape, closed_loop, quantile_ms};
 use crate::report::{Report, Section, name};
 use crate::server::{Agentd, Bare, PASSWORD};
@@ -386,11 +386,10 @@ pub async fn dispatch(backend: Backend, report: &mut Report) {
             latencies.push(u32::try_from((received - sent).as_micros()).unwrap_or(u32::MAX));
         }
         let path = format!("/api/agents/dispatch-0/backlog/{}", task["id"].as_str().unwrap());
-        let until = Instant::now() + Duration::from_secs(10);
-        while server.ok(Method::GET, &path, &token, None).await["status"] != "complete" {
-            assert!(Instant::now() < until, "task {i} did not complete");
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
+        eventually(Duration::from_secs(10), "the task completes", || async {
+            server.ok(Method::GET, &path, &token, None).await["status"] == "complete"
+        })
+        .await;
     }
     latencies.sort_unstable();
     let (p50, p99) = (quantile_ms(&latencies, 0.5), quantile_ms(&latencies, 0.99));
@@ -486,11 +485,10 @@ pub async fn discord(backend: Backend, report: &mut Report) {
     }))
     .await;
     let total = AGENTS * POSTS;
-    let until = Instant::now() + Duration::from_secs(600);
-    while discord.messages().len() < total {
-        assert!(Instant::now() < until, "{} of {total} posts delivered", discord.messages().len());
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    eventually(Duration::from_secs(600), "every post is delivered", || async {
+        discord.messages().len() >= total
+    })
+    .await;
     let messages = discord.messages();
     let first = messages.iter().map(|m| m.at).min().unwrap();
     let last = messages.iter().map(|m| m.at).max().unwrap();

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-use crate::helpers::{TestDb, eventually};
+use crate::helpers::{TestDb, eventually, metric_samples, sample};
 
 pub const PASSWORD: &str = "correct horse battery";
 
@@ -100,8 +100,8 @@ impl Agentd {
         reply["access_token"].as_str().expect("a token").to_owned()
     }
 
-    /// The value of the first `/metrics` sample whose line starts with `series` (name and
-    /// labels, as printed), or 0 when there is none yet.
+    /// The value of `series` (name and labels, as `/metrics` prints them); a series agentd
+    /// does not print fails at once.
     pub async fn metric(&self, series: &str) -> f64 {
         let text = self
             .client
@@ -112,10 +112,7 @@ impl Agentd {
             .text()
             .await
             .expect("a metrics body");
-        text.lines()
-            .filter_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
-            .find_map(|value| value.trim().parse().ok())
-            .unwrap_or(0.0)
+        sample(&metric_samples(&text), series)
     }
 
     /// Waits until `series` reaches `at_least`, looking every 20 ms; returns when it was first
