@@ -43,7 +43,7 @@ async fn main() -> anyhow::Result<()> {
     println!("queued task {} '{}'", task.id, task.title);
 
     // The runtime runs active agents in the background; starting the agent wakes it at once.
-    let runtime = core.start_runtime();
+    let runtime = agentcore::Runtime::start(&core);
     core.start_agent(&ada, &agent.id).await?;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     let done = loop {

@@ -58,7 +58,7 @@ impl std::fmt::Debug for Auth {
 }
 
 impl Auth {
-    pub fn new(secret: &SecretString, token_ttl: Option<Duration>) -> Self {
+    pub(crate) fn new(secret: &SecretString, token_ttl: Option<Duration>) -> Self {
         let key = secret.expose_secret().as_bytes();
         let mut validation = Validation::new(Algorithm::HS256);
         validation.set_required_spec_claims(&["sub"]);
@@ -78,7 +78,7 @@ impl Auth {
         }
     }
 
-    pub async fn hash_password(&self, password: &str) -> Result<String> {
+    pub(crate) async fn hash_password(&self, password: &str) -> Result<String> {
         let password = SecretString::from(password);
         self.blocking(move || {
             let salt = SaltString::generate(&mut OsRng);
@@ -91,7 +91,7 @@ impl Auth {
     }
 
     /// Checks `password` against `hash`; with no hash (unknown user) checks a decoy and fails.
-    pub async fn verify_password(
+    pub(crate) async fn verify_password(
         &self,
         password: &SecretString,
         hash: Option<String>,
@@ -115,7 +115,7 @@ impl Auth {
         Ok(known && matches)
     }
 
-    pub fn issue(&self, user: &UserId, version: i64) -> Result<String> {
+    pub(crate) fn issue(&self, user: &UserId, version: i64) -> Result<String> {
         let now = chrono::Utc::now().timestamp();
         let exp = self
             .token_ttl
@@ -126,14 +126,14 @@ impl Auth {
     }
 
     /// The claims of a token this server signed and that has not expired; anything else is 401.
-    pub fn verify(&self, token: &str) -> Result<Claims> {
+    pub(crate) fn verify(&self, token: &str) -> Result<Claims> {
         jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation)
             .map(|data| data.claims)
             .map_err(|_| Error::Unauthorized)
     }
 
     /// A signed OAuth `state` for `user`, valid for `ttl`.
-    pub fn issue_state(&self, user: &UserId, ttl: Duration) -> Result<String> {
+    pub(crate) fn issue_state(&self, user: &UserId, ttl: Duration) -> Result<String> {
         let exp = chrono::Utc::now()
             .timestamp()
             .saturating_add(i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX));
@@ -143,7 +143,7 @@ impl Auth {
     }
 
     /// The user a `state` was issued to, if it is ours, unexpired and for an install.
-    pub fn verify_state(&self, state: &str) -> Option<String> {
+    pub(crate) fn verify_state(&self, state: &str) -> Option<String> {
         let claims =
             jsonwebtoken::decode::<StateClaims>(state, &self.decoding, &self.state_validation)
                 .ok()?

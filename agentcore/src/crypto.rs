@@ -15,7 +15,7 @@ use secrecy::{ExposeSecret, SecretString};
 use crate::error::{Error, Result};
 
 const VERSION: &str = "v1";
-const KEY_FILE: &str = "secret.key";
+pub(crate) const KEY_FILE: &str = "secret.key";
 
 /// The server key. Never printed: `Debug` shows nothing of it.
 pub struct SecretBox {
@@ -107,7 +107,7 @@ impl SecretBox {
 ///
 /// The key is written to a private temporary file first and then linked into place, so a crash
 /// or a second process never sees a half-written key.
-fn write_private(path: &Path, contents: &str) -> std::io::Result<()> {
+pub(crate) fn write_private(path: &Path, contents: &str) -> std::io::Result<()> {
     let temporary = path.with_extension(format!("tmp-{}", std::process::id()));
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create(true).truncate(true);

@@ -133,6 +133,24 @@ impl Refusal {
 }
 
 /// Every way an operation of the facade can fail.
+/// Why the database refused a write, when the cause lies outside the service.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StorageFault {
+    /// The disk (or the database server's disk) has no room left.
+    Full,
+    /// The database cannot be reached, is restarting, or stayed locked too long.
+    Unavailable,
+}
+
+impl StorageFault {
+    pub fn code(self) -> &'static str {
+        match self {
+            StorageFault::Full => "storage_full",
+            StorageFault::Unavailable => "storage_unavailable",
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The input was refused; nothing changed.
@@ -172,6 +190,10 @@ pub enum Error {
     Upstream(String),
 
     /// Something on our side broke. The cause is for the logs only.
+    /// A statement failed for a reason outside the service; `cause` is for logs only.
+    #[error("storage fault ({code}): {cause}", code = .fault.code())]
+    Storage { fault: StorageFault, cause: String },
+
     #[error("internal error: {0}")]
     Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
@@ -189,6 +211,7 @@ impl Error {
             Error::PlanLimitReached { .. } => "plan_limit_reached".into(),
             Error::NotConfigured(_) => "not_configured".into(),
             Error::Upstream(_) => "upstream_error".into(),
+            Error::Storage { fault, .. } => fault.code().into(),
             Error::Internal(_) => "internal".into(),
         }
     }
@@ -222,6 +245,16 @@ impl Error {
             Error::PlanLimitReached { plan, limit } => format!(
                 "The {plan} plan allows {limit} agents; delete one or upgrade the plan to create more."
             ),
+            Error::Storage { fault: StorageFault::Full, .. } => {
+                "The server's disk is full, so nothing could be saved. Try again once an \
+                 operator has freed space."
+                    .into()
+            }
+            Error::Storage { fault: StorageFault::Unavailable, .. } => {
+                "The database cannot be reached right now, so the change may not have been \
+                 saved. Try again shortly."
+                    .into()
+            }
             Error::Internal(_) => "Something went wrong on our side.".into(),
             other => other.to_string(),
         }
@@ -241,7 +274,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn codes_are_the_contract_words() {
+    fn codes_are_the_documented_words() {
         assert_eq!(Error::not_found(Resource::Agent, "x").code(), "agent_not_found");
         assert_eq!(Error::not_found(Resource::Task, "x").code(), "task_not_found");
         assert_eq!(Error::conflict(Conflict::EmailTaken, "m").code(), "email_taken");

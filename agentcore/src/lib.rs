@@ -1,7 +1,7 @@
 //! `agentcore`: the agent service as a library.
 //!
 //! Everything the service does is a method of [`Core`]: accounts, agents, their backlog and
-//! activity; [`Core::start_runtime`] runs the active agents and [`Core::start_outbox`] delivers
+//! activity; [`Runtime::start`] runs the active agents and [`OutboxWorker::start`] delivers
 //! their posts. `agentd` serves it over HTTP and `agentctl` drives it from a terminal; an
 //! application can embed it directly:
 //!
@@ -22,25 +22,28 @@
 
 pub mod api;
 mod auth;
+pub mod backup;
+pub mod clock;
 mod core;
 pub mod crypto;
 pub mod discord;
 pub mod domain;
 pub mod error;
 pub mod models;
-mod outbox;
-pub mod runtime;
 pub mod store;
 pub mod stripe;
 pub mod telemetry;
+mod wakeups;
+pub mod workers;
 
 pub use crate::core::{
     BillingConfig, Connected, Core, CoreConfig, DiscordConfig, OauthUrl, OutboxConfig, Principal,
-    Sent, Session, default_data_dir,
+    RuntimeConfig, Sent, Session, default_data_dir,
 };
-pub use error::{Conflict, Error, Refusal, Resource, Result, ValidationErrors};
-pub use outbox::OutboxWorker;
-pub use runtime::{Runtime, RuntimeConfig, RuntimeStats, RuntimeStopper};
+pub use error::{Conflict, Error, Refusal, Resource, Result, StorageFault, ValidationErrors};
+pub use telemetry::RuntimeStats;
+pub use workers::outbox::OutboxWorker;
+pub use workers::runtime::{Runtime, RuntimeStopper};
 
 /// Installs the process-wide TLS crypto provider (ring) that every HTTP and database client of
 /// the library uses. `Core::open` calls it; call it yourself before building other rustls

@@ -2,10 +2,12 @@
 //! server renders (in Prometheus' text format, in `agentd`). Nothing here knows about any
 //! metrics system.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::runtime::RuntimeStats;
+use crate::error::StorageFault;
+use crate::models::ModelError;
+use crate::store::StorageFaultCounts;
 
 /// Upper bounds of the latency buckets, in seconds: from a fast HTTP answer to a slow model call.
 pub const LATENCY_BUCKETS: [f64; 14] =
@@ -60,9 +62,6 @@ impl HistogramSnapshot {
     }
 }
 
-/// The model providers calls are counted by.
-pub const PROVIDERS: [&str; 3] = ["echo", "openai", "anthropic"];
-
 /// Model calls of one provider.
 #[derive(Debug, Default)]
 pub(crate) struct ProviderCalls {
@@ -79,15 +78,23 @@ pub struct Metrics {
     pub model_calls: Vec<ModelCallMetrics>,
     /// 429 answers from Discord, of any scope.
     pub discord_rate_limited: u64,
-    /// Across every node: tasks queued, tasks in progress, posts not yet delivered.
-    pub queued_tasks: i64,
-    pub tasks_in_progress: i64,
-    pub outbox_pending: i64,
+    /// Across every node: tasks queued, tasks in progress, posts not yet delivered; `None`
+    /// when the database could not be read.
+    pub queued_tasks: Option<i64>,
+    pub tasks_in_progress: Option<i64>,
+    pub outbox_pending: Option<i64>,
+    /// This node's clock minus the database's, as last measured.
+    pub clock_skew_seconds: Option<f64>,
+    /// Writes refused for a storage fault since the process started.
+    pub storage_faults: StorageFaultCounts,
+    /// The fault writes fail with now, if they do.
+    pub storage_fault: Option<StorageFault>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelCallMetrics {
-    pub provider: &'static str,
+    /// A configured provider's name, or `echo`.
+    pub provider: String,
     /// Every call, answered or failed.
     pub latency: HistogramSnapshot,
     pub transient_errors: u64,
@@ -112,5 +119,80 @@ mod tests {
         assert_eq!(snapshot.cumulative[LATENCY_BUCKETS.len() - 1], 3);
         assert_eq!(snapshot.count(), 4, "500 s is only in +Inf");
         assert!((snapshot.sum_seconds - 500.0415).abs() < 1e-6, "{}", snapshot.sum_seconds);
+    }
+}
+
+/// What this node's runtime has done since it started, for operators and tests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RuntimeStats {
+    pub tasks_completed: u64,
+    pub tasks_failed: u64,
+    /// Outcomes not written: the task, its agent or the lease was gone when the call ended.
+    pub results_dropped: u64,
+    /// Agents this node runs now.
+    pub agents_running: u64,
+}
+
+/// What the runtime counts as it goes.
+#[derive(Debug)]
+pub(crate) struct Counters {
+    pub(crate) completed: AtomicU64,
+    pub(crate) failed: AtomicU64,
+    pub(crate) dropped: AtomicU64,
+    /// Per provider of the registry, in its order.
+    pub(crate) models: Vec<(String, ProviderCalls)>,
+    /// This node's clock against the database's.
+    pub(crate) skew: Skew,
+}
+
+impl Counters {
+    /// Counters for the calls of each of `providers`.
+    pub(crate) fn new<'a>(providers: impl Iterator<Item = &'a str>) -> Self {
+        Self {
+            completed: AtomicU64::default(),
+            failed: AtomicU64::default(),
+            dropped: AtomicU64::default(),
+            models: providers.map(|name| (name.to_owned(), ProviderCalls::default())).collect(),
+            skew: Skew::default(),
+        }
+    }
+
+    /// One model call of `provider` that took `elapsed` and failed with `error`, if it did.
+    pub(crate) fn model_call(&self, provider: &str, elapsed: Duration, error: Option<&ModelError>) {
+        let Some((_, calls)) = self.models.iter().find(|(name, _)| name == provider) else {
+            return;
+        };
+        calls.latency.observe(elapsed);
+        match error {
+            Some(ModelError::Transient { .. }) => &calls.transient_errors,
+            Some(ModelError::Permanent { .. }) => &calls.permanent_errors,
+            None => return,
+        }
+        .fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The last measured difference (this node minus the database), in microseconds.
+#[derive(Debug)]
+pub(crate) struct Skew(AtomicI64);
+
+const UNKNOWN: i64 = i64::MIN;
+
+impl Default for Skew {
+    fn default() -> Self {
+        Self(AtomicI64::new(UNKNOWN))
+    }
+}
+
+impl Skew {
+    pub(crate) fn set_micros(&self, micros: i64) {
+        self.0.store(micros, Ordering::Relaxed);
+    }
+
+    pub(crate) fn seconds(&self) -> Option<f64> {
+        match self.0.load(Ordering::Relaxed) {
+            UNKNOWN => None,
+            micros => Some(micros as f64 / 1e6),
+        }
     }
 }

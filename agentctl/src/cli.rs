@@ -5,7 +5,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// Manage agents from the terminal, remotely over HTTP or locally against the database.
 #[derive(Debug, Parser)]
 #[command(name = "agentctl", version, about, propagate_version = true)]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(flatten)]
     pub global: Global,
     #[command(subcommand)]
@@ -13,7 +13,7 @@ pub struct Cli {
 }
 
 #[derive(Debug, Clone, Args)]
-pub struct Global {
+pub(crate) struct Global {
     /// The agentd server [default: the profile's, else http://127.0.0.1:8080]
     #[arg(long, global = true, env = "AGENTCTL_SERVER", value_name = "URL")]
     pub server: Option<String>,
@@ -41,13 +41,13 @@ pub struct Global {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Output {
+pub(crate) enum Output {
     Table,
     Json,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Create an account and log in
     Register {
         #[arg(long)]
@@ -95,7 +95,7 @@ pub enum Command {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum AgentsCommand {
+pub(crate) enum AgentsCommand {
     /// Your agents, oldest first
     List {
         #[arg(long)]
@@ -119,7 +119,7 @@ pub enum AgentsCommand {
         workspace: Option<String>,
         #[arg(long)]
         throttle_seconds: Option<f64>,
-        /// echo, openai:<model> or anthropic:<model>
+        /// echo or <provider>:<model>, such as openai:gpt-4o-mini
         #[arg(long)]
         model: Option<String>,
     },
@@ -170,7 +170,7 @@ pub enum AgentsCommand {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum TasksCommand {
+pub(crate) enum TasksCommand {
     /// Queue a task
     Add {
         agent: String,
@@ -217,7 +217,7 @@ pub enum TasksCommand {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum ChatCommand {
+pub(crate) enum ChatCommand {
     /// The link that installs the service's bot in a Discord server
     OauthUrl,
     /// Finish an OAuth install with the code Discord's redirect brought
@@ -280,7 +280,7 @@ pub enum ChatCommand {
 
 /// Every question of the wizard has a flag; without a terminal, missing answers are an error.
 #[derive(Debug, Clone, Default, Args)]
-pub struct OnboardArgs {
+pub(crate) struct OnboardArgs {
     /// marketing, support, engineering, operations or sales
     #[arg(long)]
     pub template: Option<String>,

@@ -143,26 +143,6 @@ impl Client {
         }
         Ok(Answer { raw: String::from_utf8_lossy(&bytes).into_owned(), value })
     }
-
-    pub async fn get(&self, path: &str) -> Result<Answer, Failure> {
-        self.call(Method::GET, path, None).await
-    }
-
-    pub async fn post(&self, path: &str, body: Value) -> Result<Answer, Failure> {
-        self.call(Method::POST, path, Some(body)).await
-    }
-
-    pub async fn post_empty(&self, path: &str) -> Result<Answer, Failure> {
-        self.call(Method::POST, path, None).await
-    }
-
-    pub async fn patch(&self, path: &str, body: Value) -> Result<Answer, Failure> {
-        self.call(Method::PATCH, path, Some(body)).await
-    }
-
-    pub async fn delete(&self, path: &str) -> Result<Answer, Failure> {
-        self.call(Method::DELETE, path, None).await
-    }
 }
 
 /// A successful answer: the body as the service sent it, and parsed.

@@ -2,12 +2,16 @@
 
 use std::io::IsTerminal;
 
-use serde_json::{Map, Value, json};
+use agentcore::api::{
+    CallbackRequest, ConnectRequest, CreateAgentRequest, CreateTaskRequest, LoginRequest,
+    MapRequest, RegisterRequest, SendRequest, UpdateAgentRequest, UpdateTaskRequest,
+    VacationRequest,
+};
+use agentcore::{Core, Session};
 
-use agentcore::Core;
-
+use crate::api::{ActivityQuery, AgentQuery, Reply};
 use crate::cli::{AgentsCommand, ChatCommand, Cli, Command, Global, Output, TasksCommand};
-use crate::client::{Answer, Client, Transport, segment};
+use crate::client::{Answer, Client, Transport};
 use crate::failure::{Failure, Kind};
 use crate::onboard;
 use crate::profile::{Profile, Profiles};
@@ -16,7 +20,7 @@ use crate::render::View;
 const DEFAULT_SERVER: &str = "http://127.0.0.1:8080";
 
 /// What every command needs: the options, the saved login, and a way to reach the service.
-pub struct Context {
+pub(crate) struct Context {
     pub global: Global,
     pub profiles: Profiles,
     pub profile: Option<Profile>,
@@ -46,10 +50,10 @@ impl Context {
     }
 
     /// The library opened on the database `agentd` would use, configured as `agentd` would be.
-    pub async fn open_core(&self) -> Result<Core, Failure> {
+    pub(crate) async fn open_core(&self) -> Result<Core, Failure> {
         let flags =
             agentd::config::Flags { database_url: self.database_url(), ..Default::default() };
-        let config = agentd::config::Config::load(&flags, &|name| std::env::var(name).ok())
+        let config = agentd::config::Config::load(&flags, &agentd::config::process_environment())
             .and_then(|config| config.core_config())
             .map_err(|e| Failure::usage(e.to_string()))?;
         Core::open(config).await.map_err(|e| {
@@ -58,7 +62,7 @@ impl Context {
     }
 
     /// A client for the mode in use, with the profile's token.
-    pub async fn client(&self) -> Result<Client, Failure> {
+    pub(crate) async fn client(&self) -> Result<Client, Failure> {
         let transport = if self.is_local() {
             Transport::local(self.open_core().await?)
         } else {
@@ -68,7 +72,7 @@ impl Context {
     }
 
     /// Prints an answer: the service's JSON as it came, or its table.
-    pub fn emit(&self, answer: &Answer, view: View) -> Result<(), Failure> {
+    pub(crate) fn emit(&self, answer: &Answer, view: View) -> Result<(), Failure> {
         match self.global.output {
             Output::Json => print_out(&answer.raw),
             Output::Table => print_out(&view.render(&answer.value)),
@@ -77,9 +81,13 @@ impl Context {
     }
 
     /// Saves a fresh session as the profile and prints it without its token.
-    pub fn keep_session(&mut self, answer: &Answer, email: &str) -> Result<(), Failure> {
-        self.remember(answer, email)?;
-        let mut shown = answer.value.clone();
+    pub(crate) fn keep_session(
+        &mut self,
+        session: &Reply<Session>,
+        email: &str,
+    ) -> Result<(), Failure> {
+        self.remember(&session.body, email)?;
+        let mut shown = session.answer.value.clone();
         if let Some(object) = shown.as_object_mut() {
             object.remove("access_token");
         }
@@ -87,11 +95,8 @@ impl Context {
     }
 
     /// Saves a fresh session's token as the profile; returns the token.
-    pub fn remember(&mut self, answer: &Answer, email: &str) -> Result<String, Failure> {
-        let token = answer.value["access_token"]
-            .as_str()
-            .ok_or_else(|| Failure::network("the server's answer has no access_token"))?
-            .to_owned();
+    pub(crate) fn remember(&mut self, session: &Session, email: &str) -> Result<String, Failure> {
+        let token = session.access_token.clone();
         let local = self.is_local();
         let profile = Profile {
             server: (!local).then(|| self.server()),
@@ -107,7 +112,7 @@ impl Context {
     }
 
     /// Asks before something that cannot be undone; `--yes` answers for scripts.
-    pub fn confirm(&self, question: &str) -> Result<(), Failure> {
+    pub(crate) fn confirm(&self, question: &str) -> Result<(), Failure> {
         if self.global.yes {
             return Ok(());
         }
@@ -123,12 +128,12 @@ impl Context {
 }
 
 /// Prompts only when a person is at the terminal.
-pub fn interactive() -> bool {
+pub(crate) fn interactive() -> bool {
     std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
 }
 
 /// `--password`, else `AGENTCTL_PASSWORD`, else asked on a terminal.
-pub fn password(given: Option<String>, confirm: bool) -> Result<String, Failure> {
+pub(crate) fn password(given: Option<String>, confirm: bool) -> Result<String, Failure> {
     if let Some(password) = given.or_else(|| std::env::var("AGENTCTL_PASSWORD").ok()) {
         return Ok(password);
     }
@@ -144,7 +149,7 @@ pub fn password(given: Option<String>, confirm: bool) -> Result<String, Failure>
     Ok(prompt.interact()?)
 }
 
-pub async fn run(cli: Cli) -> Result<(), Failure> {
+pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
     let profiles = Profiles::open()?;
     let profile = profiles.load(&cli.global.profile)?;
     let mut cx = Context { global: cli.global, profiles, profile };
@@ -174,35 +179,37 @@ async fn dispatch(cx: &mut Context, client: &Client, command: Command) -> Result
     match command {
         Command::Register { email, password: given, name } => {
             let password = password(given, true)?;
-            let body = json!({"email": email, "password": password, "name": name});
-            let answer = client.post("/auth/register", body).await?;
-            cx.keep_session(&answer, &email)
+            let request = RegisterRequest {
+                email: Some(email.clone()),
+                password: Some(password),
+                name: Some(name),
+            };
+            let session = client.register(&request).await?;
+            cx.keep_session(&session, &email)
         }
         Command::Login { email, password: given } => {
             let password = password(given, false)?;
-            let body = json!({"email": email, "password": password});
-            let answer = client.post("/auth/login", body).await?;
-            cx.keep_session(&answer, &email)
+            let request = LoginRequest { email: Some(email.clone()), password: Some(password) };
+            let session = client.login(&request).await?;
+            cx.keep_session(&session, &email)
         }
         Command::Logout => logout(cx, client).await,
-        Command::Whoami => cx.emit(&client.get("/auth/me").await?, View::Fields),
+        Command::Whoami => cx.emit(&client.me().await?.answer, View::Fields),
         Command::Agents(command) => agents(cx, client, command).await,
         Command::Tasks(command) => tasks(cx, client, command).await,
         Command::Chat(command) => chat(cx, client, command).await,
-        Command::Billing => cx.emit(&client.get("/api/billing").await?, View::Fields),
-        Command::Templates => {
-            cx.emit(&client.get("/api/onboarding/templates").await?, View::Templates)
-        }
+        Command::Billing => cx.emit(&client.billing().await?.answer, View::Fields),
+        Command::Templates => cx.emit(&client.templates().await?.answer, View::Templates),
         Command::Onboard(args) => onboard::run(cx, client, args).await,
         Command::Completions { .. } | Command::Run => Ok(()),
     }
 }
 
 async fn logout(cx: &mut Context, client: &Client) -> Result<(), Failure> {
-    let answer = client.post_empty("/auth/logout").await;
+    let reply = client.logout().await;
     cx.profiles.remove(&cx.global.profile)?;
-    match answer {
-        Ok(answer) => cx.emit(&answer, View::Fields),
+    match reply {
+        Ok(reply) => cx.emit(&reply.answer, View::Fields),
         // The token was revoked already: forgetting it is all that was left to do.
         Err(failure) if failure.kind == Kind::Auth => {
             eprintln!("The session had ended already; the login is forgotten.");
@@ -213,13 +220,12 @@ async fn logout(cx: &mut Context, client: &Client) -> Result<(), Failure> {
 }
 
 async fn agents(cx: &Context, client: &Client, command: AgentsCommand) -> Result<(), Failure> {
-    let path = |id: &str, rest: &str| format!("/api/agents/{}{rest}", segment(id));
     let (answer, view) = match command {
         AgentsCommand::List { workspace, status } => {
-            let query = query(&[("workspace", workspace), ("status", status)]);
-            (client.get(&format!("/api/agents{query}")).await?, View::Agents)
+            let filter = AgentQuery { workspace, status };
+            (client.list_agents(&filter).await?.answer, View::Agents)
         }
-        AgentsCommand::Show { id } => (client.get(&path(&id, "")).await?, View::Agent),
+        AgentsCommand::Show { id } => (client.agent(&id).await?.answer, View::Agent),
         AgentsCommand::Create {
             id,
             name,
@@ -229,16 +235,16 @@ async fn agents(cx: &Context, client: &Client, command: AgentsCommand) -> Result
             throttle_seconds,
             model,
         } => {
-            let body = object([
-                ("id", Some(json!(id))),
-                ("name", Some(json!(name))),
-                ("role_prompt", Some(json!(role_prompt))),
-                ("channel", Some(json!(channel))),
-                ("workspace", workspace.map(Value::from)),
-                ("throttle_seconds", throttle_seconds.map(Value::from)),
-                ("model", model.map(Value::from)),
-            ]);
-            (client.post("/api/agents", body).await?, View::Agent)
+            let request = CreateAgentRequest {
+                id: Some(id),
+                name: Some(name),
+                role_prompt: Some(role_prompt),
+                channel: Some(channel),
+                workspace,
+                throttle_seconds,
+                model,
+            };
+            (client.create_agent(&request).await?.answer, View::Agent)
         }
         AgentsCommand::Update {
             id,
@@ -250,84 +256,67 @@ async fn agents(cx: &Context, client: &Client, command: AgentsCommand) -> Result
             throttle_seconds,
             model,
         } => {
-            let body = object([
-                ("name", name.map(Value::from)),
-                ("role_prompt", role_prompt.map(Value::from)),
-                ("channel", channel.map(Value::from)),
-                ("workspace", workspace.map(clearable)),
-                ("status", status.map(Value::from)),
-                ("throttle_seconds", throttle_seconds.map(Value::from)),
-                ("model", model.map(clearable)),
-            ]);
-            if body.as_object().is_some_and(Map::is_empty) {
+            let request = UpdateAgentRequest {
+                name,
+                role_prompt,
+                channel,
+                workspace: workspace.map(clearable),
+                status,
+                throttle_seconds,
+                model: model.map(clearable),
+            };
+            if request.is_empty() {
                 return Err(Failure::usage(
                     "nothing to change: give at least one field, e.g. --name",
                 ));
             }
-            (client.patch(&path(&id, ""), body).await?, View::Agent)
+            (client.update_agent(&id, &request).await?.answer, View::Agent)
         }
         AgentsCommand::Delete { id } => {
             cx.confirm(&format!("Delete agent '{id}' with its backlog and activity?"))?;
-            (client.delete(&path(&id, "")).await?, View::Fields)
+            (client.delete_agent(&id).await?.answer, View::Fields)
         }
-        AgentsCommand::Start { id } => {
-            (client.post_empty(&path(&id, "/start")).await?, View::Fields)
-        }
-        AgentsCommand::Stop { id } => (client.post_empty(&path(&id, "/stop")).await?, View::Fields),
+        AgentsCommand::Start { id } => (client.start_agent(&id).await?.answer, View::Fields),
+        AgentsCommand::Stop { id } => (client.stop_agent(&id).await?.answer, View::Fields),
         AgentsCommand::Vacation { id, on, off } => {
-            let vacation = path(&id, "/vacation");
-            let answer = match (on, off) {
-                (false, false) => client.post_empty(&vacation).await?,
-                _ => client.post(&vacation, json!({"enabled": on})).await?,
-            };
-            (answer, View::Fields)
+            let request = (on || off).then_some(VacationRequest { enabled: Some(on) });
+            (client.vacation(&id, request.as_ref()).await?.answer, View::Fields)
         }
         AgentsCommand::Activity { id, limit, before } => {
-            let query = query(&[("limit", limit.map(|l| l.to_string())), ("before", before)]);
-            (client.get(&path(&id, &format!("/activity{query}"))).await?, View::Activity)
+            let page = ActivityQuery { limit, before };
+            (client.activity(&id, &page).await?.answer, View::Activity)
         }
     };
     cx.emit(&answer, view)
 }
 
 async fn tasks(cx: &Context, client: &Client, command: TasksCommand) -> Result<(), Failure> {
-    let backlog = |agent: &str| format!("/api/agents/{}/backlog", segment(agent));
-    let task =
-        |agent: &str, task: &str, rest: &str| format!("{}/{}{rest}", backlog(agent), segment(task));
     let (answer, view) = match command {
         TasksCommand::Add { agent, title, description, priority } => {
-            let body = object([
-                ("title", Some(json!(title))),
-                ("description", description.map(Value::from)),
-                ("priority", priority.map(Value::from)),
-            ]);
-            (client.post(&backlog(&agent), body).await?, View::Fields)
+            let request = CreateTaskRequest { title: Some(title), description, priority };
+            (client.add_task(&agent, &request).await?.answer, View::Fields)
         }
         TasksCommand::List { agent, status } => {
-            let query = query(&[("status", status)]);
-            (client.get(&format!("{}{query}", backlog(&agent))).await?, View::Tasks)
+            (client.tasks(&agent, status).await?.answer, View::Tasks)
         }
-        TasksCommand::Show { agent, task: id } => {
-            (client.get(&task(&agent, &id, "")).await?, View::Fields)
+        TasksCommand::Show { agent, task } => {
+            (client.task(&agent, &task).await?.answer, View::Fields)
         }
-        TasksCommand::Update { agent, task: id, title, description, priority } => {
-            let body = object([
-                ("title", title.map(Value::from)),
-                ("description", description.map(clearable)),
-                ("priority", priority.map(Value::from)),
-            ]);
-            if body.as_object().is_some_and(Map::is_empty) {
+        TasksCommand::Update { agent, task, title, description, priority } => {
+            let request =
+                UpdateTaskRequest { title, description: description.map(clearable), priority };
+            if request.is_empty() {
                 return Err(Failure::usage(
                     "nothing to change: give --title, --description or --priority",
                 ));
             }
-            (client.patch(&task(&agent, &id, ""), body).await?, View::Fields)
+            (client.update_task(&agent, &task, &request).await?.answer, View::Fields)
         }
-        TasksCommand::Delete { agent, task: id } => {
-            (client.delete(&task(&agent, &id, "")).await?, View::Fields)
+        TasksCommand::Delete { agent, task } => {
+            (client.delete_task(&agent, &task).await?.answer, View::Fields)
         }
-        TasksCommand::Retry { agent, task: id } => {
-            (client.post_empty(&task(&agent, &id, "/retry")).await?, View::Fields)
+        TasksCommand::Retry { agent, task } => {
+            (client.retry_task(&agent, &task).await?.answer, View::Fields)
         }
     };
     cx.emit(&answer, view)
@@ -335,54 +324,36 @@ async fn tasks(cx: &Context, client: &Client, command: TasksCommand) -> Result<(
 
 async fn chat(cx: &Context, client: &Client, command: ChatCommand) -> Result<(), Failure> {
     let (answer, view) = match command {
-        ChatCommand::OauthUrl => (client.get("/api/chat/oauth-url").await?, View::Fields),
+        ChatCommand::OauthUrl => (client.oauth_url().await?.answer, View::Fields),
         ChatCommand::Callback { code, state, guild_id } => {
-            let body = object([
-                ("code", Some(json!(code))),
-                ("state", state.map(Value::from)),
-                ("guild_id", guild_id.map(Value::from)),
-            ]);
-            (client.post("/api/chat/callback", body).await?, View::Fields)
+            let request = CallbackRequest { code: Some(code), state, guild_id };
+            (client.callback(&request).await?.answer, View::Fields)
         }
         ChatCommand::Connect { guild_id, bot_token, guild_name } => {
-            let body = object([
-                ("guild_id", Some(json!(guild_id))),
-                ("bot_token", Some(json!(bot_token))),
-                ("guild_name", guild_name.map(Value::from)),
-            ]);
-            (client.post("/api/chat/connect", body).await?, View::Fields)
+            let request =
+                ConnectRequest { guild_id: Some(guild_id), bot_token: Some(bot_token), guild_name };
+            (client.connect(&request).await?.answer, View::Fields)
         }
-        ChatCommand::Connections => (client.get("/api/chat/connections").await?, View::Connections),
-        ChatCommand::Test { guild_id } => (
-            client.post_empty(&format!("/api/chat/test/{}", segment(&guild_id))).await?,
-            View::Fields,
-        ),
+        ChatCommand::Connections => (client.connections().await?.answer, View::Connections),
+        ChatCommand::Test { guild_id } => {
+            (client.test_connection(&guild_id).await?.answer, View::Fields)
+        }
         ChatCommand::Disconnect { guild_id } => {
             cx.confirm(&format!(
                 "Disconnect server {guild_id}? Its mappings and pending posts are removed."
             ))?;
-            let path = format!("/api/chat/connections/{}", segment(&guild_id));
-            (client.delete(&path).await?, View::Fields)
+            (client.disconnect(&guild_id).await?.answer, View::Fields)
         }
         ChatCommand::Channels { guild_id } => {
-            let path = format!("/api/chat/connections/{}/channels", segment(&guild_id));
-            (client.get(&path).await?, View::Channels)
+            (client.channels(&guild_id).await?.answer, View::Channels)
         }
         ChatCommand::Map { agent, guild_id, channel_id, channel_name } => {
-            let body = object([
-                ("agent_id", Some(json!(agent))),
-                ("channel_id", Some(json!(channel_id))),
-                ("channel_name", channel_name.map(Value::from)),
-            ]);
-            (
-                client.post(&format!("/api/chat/mappings/{}", segment(&guild_id)), body).await?,
-                View::Fields,
-            )
+            let request =
+                MapRequest { agent_id: Some(agent), channel_id: Some(channel_id), channel_name };
+            (client.map(&guild_id, &request).await?.answer, View::Fields)
         }
-        ChatCommand::Unmap { agent } => {
-            (client.delete(&format!("/api/chat/mappings/{}", segment(&agent))).await?, View::Fields)
-        }
-        ChatCommand::Mappings => (client.get("/api/chat/mappings").await?, View::Mappings),
+        ChatCommand::Unmap { agent } => (client.unmap(&agent).await?.answer, View::Fields),
+        ChatCommand::Mappings => (client.mappings().await?.answer, View::Mappings),
         ChatCommand::Send {
             agent,
             guild_id,
@@ -391,17 +362,14 @@ async fn chat(cx: &Context, client: &Client, command: ChatCommand) -> Result<(),
             embed_description,
             embed_color,
         } => {
-            let body = object([
-                ("agent_id", Some(json!(agent))),
-                ("content", content.map(Value::from)),
-                ("embed_title", embed_title.map(Value::from)),
-                ("embed_description", embed_description.map(Value::from)),
-                ("embed_color", embed_color.map(Value::from)),
-            ]);
-            (
-                client.post(&format!("/api/chat/send/{}", segment(&guild_id)), body).await?,
-                View::Fields,
-            )
+            let request = SendRequest {
+                agent_id: Some(agent),
+                content,
+                embed_title,
+                embed_description,
+                embed_color,
+            };
+            (client.send(&guild_id, &request).await?.answer, View::Fields)
         }
     };
     cx.emit(&answer, view)
@@ -416,8 +384,8 @@ async fn run_agents(cx: &Context) -> Result<(), Failure> {
         ));
     }
     let core = cx.open_core().await?;
-    let outbox = core.start_outbox();
-    let runtime = core.start_runtime();
+    let outbox = agentcore::OutboxWorker::start(&core);
+    let runtime = agentcore::Runtime::start(&core);
     eprintln!(
         "Running the active agents on the {} database (node {}); Ctrl-C stops.",
         core.backend(),
@@ -438,25 +406,7 @@ fn print_out(text: &str) {
     let _ = writeln!(stdout, "{}", text.trim_end_matches('\n'));
 }
 
-/// A JSON object of the fields that are given.
-fn object<const N: usize>(fields: [(&str, Option<Value>); N]) -> Value {
-    let map: Map<String, Value> = fields
-        .into_iter()
-        .filter_map(|(key, value)| value.map(|value| (key.to_owned(), value)))
-        .collect();
-    Value::Object(map)
-}
-
 /// An empty flag value clears a nullable field.
-fn clearable(value: String) -> Value {
-    if value.is_empty() { Value::Null } else { Value::String(value) }
-}
-
-/// `?a=1&b=2` of the given pairs, percent-encoded; empty when none is given.
-fn query(pairs: &[(&str, Option<String>)]) -> String {
-    let given: Vec<String> = pairs
-        .iter()
-        .filter_map(|(key, value)| value.as_ref().map(|v| format!("{key}={}", segment(v))))
-        .collect();
-    if given.is_empty() { String::new() } else { format!("?{}", given.join("&")) }
+fn clearable(value: String) -> Option<String> {
+    if value.is_empty() { None } else { Some(value) }
 }

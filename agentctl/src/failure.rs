@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use axum::http::StatusCode;
 use serde_json::Value;
 
-/// The contract's exit codes.
+/// agentctl's exit codes (docs/api.md, "agentctl exit codes").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     /// 2: the command line or its values are wrong.
@@ -141,7 +141,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn service_codes_map_to_the_contract_exit_codes() {
+    fn service_codes_map_to_the_documented_exit_codes() {
         let kind =
             |status: u16, code: &str| Kind::of_code(StatusCode::from_u16(status).unwrap(), code);
         assert_eq!(kind(400, "validation_failed"), Kind::Usage);

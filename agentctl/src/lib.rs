@@ -3,10 +3,11 @@
 //! and the same output. The binary is [`main`]; the integration tests build the same function
 //! into their own binary.
 
+pub mod api;
 mod cli;
-mod client;
+pub mod client;
 mod commands;
-mod failure;
+pub mod failure;
 mod onboard;
 mod profile;
 mod render;
@@ -19,7 +20,7 @@ use tracing_subscriber::EnvFilter;
 
 use crate::cli::Cli;
 
-/// Parses the command line, runs the command and returns the contract's exit code.
+/// Parses the command line, runs the command and returns its exit code (see `failure::Kind`).
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     agentcore::install_tls_provider();

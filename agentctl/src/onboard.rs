@@ -3,34 +3,42 @@
 //! usage error raised before anything is created.
 
 use dialoguer::{Confirm, Input, Select};
-use serde_json::{Value, json};
+
+use agentcore::api::{
+    CallbackRequest, ConnectRequest, CreateTaskRequest, LoginRequest, MapRequest, RegisterRequest,
+    SetupRequest,
+};
+use agentcore::domain::onboarding::Template;
 
 use crate::cli::OnboardArgs;
-use crate::client::{Client, segment};
+use crate::client::Client;
 use crate::commands::{Context, interactive, password};
 use crate::failure::{Failure, Kind};
 use crate::render::View;
 
-pub async fn run(cx: &mut Context, client: &Client, args: OnboardArgs) -> Result<(), Failure> {
+pub(crate) async fn run(
+    cx: &mut Context,
+    client: &Client,
+    args: OnboardArgs,
+) -> Result<(), Failure> {
     let asking = interactive();
     if !asking {
         check_flags(&args)?;
     }
     let client = &sign_in(cx, client, &args, asking).await?;
 
-    let templates = client.get("/api/onboarding/templates").await?.value;
+    let templates = client.templates().await?.body.templates;
     let template = match args.template.clone() {
         Some(template) => template,
-        None => pick_template(&templates["templates"])?,
+        None => pick_template(&templates)?,
     };
     let company = match args.company.clone() {
         Some(company) => company,
         None => Input::<String>::new().with_prompt("Your company's name").interact_text()?,
     };
-    let onboarded = client
-        .post("/api/onboarding/setup", json!({"company_name": company, "role_template": template}))
-        .await?;
-    let agent = onboarded.value["agent"]["id"].as_str().unwrap_or_default().to_owned();
+    let setup = SetupRequest { company_name: Some(company), role_template: Some(template) };
+    let onboarded = client.setup(&setup).await?;
+    let agent = onboarded.body.agent.id.as_str().to_owned();
     eprintln!("Created agent {agent} with its sample task.");
 
     if let Some(guild) = connect_discord(client, &args, asking).await? {
@@ -38,16 +46,13 @@ pub async fn run(cx: &mut Context, client: &Client, args: OnboardArgs) -> Result
             Some(channel) => channel,
             None => pick_channel(client, &guild).await?,
         };
-        let mapped = client
-            .post(
-                &format!("/api/chat/mappings/{}", segment(&guild)),
-                json!({"agent_id": agent, "channel_id": channel}),
-            )
-            .await?;
-        eprintln!(
-            "Mapped {agent} to #{}.",
-            mapped.value["channel_name"].as_str().unwrap_or(&channel)
-        );
+        let request = MapRequest {
+            agent_id: Some(agent.clone()),
+            channel_id: Some(channel),
+            channel_name: None,
+        };
+        let mapped = client.map(&guild, &request).await?.body;
+        eprintln!("Mapped {agent} to #{}.", mapped.mapping.channel_name);
     }
 
     let task = match args.task.clone() {
@@ -62,9 +67,8 @@ pub async fn run(cx: &mut Context, client: &Client, args: OnboardArgs) -> Result
         None => None,
     };
     if let Some(title) = task {
-        client
-            .post(&format!("/api/agents/{}/backlog", segment(&agent)), json!({"title": title}))
-            .await?;
+        let request = CreateTaskRequest { title: Some(title.clone()), ..Default::default() };
+        client.add_task(&agent, &request).await?;
         eprintln!("Queued \"{title}\".");
     }
 
@@ -72,11 +76,11 @@ pub async fn run(cx: &mut Context, client: &Client, args: OnboardArgs) -> Result
         || (asking
             && Confirm::new().with_prompt("Start the agent now?").default(true).interact()?);
     if start {
-        client.post_empty(&format!("/api/agents/{}/start", segment(&agent))).await?;
+        client.start_agent(&agent).await?;
         eprintln!("Started {agent}.");
     }
 
-    cx.emit(&onboarded, View::Onboarded)?;
+    cx.emit(&onboarded.answer, View::Onboarded)?;
     eprintln!("\nNext:");
     eprintln!("  agentctl agents show {agent}        # the agent and its backlog");
     eprintln!("  agentctl agents activity {agent}    # what it did");
@@ -123,9 +127,9 @@ async fn sign_in(
     asking: bool,
 ) -> Result<Client, Failure> {
     if args.email.is_none() && cx.profile.is_some() {
-        match client.get("/auth/me").await {
+        match client.me().await {
             Ok(me) => {
-                eprintln!("Signed in as {}.", me.value["email"].as_str().unwrap_or_default());
+                eprintln!("Signed in as {}.", me.body.email);
                 return Ok(client.clone());
             }
             Err(failure) if failure.kind == Kind::Auth && asking => {
@@ -154,20 +158,23 @@ async fn sign_in(
         Some(email) => email,
         None => Input::<String>::new().with_prompt("E-mail").interact_text()?,
     };
-    let answer = if register {
+    let session = if register {
         let name = match args.name.clone() {
             Some(name) => name,
             None => Input::<String>::new().with_prompt("Your name").interact_text()?,
         };
         let password = password(None, true)?;
-        client
-            .post("/auth/register", json!({"email": email, "password": password, "name": name}))
-            .await?
+        let request = RegisterRequest {
+            email: Some(email.clone()),
+            password: Some(password),
+            name: Some(name),
+        };
+        client.register(&request).await?
     } else {
         let password = password(None, false)?;
-        client.post("/auth/login", json!({"email": email, "password": password})).await?
+        client.login(&LoginRequest { email: Some(email.clone()), password: Some(password) }).await?
     };
-    let token = cx.remember(&answer, &email)?;
+    let token = cx.remember(&session.body, &email)?;
     Ok(Client { transport: client.transport.clone(), token: Some(token) })
 }
 
@@ -198,18 +205,18 @@ async fn connect_discord(
             connect_with_token(client, &guild, &token).await.map(Some)
         }
         1 => {
-            let url = client.get("/api/chat/oauth-url").await?.value;
-            eprintln!(
-                "Open this link, pick the server and authorise the bot:\n\n  {}\n",
-                url["url"].as_str().unwrap_or_default()
-            );
+            let url = client.oauth_url().await?.body;
+            eprintln!("Open this link, pick the server and authorise the bot:\n\n  {}\n", url.url);
             let code: String =
                 Input::new().with_prompt("The `code` from the page you land on").interact_text()?;
-            let connected = client
-                .post("/api/chat/callback", json!({"code": code.trim(), "state": url["state"]}))
-                .await?;
-            eprintln!("Connected {}.", connected.value["guild_name"].as_str().unwrap_or_default());
-            Ok(connected.value["guild_id"].as_str().map(str::to_owned))
+            let request = CallbackRequest {
+                code: Some(code.trim().to_owned()),
+                state: Some(url.state),
+                guild_id: None,
+            };
+            let connected = client.callback(&request).await?.body;
+            eprintln!("Connected {}.", connected.guild_name);
+            Ok(Some(connected.guild_id))
         }
         _ => Ok(None),
     }
@@ -217,37 +224,29 @@ async fn connect_discord(
 
 /// Connects `guild` with the user's own bot; returns the guild id.
 async fn connect_with_token(client: &Client, guild: &str, token: &str) -> Result<String, Failure> {
-    let connected =
-        client.post("/api/chat/connect", json!({"guild_id": guild, "bot_token": token})).await?;
-    eprintln!("Connected {}.", connected.value["guild_name"].as_str().unwrap_or(guild));
-    Ok(guild.to_owned())
+    let request = ConnectRequest {
+        guild_id: Some(guild.to_owned()),
+        bot_token: Some(token.to_owned()),
+        guild_name: None,
+    };
+    let connected = client.connect(&request).await?.body;
+    eprintln!("Connected {}.", connected.guild_name);
+    Ok(connected.guild_id)
 }
 
-fn pick_template(templates: &Value) -> Result<String, Failure> {
-    let templates = templates.as_array().cloned().unwrap_or_default();
-    let items: Vec<String> = templates
-        .iter()
-        .map(|t| {
-            format!(
-                "{}: {}",
-                t["name"].as_str().unwrap_or_default(),
-                t["description"].as_str().unwrap_or_default()
-            )
-        })
-        .collect();
+fn pick_template(templates: &[Template]) -> Result<String, Failure> {
+    let items: Vec<String> =
+        templates.iter().map(|t| format!("{}: {}", t.name, t.description)).collect();
     let chosen = Select::new().with_prompt("Which role?").items(&items).default(0).interact()?;
-    Ok(templates[chosen]["id"].as_str().unwrap_or_default().to_owned())
+    Ok(templates[chosen].id.to_string())
 }
 
 async fn pick_channel(client: &Client, guild: &str) -> Result<String, Failure> {
-    let channels =
-        client.get(&format!("/api/chat/connections/{}/channels", segment(guild))).await?.value;
-    let channels = channels["channels"].as_array().cloned().unwrap_or_default();
+    let channels = client.channels(guild).await?.body.channels;
     if channels.is_empty() {
         return Err(Failure::usage("the server has no text channel the bot can post to"));
     }
-    let items: Vec<String> =
-        channels.iter().map(|c| format!("#{}", c["name"].as_str().unwrap_or_default())).collect();
+    let items: Vec<String> = channels.iter().map(|c| format!("#{}", c.name)).collect();
     let chosen = Select::new().with_prompt("Which channel?").items(&items).default(0).interact()?;
-    Ok(channels[chosen]["id"].as_str().unwrap_or_default().to_owned())
+    Ok(channels[chosen].id.clone())
 }

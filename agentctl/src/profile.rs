@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::failure::Failure;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct Profile {
+pub(crate) struct Profile {
     /// The server logged in to; `None` for a local login.
     pub server: Option<String>,
     /// The database of a local login (`None`: the default one).
@@ -21,12 +21,12 @@ pub struct Profile {
 }
 
 #[derive(Debug, Clone)]
-pub struct Profiles {
+pub(crate) struct Profiles {
     dir: PathBuf,
 }
 
 impl Profiles {
-    pub fn open() -> Result<Self, Failure> {
+    pub(crate) fn open() -> Result<Self, Failure> {
         let base = match std::env::var_os("AGENTCTL_CONFIG_DIR") {
             Some(dir) => PathBuf::from(dir),
             None => directories::ProjectDirs::from("", "", "agentctl")
@@ -52,7 +52,7 @@ impl Profiles {
         Ok(self.dir.join(format!("{name}.json")))
     }
 
-    pub fn load(&self, name: &str) -> Result<Option<Profile>, Failure> {
+    pub(crate) fn load(&self, name: &str) -> Result<Option<Profile>, Failure> {
         let path = self.path(name)?;
         match std::fs::read(&path) {
             Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
@@ -70,7 +70,7 @@ impl Profiles {
 
     /// Writes the profile readable by its owner alone (0600), replacing any earlier one at
     /// once: a reader never sees half a file.
-    pub fn save(&self, name: &str, profile: &Profile) -> Result<PathBuf, Failure> {
+    pub(crate) fn save(&self, name: &str, profile: &Profile) -> Result<PathBuf, Failure> {
         let path = self.path(name)?;
         let fail = |what: &str, path: &Path, e: std::io::Error| {
             Failure::internal(format!("cannot {what} {}: {e}", path.display()))
@@ -87,7 +87,7 @@ impl Profiles {
     }
 
     /// Removes the profile; `false` when there was none.
-    pub fn remove(&self, name: &str) -> Result<bool, Failure> {
+    pub(crate) fn remove(&self, name: &str) -> Result<bool, Failure> {
         let path = self.path(name)?;
         match std::fs::remove_file(&path) {
             Ok(()) => Ok(true),

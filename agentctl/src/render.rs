@@ -6,7 +6,7 @@ use serde_json::Value;
 
 /// The kinds of answer, one renderer each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum View {
+pub(crate) enum View {
     /// Any flat object as field / value rows: statuses, a user, a task, billing.
     Fields,
     Session,
@@ -22,7 +22,7 @@ pub enum View {
 }
 
 impl View {
-    pub fn render(self, value: &Value) -> String {
+    pub(crate) fn render(self, value: &Value) -> String {
         match self {
             View::Fields => fields(value, &[]),
             View::Session => {

@@ -10,7 +10,7 @@ use tokio::net::TcpListener;
 use tracing_subscriber::EnvFilter;
 
 use crate::AppState;
-use crate::config::{Config, Flags};
+use crate::config::{Config, Flags, process_environment};
 use agentcore::Core;
 
 /// Serves the agent service over HTTP.
@@ -32,6 +32,18 @@ enum Command {
     Config,
     /// Print the OpenAPI 3.1 document of the HTTP API (what `GET /openapi.json` serves) and exit
     Openapi,
+    /// Copy the SQLite database to FILE, consistently, while the server may run; the server
+    /// key is copied to FILE.key (keep the two together). On PostgreSQL: says to use pg_dump
+    Backup {
+        /// The new backup file (it must not exist)
+        file: std::path::PathBuf,
+    },
+    /// Replace the SQLite database with the backup FILE (and the server key with FILE.key),
+    /// keeping what it replaces; refused while a server runs on the database
+    Restore {
+        /// A file made by `agentd backup`
+        file: std::path::PathBuf,
+    },
 }
 
 /// Parses the command line and runs the server until Ctrl-C or SIGTERM.
@@ -49,14 +61,15 @@ pub fn main() -> ExitCode {
             }
         };
     }
-    let config = match Config::load(&cli.flags, &|name| std::env::var(name).ok()) {
+    let env = process_environment();
+    let config = match Config::load(&cli.flags, &env) {
         Ok(config) => config,
         Err(error) => {
             eprintln!("agentd: {error}");
             return ExitCode::from(2);
         }
     };
-    let unknown = config.unknown_variables(std::env::vars().map(|(name, _)| name));
+    let unknown = config.unknown_variables(env.keys().cloned());
     if let Some(Command::Config) = cli.command {
         for name in &unknown {
             eprintln!("agentd: warning: unknown variable {name}: it configures nothing");
@@ -79,7 +92,10 @@ pub fn main() -> ExitCode {
         );
         EnvFilter::new("info")
     });
-    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(crate::logging::LossyStderr)
+        .log_internal_errors(false);
     if config.log.json {
         logs.json().init();
     } else {
@@ -87,6 +103,10 @@ pub fn main() -> ExitCode {
     }
     for name in unknown {
         tracing::warn!("unknown variable {name}: it configures nothing");
+    }
+    if let Some(Command::Backup { file } | Command::Restore { file }) = &cli.command {
+        let backup = matches!(cli.command, Some(Command::Backup { .. }));
+        return crate::backup::run(&config, file, backup);
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,

@@ -1,7 +1,7 @@
 //! The one place where errors become HTTP responses.
 //!
 //! Every error, whatever produced it (the facade, a malformed body, an unknown route), leaves
-//! as `{"error": {"code", "message", "request_id", "details"?}}` with the status the contract
+//! as `{"error": {"code", "message", "request_id", "details"?}}` with the status docs/api.md
 //! gives its code. Causes of 5xx responses are logged here and never sent.
 
 use std::collections::BTreeMap;
@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use agentcore::Error;
+use agentcore::{Error, StorageFault};
 
 use crate::request_id;
 
@@ -27,7 +27,8 @@ pub enum ApiError {
     PayloadTooLarge,
     RouteNotFound,
     MethodNotAllowed,
-    NotReady,
+    /// Why the node cannot do its work now, in words for the operator.
+    NotReady(String),
     /// Over an abuse limit; the wait before the next attempt is allowed.
     RateLimited(std::time::Duration),
     /// The request took longer than `http.request_timeout_seconds`.
@@ -58,13 +59,19 @@ impl ApiError {
                 Error::PlanLimitReached { .. } => StatusCode::PAYMENT_REQUIRED,
                 Error::NotConfigured(_) => StatusCode::SERVICE_UNAVAILABLE,
                 Error::Upstream(_) => StatusCode::BAD_GATEWAY,
+                Error::Storage { fault: StorageFault::Full, .. } => {
+                    StatusCode::INSUFFICIENT_STORAGE
+                }
+                Error::Storage { fault: StorageFault::Unavailable, .. } => {
+                    StatusCode::SERVICE_UNAVAILABLE
+                }
                 Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
             },
             ApiError::InvalidJson(_) | ApiError::WrongTypes(_) => StatusCode::BAD_REQUEST,
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::RouteNotFound => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            ApiError::NotReady => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::NotReady(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Timeout => StatusCode::REQUEST_TIMEOUT,
         }
@@ -78,7 +85,7 @@ impl ApiError {
             ApiError::PayloadTooLarge => "payload_too_large".into(),
             ApiError::RouteNotFound => "route_not_found".into(),
             ApiError::MethodNotAllowed => "method_not_allowed".into(),
-            ApiError::NotReady => "not_ready".into(),
+            ApiError::NotReady(_) => "not_ready".into(),
             ApiError::RateLimited(_) => "rate_limited".into(),
             ApiError::Timeout => "request_timeout".into(),
         }
@@ -96,7 +103,7 @@ impl ApiError {
             }
             ApiError::RouteNotFound => "No such route.".into(),
             ApiError::MethodNotAllowed => "This route does not take that method.".into(),
-            ApiError::NotReady => "The database is not reachable.".into(),
+            ApiError::NotReady(why) => format!("Not ready: {why}."),
             ApiError::RateLimited(wait) => format!(
                 "Too many requests; try again in {} s.",
                 crate::limits::retry_after_seconds(*wait)
@@ -187,7 +194,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn each_error_has_the_contract_status_and_code() {
+    async fn each_error_has_its_documented_status_and_code() {
         let cases: Vec<(ApiError, u16, &str)> = vec![
             (ValidationErrors::single("name", "is required").into(), 400, "validation_failed"),
             (ApiError::InvalidJson("eof".into()), 400, "invalid_json"),
@@ -217,6 +224,17 @@ mod tests {
                 503,
                 "not_configured",
             ),
+            (
+                Error::Storage { fault: StorageFault::Full, cause: "disk".into() }.into(),
+                507,
+                "storage_full",
+            ),
+            (
+                Error::Storage { fault: StorageFault::Unavailable, cause: "gone".into() }.into(),
+                503,
+                "storage_unavailable",
+            ),
+            (ApiError::NotReady("the disk is full".into()), 503, "not_ready"),
         ];
         for (error, status, code) in cases {
             let (got_status, body) = rendered(error).await;
@@ -238,5 +256,10 @@ mod tests {
             rendered(Error::internal("pool timed out: postgres://u:secret@db").into()).await;
         assert!(!body.to_string().contains("secret"));
         assert!(body["error"].get("details").is_none());
+
+        let cause = "error returned from database: (code: 13) database or disk is full".into();
+        let (_, body) = rendered(Error::Storage { fault: StorageFault::Full, cause }.into()).await;
+        assert!(!body.to_string().contains("code: 13"), "the cause is for the log only");
+        assert!(body["error"]["message"].as_str().unwrap().contains("disk is full"));
     }
 }

@@ -1,4 +1,4 @@
-//! Extractors that turn every malformed request into the contract's error body.
+//! Extractors that turn every malformed request into the API's error body.
 
 use std::collections::BTreeMap;
 
@@ -19,7 +19,7 @@ use crate::error::ApiError;
 /// `validation_failed` with the field's path in `details`. The content type is not checked,
 /// so `curl -d` works as typed.
 #[derive(Debug)]
-pub struct Json<T>(pub T);
+pub(crate) struct Json<T>(pub T);
 
 impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Json<T> {
     type Rejection = ApiError;
@@ -35,7 +35,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Json<T> {
 
 /// A JSON body that may be absent: an empty body reads as `T::default()`.
 #[derive(Debug)]
-pub struct OptionalJson<T>(pub T);
+pub(crate) struct OptionalJson<T>(pub T);
 
 impl<T: DeserializeOwned + Default, S: Send + Sync> FromRequest<S> for OptionalJson<T> {
     type Rejection = ApiError;
@@ -51,7 +51,7 @@ impl<T: DeserializeOwned + Default, S: Send + Sync> FromRequest<S> for OptionalJ
 
 /// The body exactly as received, for signatures computed over its bytes.
 #[derive(Debug)]
-pub struct RawBody(pub Bytes);
+pub(crate) struct RawBody(pub Bytes);
 
 impl<S: Send + Sync> FromRequest<S> for RawBody {
     type Rejection = ApiError;
@@ -102,9 +102,9 @@ fn strip_position(message: &str) -> String {
 }
 
 /// Path parameters. A segment that cannot even be decoded (bad percent-encoding, invalid
-/// UTF-8) names nothing, so it is `route_not_found` in the contract's error body.
+/// UTF-8) names nothing, so it is `route_not_found` in the API's error body.
 #[derive(Debug)]
-pub struct Path<T>(pub T);
+pub(crate) struct Path<T>(pub T);
 
 impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for Path<T> {
     type Rejection = ApiError;
@@ -119,7 +119,7 @@ impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for Path<T>
 
 /// Query parameters; anything unreadable is `validation_failed`.
 #[derive(Debug)]
-pub struct Params<T>(pub T);
+pub(crate) struct Params<T>(pub T);
 
 impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Params<T> {
     type Rejection = ApiError;
@@ -136,7 +136,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Params<T> {
 
 /// The caller, from `Authorization: Bearer <token>`.
 #[derive(Debug)]
-pub struct Caller(pub Principal);
+pub(crate) struct Caller(pub Principal);
 
 impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
@@ -158,10 +158,10 @@ impl FromRequestParts<AppState> for Caller {
 }
 
 /// An agent id from the path. An id that cannot exist is simply not found.
-pub fn agent_id(raw: &str) -> Result<AgentId, ApiError> {
+pub(crate) fn agent_id(raw: &str) -> Result<AgentId, ApiError> {
     AgentId::parse(raw).map_err(|_| Error::not_found(Resource::Agent, raw).into())
 }
 
-pub fn task_id(raw: &str) -> Result<TaskId, ApiError> {
+pub(crate) fn task_id(raw: &str) -> Result<TaskId, ApiError> {
     TaskId::parse(raw).map_err(|_| Error::not_found(Resource::Task, raw).into())
 }

@@ -4,11 +4,13 @@
 //! listener until a shutdown future completes. Tests start it in-process on port 0; the binary
 //! adds configuration, logging and signal handling around the same two functions.
 
+mod backup;
 pub mod cli;
 pub mod config;
 pub mod error;
 mod extract;
 mod limits;
+mod logging;
 mod metrics;
 pub mod openapi;
 pub mod request_id;
@@ -148,8 +150,8 @@ pub async fn serve(
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let outbox = state.core.start_outbox();
-    let runtime = state.core.start_runtime();
+    let outbox = agentcore::OutboxWorker::start(&state.core);
+    let runtime = agentcore::Runtime::start(&state.core);
     let header_timeout = state.http.config.request_timeout;
     let app = router(state);
     let connections = hyper_util::server::graceful::GracefulShutdown::new();

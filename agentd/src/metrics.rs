@@ -63,7 +63,7 @@ pub(crate) async fn count(State(state): State<AppState>, request: Request, next:
     response
 }
 
-/// `GET /metrics`; with `metrics.token` set, only for `Authorization: Bearer <token>`.
+/// `GET /metrics`; with `http.metrics_token` set, only for `Authorization: Bearer <token>`.
 #[utoipa::path(
     get, path = "/metrics", operation_id = "metrics", tag = "operations",
     security((), ("bearer" = [])),
@@ -93,6 +93,13 @@ pub(crate) async fn show(State(state): State<AppState>, request: Request) -> Res
     let mut text = String::with_capacity(8192);
     render_http(&mut text, &state.http.metrics);
     render_node(&mut text, &node);
+    header(
+        &mut text,
+        "agentd_log_lines_dropped_total",
+        "counter",
+        "Log lines that could not be written (a full disk under the log, a closed pipe).",
+    );
+    let _ = writeln!(text, "agentd_log_lines_dropped_total {}", crate::logging::lines_dropped());
     let mut response = text.into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -156,23 +163,49 @@ fn render_node(out: &mut String, node: &Metrics) {
         "Active agents this node runs now.",
         node.runtime.agents_running,
     );
-    gauge(
+    let backlog = [
+        (
+            "agentd_tasks_queued",
+            "Tasks waiting in every backlog (queue depth, all nodes).",
+            node.queued_tasks,
+        ),
+        ("agentd_tasks_in_progress", "Tasks being worked on (all nodes).", node.tasks_in_progress),
+        (
+            "agentd_outbox_pending",
+            "Discord posts not yet delivered (all nodes).",
+            node.outbox_pending,
+        ),
+    ];
+    // Left out while the database cannot be read, rather than reported as zero.
+    for (name, help, value) in backlog {
+        if let Some(value) = value {
+            gauge(out, name, help, value);
+        }
+    }
+    header(
         out,
-        "agentd_tasks_queued",
-        "Tasks waiting in every backlog (queue depth, all nodes).",
-        node.queued_tasks,
+        "agentd_storage_faults_total",
+        "counter",
+        "Writes the database refused for a storage fault (full: no disk space; unavailable: unreachable, restarting or locked).",
     );
+    for (kind, count) in
+        [("full", node.storage_faults.full), ("unavailable", node.storage_faults.unavailable)]
+    {
+        let _ = writeln!(out, "agentd_storage_faults_total{{kind=\"{kind}\"}} {count}");
+    }
+    if let Some(skew) = node.clock_skew_seconds {
+        gauge(
+            out,
+            "agentd_clock_skew_seconds",
+            "This node's clock minus the database's (positive: ahead), measured every 5 minutes.",
+            skew,
+        );
+    }
     gauge(
         out,
-        "agentd_tasks_in_progress",
-        "Tasks being worked on (all nodes).",
-        node.tasks_in_progress,
-    );
-    gauge(
-        out,
-        "agentd_outbox_pending",
-        "Discord posts not yet delivered (all nodes).",
-        node.outbox_pending,
+        "agentd_storage_writable",
+        "1 while writes to the database work, 0 from a refused write until one succeeds.",
+        u8::from(node.storage_fault.is_none()),
     );
     header(
         out,

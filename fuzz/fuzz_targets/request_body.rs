@@ -6,7 +6,7 @@
 //!
 //! Beyond "never panics":
 //! - a body is refused exactly when plain `serde_json` refuses it, always as a 400 with the
-//!   contract's code (`invalid_json` or `validation_failed`), and a wrong type names the field;
+//!   API's code (`invalid_json` or `validation_failed`), and a wrong type names the field;
 //! - a body that decodes re-encodes to one that decodes and validates the same way;
 //! - a refusal by `parse` names at least one field, only fields of the request, and is a 400;
 //! - what `parse` accepts keeps the request's values and holds to the domain's rules.

@@ -10,9 +10,30 @@ fn register_body(email: &str, password: &str, name: &str) -> serde_json::Value {
 }
 
 backend_tests! { app;
+    registering_returns_a_token_and_the_user_and_me_returns_the_same_user,
+    registration_refuses_each_invalid_field,
+    malformed_and_empty_bodies_are_invalid_json,
+    an_email_registers_once_whatever_its_letter_case,
+    concurrent_registrations_of_one_email_create_exactly_one_account,
+    login_returns_a_working_token_and_every_failure_looks_the_same,
+    missing_garbage_and_foreign_tokens_are_unauthorized,
+    logout_revokes_every_token_of_the_user,
+    tokens_survive_a_restart_with_the_generated_secret,
+    a_configured_secret_replaces_the_generated_one,
+    every_response_carries_a_request_id_and_keeps_the_clients,
+    bodies_over_one_mebibyte_are_refused,
+    health_and_readiness_answer_and_unknown_routes_use_the_error_body,
+}
 
-async fn registering_returns_a_token_and_the_user_and_me_returns_the_same_user(app) {
-    let reply = app.request(Method::POST, "/auth/register", None, Some(register_body("  Ada@Example.com ", "correct horse", "Ada Lovelace"))).await;
+async fn registering_returns_a_token_and_the_user_and_me_returns_the_same_user(app: TestApp) {
+    let reply = app
+        .request(
+            Method::POST,
+            "/auth/register",
+            None,
+            Some(register_body("  Ada@Example.com ", "correct horse", "Ada Lovelace")),
+        )
+        .await;
     let body = reply.assert_status(201).clone();
     assert_eq!(body["token_type"], "Bearer");
     let token = body["access_token"].as_str().unwrap();
@@ -27,7 +48,7 @@ async fn registering_returns_a_token_and_the_user_and_me_returns_the_same_user(a
     assert_eq!(me.assert_status(200), user);
 }
 
-async fn registration_refuses_each_invalid_field(app) {
+async fn registration_refuses_each_invalid_field(app: TestApp) {
     let cases = [
         (register_body("not-an-email", "correct horse", "Ada"), "email"),
         (register_body("ada@", "correct horse", "Ada"), "email"),
@@ -37,7 +58,10 @@ async fn registration_refuses_each_invalid_field(app) {
         (register_body("ada@example.com", "correct horse", &"n".repeat(101)), "name"),
         (json!({"email": "ada@example.com", "password": "correct horse"}), "name"),
         (json!({"email": "ada@example.com", "password": 12345678, "name": "Ada"}), "password"),
-        (json!({"email": ["ada@example.com"], "password": "correct horse", "name": "Ada"}), "email"),
+        (
+            json!({"email": ["ada@example.com"], "password": "correct horse", "name": "Ada"}),
+            "email",
+        ),
     ];
     for (body, field) in cases {
         let reply = app.request(Method::POST, "/auth/register", None, Some(body.clone())).await;
@@ -47,7 +71,7 @@ async fn registration_refuses_each_invalid_field(app) {
     assert_eq!(app.db.count("SELECT COUNT(*) FROM users", &[]).await, 0);
 }
 
-async fn malformed_and_empty_bodies_are_invalid_json(app) {
+async fn malformed_and_empty_bodies_are_invalid_json(app: TestApp) {
     for raw in ["{\"email\": ", "not json", "", "{} {}", "{\"email\": 5, \"password\": "] {
         let reply = app.send_raw(Method::POST, "/auth/register", None, raw).await;
         reply.assert_error(400, "invalid_json");
@@ -56,96 +80,181 @@ async fn malformed_and_empty_bodies_are_invalid_json(app) {
     reply.assert_error(400, "validation_failed");
 }
 
-async fn an_email_registers_once_whatever_its_letter_case(app) {
+async fn an_email_registers_once_whatever_its_letter_case(app: TestApp) {
     app.register("grace@example.com").await;
-    let reply = app.request(Method::POST, "/auth/register", None, Some(register_body("GRACE@example.COM", "another pass", "Grace"))).await;
+    let reply = app
+        .request(
+            Method::POST,
+            "/auth/register",
+            None,
+            Some(register_body("GRACE@example.COM", "another pass", "Grace")),
+        )
+        .await;
     reply.assert_error(409, "email_taken");
 }
 
-async fn concurrent_registrations_of_one_email_create_exactly_one_account(app) {
+async fn concurrent_registrations_of_one_email_create_exactly_one_account(app: TestApp) {
     let attempts = (0..10).map(|i| {
-        app.request(Method::POST, "/auth/register", None, Some(register_body("race@example.com", "correct horse", &format!("Racer {i}"))))
+        app.request(
+            Method::POST,
+            "/auth/register",
+            None,
+            Some(register_body("race@example.com", "correct horse", &format!("Racer {i}"))),
+        )
     });
     let replies = futures::future::join_all(attempts).await;
     let created = replies.iter().filter(|r| r.status == 201).count();
     let taken = replies.iter().filter(|r| r.status == 409 && r.code() == "email_taken").count();
     assert_eq!((created, taken), (1, 9));
-    assert_eq!(app.db.count("SELECT COUNT(*) FROM users WHERE email_key = $1", &["race@example.com"]).await, 1);
+    assert_eq!(
+        app.db
+            .count("SELECT COUNT(*) FROM users WHERE email_key = $1", &["race@example.com"])
+            .await,
+        1
+    );
 }
 
-async fn login_returns_a_working_token_and_every_failure_looks_the_same(app) {
+async fn login_returns_a_working_token_and_every_failure_looks_the_same(app: TestApp) {
     let user = app.register("alan@example.com").await;
-    let reply = app.request(Method::POST, "/auth/login", None, Some(json!({"email": " ALAN@example.com", "password": "correct horse"}))).await;
+    let reply = app
+        .request(
+            Method::POST,
+            "/auth/login",
+            None,
+            Some(json!({"email": " ALAN@example.com", "password": "correct horse"})),
+        )
+        .await;
     let body = reply.assert_status(200).clone();
     assert_eq!(body["user"]["id"], user.id.as_str());
     let me = app.request(Method::GET, "/auth/me", body["access_token"].as_str(), None).await;
     assert_eq!(me.assert_status(200)["email"], "alan@example.com");
 
-    let wrong_password = app.request(Method::POST, "/auth/login", None, Some(json!({"email": "alan@example.com", "password": "wrong horse"}))).await;
-    let unknown_email = app.request(Method::POST, "/auth/login", None, Some(json!({"email": "nobody@example.com", "password": "correct horse"}))).await;
+    let wrong_password = app
+        .request(
+            Method::POST,
+            "/auth/login",
+            None,
+            Some(json!({"email": "alan@example.com", "password": "wrong horse"})),
+        )
+        .await;
+    let unknown_email = app
+        .request(
+            Method::POST,
+            "/auth/login",
+            None,
+            Some(json!({"email": "nobody@example.com", "password": "correct horse"})),
+        )
+        .await;
     wrong_password.assert_error(401, "unauthorized");
     unknown_email.assert_error(401, "unauthorized");
     assert_eq!(wrong_password.body["error"]["message"], unknown_email.body["error"]["message"]);
 
-    let missing = app.request(Method::POST, "/auth/login", None, Some(json!({"email": "alan@example.com"}))).await;
+    let missing = app
+        .request(Method::POST, "/auth/login", None, Some(json!({"email": "alan@example.com"})))
+        .await;
     missing.assert_error(400, "validation_failed");
     assert_eq!(missing.body["error"]["details"]["password"], "is required");
 }
 
-async fn missing_garbage_and_foreign_tokens_are_unauthorized(app) {
+async fn missing_garbage_and_foreign_tokens_are_unauthorized(app: TestApp) {
     let user = app.register("tokens@example.com").await;
     let foreign = {
         // A well-formed token signed with another secret.
         let other = agentcore::Core::open({
             let mut config = app.options.core_config(&app.db);
             config.database_url = agentcore::store::DatabaseUrl::new("sqlite::memory:");
-            config.jwt_secret = Some("another secret, long enough for HS256 keys".to_owned().into());
+            config.jwt_secret =
+                Some("another secret, long enough for HS256 keys".to_owned().into());
             config
-        }).await.unwrap();
-        let session = other.register(agentcore::api::RegisterRequest {
-            email: Some("tokens@example.com".into()), password: Some("correct horse".into()), name: Some("X".into()),
-        }.parse().unwrap()).await.unwrap();
+        })
+        .await
+        .unwrap();
+        let session = other
+            .register(
+                agentcore::api::RegisterRequest {
+                    email: Some("tokens@example.com".into()),
+                    password: Some("correct horse".into()),
+                    name: Some("X".into()),
+                }
+                .parse()
+                .unwrap(),
+            )
+            .await
+            .unwrap();
         session.access_token
     };
     for path in ["/auth/me", "/api/agents"] {
         app.request(Method::GET, path, None, None).await.assert_error(401, "unauthorized");
-        app.request(Method::GET, path, Some("garbage"), None).await.assert_error(401, "unauthorized");
-        app.request(Method::GET, path, Some(&foreign), None).await.assert_error(401, "unauthorized");
-        let basic = app.client.get(format!("{}{path}", app.address)).header("authorization", format!("Basic {}", user.token)).send().await.unwrap();
+        app.request(Method::GET, path, Some("garbage"), None)
+            .await
+            .assert_error(401, "unauthorized");
+        app.request(Method::GET, path, Some(&foreign), None)
+            .await
+            .assert_error(401, "unauthorized");
+        let basic = app
+            .client
+            .get(format!("{}{path}", app.address))
+            .header("authorization", format!("Basic {}", user.token))
+            .send()
+            .await
+            .unwrap();
         assert_eq!(basic.status(), 401);
     }
     let reply = app.request(Method::GET, "/auth/me", None, None).await;
     assert_eq!(reply.headers["www-authenticate"], "Bearer");
 }
 
-async fn logout_revokes_every_token_of_the_user(app) {
+async fn logout_revokes_every_token_of_the_user(app: TestApp) {
     let user = app.register("logout@example.com").await;
-    let second = app.request(Method::POST, "/auth/login", None, Some(json!({"email": "logout@example.com", "password": "correct horse"}))).await;
+    let second = app
+        .request(
+            Method::POST,
+            "/auth/login",
+            None,
+            Some(json!({"email": "logout@example.com", "password": "correct horse"})),
+        )
+        .await;
     let second_token = second.body["access_token"].as_str().unwrap().to_owned();
     let other = app.register("stays@example.com").await;
 
     let reply = app.request(Method::POST, "/auth/logout", Some(&user.token), None).await;
     assert_eq!(reply.assert_status(200), &json!({"status": "logged_out"}));
 
-    app.request(Method::GET, "/auth/me", Some(&user.token), None).await.assert_error(401, "unauthorized");
-    app.request(Method::GET, "/auth/me", Some(&second_token), None).await.assert_error(401, "unauthorized");
-    app.request(Method::POST, "/auth/logout", Some(&user.token), None).await.assert_error(401, "unauthorized");
+    app.request(Method::GET, "/auth/me", Some(&user.token), None)
+        .await
+        .assert_error(401, "unauthorized");
+    app.request(Method::GET, "/auth/me", Some(&second_token), None)
+        .await
+        .assert_error(401, "unauthorized");
+    app.request(Method::POST, "/auth/logout", Some(&user.token), None)
+        .await
+        .assert_error(401, "unauthorized");
     app.get("/auth/me", &other).await.assert_status(200);
 
-    let again = app.request(Method::POST, "/auth/login", None, Some(json!({"email": "logout@example.com", "password": "correct horse"}))).await;
+    let again = app
+        .request(
+            Method::POST,
+            "/auth/login",
+            None,
+            Some(json!({"email": "logout@example.com", "password": "correct horse"})),
+        )
+        .await;
     let fresh = again.body["access_token"].as_str().unwrap();
     app.request(Method::GET, "/auth/me", Some(fresh), None).await.assert_status(200);
 }
 
-async fn tokens_survive_a_restart_with_the_generated_secret(app) {
+async fn tokens_survive_a_restart_with_the_generated_secret(app: TestApp) {
     let user = app.register("restart@example.com").await;
     let (db, options) = app.stop().await;
     let app = TestApp::start(db, options).await;
     app.get("/auth/me", &user).await.assert_status(200);
-    assert_eq!(app.db.count("SELECT COUNT(*) FROM secrets WHERE name = 'jwt_secret'", &[]).await, 1);
+    assert_eq!(
+        app.db.count("SELECT COUNT(*) FROM secrets WHERE name = 'jwt_secret'", &[]).await,
+        1
+    );
 }
 
-async fn a_configured_secret_replaces_the_generated_one(app) {
+async fn a_configured_secret_replaces_the_generated_one(app: TestApp) {
     let user = app.register("secret@example.com").await;
     let (db, mut options) = app.stop().await;
     options.jwt_secret = Some("an operator-chosen secret of 32+ bytes".into());
@@ -153,32 +262,47 @@ async fn a_configured_secret_replaces_the_generated_one(app) {
     app.get("/auth/me", &user).await.assert_error(401, "unauthorized");
 }
 
-async fn every_response_carries_a_request_id_and_keeps_the_clients(app) {
+async fn every_response_carries_a_request_id_and_keeps_the_clients(app: TestApp) {
     let reply = app.request(Method::GET, "/healthz", None, None).await;
     assert!(reply.headers.contains_key("x-request-id"));
-    let sent = app.client.get(format!("{}/auth/me", app.address)).header("x-request-id", "client-chosen-42").send().await.unwrap();
+    let sent = app
+        .client
+        .get(format!("{}/auth/me", app.address))
+        .header("x-request-id", "client-chosen-42")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(sent.headers()["x-request-id"], "client-chosen-42");
     let body: serde_json::Value = sent.json().await.unwrap();
     assert_eq!(body["error"]["request_id"], "client-chosen-42");
 }
 
-async fn bodies_over_one_mebibyte_are_refused(app) {
+async fn bodies_over_one_mebibyte_are_refused(app: TestApp) {
     let user = app.register("big@example.com").await;
     let prompt = "x".repeat(1024 * 1024);
-    let body = json!({"id": "big", "name": "Big", "role_prompt": prompt, "channel": "c"}).to_string();
+    let body =
+        json!({"id": "big", "name": "Big", "role_prompt": prompt, "channel": "c"}).to_string();
     let reply = app.send_raw(Method::POST, "/api/agents", Some(&user.token), body).await;
     reply.assert_error(413, "payload_too_large");
 }
 
-async fn health_and_readiness_answer_and_unknown_routes_use_the_error_body(app) {
-    assert_eq!(app.request(Method::GET, "/healthz", None, None).await.assert_status(200), &json!({"status": "ok"}));
-    assert_eq!(app.request(Method::GET, "/readyz", None, None).await.assert_status(200), &json!({"status": "ready"}));
-    app.request(Method::GET, "/no/such/route", None, None).await.assert_error(404, "route_not_found");
-    app.request(Method::DELETE, "/auth/login", None, None).await.assert_error(405, "method_not_allowed");
+async fn health_and_readiness_answer_and_unknown_routes_use_the_error_body(app: TestApp) {
+    assert_eq!(
+        app.request(Method::GET, "/healthz", None, None).await.assert_status(200),
+        &json!({"status": "ok"})
+    );
+    assert_eq!(
+        app.request(Method::GET, "/readyz", None, None).await.assert_status(200),
+        &json!({"status": "ready"})
+    );
+    app.request(Method::GET, "/no/such/route", None, None)
+        .await
+        .assert_error(404, "route_not_found");
+    app.request(Method::DELETE, "/auth/login", None, None)
+        .await
+        .assert_error(405, "method_not_allowed");
     let user = app.register("routes@example.com").await;
     app.get("/api/agents/%FF", &user).await.assert_error(404, "route_not_found");
     app.core.close().await;
     app.request(Method::GET, "/readyz", None, None).await.assert_error(503, "not_ready");
-}
-
 }

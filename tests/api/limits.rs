@@ -7,7 +7,7 @@ use reqwest::Method;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::helpers::{Reply, TestApp, app_with, backend_tests};
+use crate::helpers::{Reply, TestApp, TestDb, app_with, backend_tests};
 
 fn retry_after(reply: &Reply) -> u64 {
     assert_eq!(reply.status.as_u16(), 429, "{}", reply.body);
@@ -41,8 +41,16 @@ async fn preflight(app: &TestApp, origin: &str) -> reqwest::Response {
 }
 
 backend_tests! { db;
+    sign_ins_are_limited_per_client_address,
+    behind_a_trusted_proxy_each_forwarded_address_has_its_own_budget,
+    each_user_has_a_request_budget_and_cors_is_off_by_default,
+    bodies_over_the_limit_are_refused_and_nothing_is_created,
+    a_client_that_stalls_mid_body_gets_408,
+    a_client_that_never_finishes_its_headers_is_disconnected,
+    cors_allows_only_configured_origins,
+}
 
-async fn sign_ins_are_limited_per_client_address(db) {
+async fn sign_ins_are_limited_per_client_address(db: TestDb) {
     let app = app_with(db, |o| o.limits.auth_per_minute = 3).await;
     for _ in 0..3 {
         login(&app, None).await.assert_status(401);
@@ -50,19 +58,26 @@ async fn sign_ins_are_limited_per_client_address(db) {
     let refused = login(&app, None).await;
     retry_after(&refused);
     // Registering counts against the same budget; other routes do not.
-    let register = app.request(Method::POST, "/auth/register", None,
-        Some(json!({"email": "new@example.com", "password": "correct horse", "name": "N"}))).await;
+    let register = app
+        .request(
+            Method::POST,
+            "/auth/register",
+            None,
+            Some(json!({"email": "new@example.com", "password": "correct horse", "name": "N"})),
+        )
+        .await;
     retry_after(&register);
     app.request(Method::GET, "/healthz", None, None).await.assert_status(200);
     // Without a trusted proxy, X-Forwarded-For is the client's word and changes nothing.
     retry_after(&login(&app, Some("203.0.113.9")).await);
 }
 
-async fn behind_a_trusted_proxy_each_forwarded_address_has_its_own_budget(db) {
+async fn behind_a_trusted_proxy_each_forwarded_address_has_its_own_budget(db: TestDb) {
     let app = app_with(db, |o| {
         o.limits.auth_per_minute = 2;
         o.http.trust_forwarded_for = true;
-    }).await;
+    })
+    .await;
     for _ in 0..2 {
         login(&app, Some("198.51.100.1, 203.0.113.1")).await.assert_status(401);
     }
@@ -72,7 +87,7 @@ async fn behind_a_trusted_proxy_each_forwarded_address_has_its_own_budget(db) {
     login(&app, Some("203.0.113.2")).await.assert_status(401);
 }
 
-async fn each_user_has_a_request_budget_and_cors_is_off_by_default(db) {
+async fn each_user_has_a_request_budget_and_cors_is_off_by_default(db: TestDb) {
     let app = app_with(db, |o| o.limits.requests_per_minute = 5).await;
     let reply = preflight(&app, "https://app.example.com").await;
     assert!(reply.headers().get("access-control-allow-origin").is_none());
@@ -85,7 +100,7 @@ async fn each_user_has_a_request_budget_and_cors_is_off_by_default(db) {
     app.get("/api/agents", &bob).await.assert_status(200);
 }
 
-async fn bodies_over_the_limit_are_refused_and_nothing_is_created(db) {
+async fn bodies_over_the_limit_are_refused_and_nothing_is_created(db: TestDb) {
     let app = app_with(db, |o| o.http.body_limit_bytes = 1000).await;
     let user = app.register("big@example.com").await;
     let big = json!({"id": "big", "name": "Big", "role_prompt": "x".repeat(2000), "channel": "c"});
@@ -95,7 +110,7 @@ async fn bodies_over_the_limit_are_refused_and_nothing_is_created(db) {
     app.get("/api/agents/big", &user).await.assert_status(404);
 }
 
-async fn a_client_that_stalls_mid_body_gets_408(db) {
+async fn a_client_that_stalls_mid_body_gets_408(db: TestDb) {
     let app = app_with(db, |o| o.http.request_timeout = Duration::from_millis(300)).await;
     let address = app.address.trim_start_matches("http://");
     let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
@@ -111,16 +126,18 @@ async fn a_client_that_stalls_mid_body_gets_408(db) {
                 break;
             }
         }
-    }).await;
+    })
+    .await;
     assert!(read.is_ok(), "the server answered within the deadline");
     let answer = String::from_utf8_lossy(&answer);
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
     assert!(answer.contains("\"code\":\"request_timeout\""), "{answer}");
 }
 
-async fn a_client_that_never_finishes_its_headers_is_disconnected(db) {
+async fn a_client_that_never_finishes_its_headers_is_disconnected(db: TestDb) {
     let app = app_with(db, |o| o.http.request_timeout = Duration::from_millis(300)).await;
-    let mut stream = tokio::net::TcpStream::connect(app.address.trim_start_matches("http://")).await.unwrap();
+    let mut stream =
+        tokio::net::TcpStream::connect(app.address.trim_start_matches("http://")).await.unwrap();
     stream.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ").await.unwrap();
     let mut rest = Vec::new();
     let closed = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut rest)).await;
@@ -129,7 +146,7 @@ async fn a_client_that_never_finishes_its_headers_is_disconnected(db) {
     app.request(Method::GET, "/healthz", None, None).await.assert_status(200);
 }
 
-async fn cors_allows_only_configured_origins(db) {
+async fn cors_allows_only_configured_origins(db: TestDb) {
     let open = app_with(db, |o| o.http.cors_origins = vec!["https://app.example.com".into()]).await;
     let reply = preflight(&open, "https://app.example.com").await;
     assert!(reply.status().is_success(), "{}", reply.status());
@@ -139,9 +156,13 @@ async fn cors_allows_only_configured_origins(db) {
     let reply = preflight(&open, "https://evil.example").await;
     assert!(reply.headers().get("access-control-allow-origin").is_none());
     // Ordinary answers carry the header for the allowed origin, errors included.
-    let unauthorized = open.client.get(format!("{}/api/agents", open.address)).header("origin", "https://app.example.com").send().await.unwrap();
+    let unauthorized = open
+        .client
+        .get(format!("{}/api/agents", open.address))
+        .header("origin", "https://app.example.com")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(unauthorized.status().as_u16(), 401);
     assert_eq!(unauthorized.headers()["access-control-allow-origin"], "https://app.example.com");
-}
-
 }

@@ -1,29 +1,37 @@
 //! One integration-test binary: the real `agentd` over HTTP, and the storage conformance
 //! suite, each test on SQLite and on PostgreSQL with a database of its own.
 
-#![allow(clippy::unwrap_used)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test harness: a failed set-up step stops the run with its cause"
+)]
 
-mod fake_discord;
-mod fake_models;
 mod helpers;
 mod outbox;
-mod stripe_events;
 mod terminal;
+
+use support::{fake_discord, fake_models, stripe_events};
 
 mod accounts;
 mod activity;
 mod agents;
 mod backlog;
+mod backup;
 mod billing;
 mod chat;
 mod cli;
+mod faults;
 mod limits;
 mod metrics;
 mod models;
 mod onboarding;
 mod openapi;
 mod process;
+mod providers;
 mod runtime;
 mod schemathesis;
 mod storage;
 mod tenancy;
+mod typed_client;

@@ -8,14 +8,15 @@ use agentcore::models::{CompletionRequest, ModelError, Models, ModelsConfig};
 use crate::fake_models::{ANTHROPIC_KEY, FakeModels, OPENAI_KEY, Script};
 
 fn config(fake: &FakeModels) -> ModelsConfig {
-    ModelsConfig {
-        openai_base_url: fake.openai_base(),
-        openai_api_key: Some(OPENAI_KEY.into()),
-        anthropic_base_url: fake.base.clone(),
-        anthropic_api_key: Some(ANTHROPIC_KEY.into()),
-        timeout: Duration::from_millis(500),
-        ..ModelsConfig::default()
-    }
+    let mut config =
+        ModelsConfig { timeout: Duration::from_millis(500), ..ModelsConfig::default() };
+    let openai = config.provider_mut("openai");
+    openai.base_url = Some(fake.openai_base());
+    openai.api_key = Some(OPENAI_KEY.into());
+    let anthropic = config.provider_mut("anthropic");
+    anthropic.base_url = Some(fake.base.clone());
+    anthropic.api_key = Some(ANTHROPIC_KEY.into());
+    config
 }
 
 async fn call(models: &Models, model: &str) -> Result<agentcore::models::Completion, ModelError> {
@@ -68,8 +69,8 @@ async fn anthropic_calls_use_its_headers_and_system_field() {
 async fn bad_keys_and_unknown_models_are_permanent() {
     let fake = FakeModels::start().await;
     let mut wrong = config(&fake);
-    wrong.openai_api_key = Some("sk-wrong".into());
-    wrong.anthropic_api_key = None;
+    wrong.provider_mut("openai").api_key = Some("sk-wrong".into());
+    wrong.provider_mut("anthropic").api_key = None;
     let models = Models::new(&wrong).unwrap();
     assert!(matches!(call(&models, "openai:gpt-4o-mini").await, Err(ModelError::Permanent { .. })));
     let missing_key = call(&models, "anthropic:claude").await.unwrap_err();

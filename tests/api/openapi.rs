@@ -1,4 +1,4 @@
-//! `GET /openapi.json`: the document lists exactly the contract's routes, each with its
+//! `GET /openapi.json`: the document lists exactly the API's routes (docs/api.md), each with its
 //! parameters, bodies, success and error responses, and what it says about authentication is
 //! what the server does.
 
@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::helpers::{Backend, TestApp, app};
 
-/// Every route of the contract (and the operational ones). A route served but missing here,
+/// Every route of the API (docs/api.md), operational ones included. A route served but missing here,
 /// or listed here but missing from the document, fails the test.
 const ROUTES: &[(&str, &str)] = &[
     ("GET", "/healthz"),
@@ -70,7 +70,7 @@ const WITH_BODY: &[(&str, &str)] = &[
 ];
 
 /// Each operation of the document, as (METHOD, path template, operation).
-pub fn operations(document: &Value) -> Vec<(String, String, Value)> {
+pub(crate) fn operations(document: &Value) -> Vec<(String, String, Value)> {
     let mut operations = Vec::new();
     for (path, item) in document["paths"].as_object().expect("paths") {
         for (method, operation) in item.as_object().expect("path item") {
@@ -80,7 +80,7 @@ pub fn operations(document: &Value) -> Vec<(String, String, Value)> {
     operations
 }
 
-pub async fn document(app: &TestApp) -> Value {
+pub(crate) async fn document(app: &TestApp) -> Value {
     let response = app.client.get(format!("{}/openapi.json", app.address)).send().await.unwrap();
     assert_eq!(response.status().as_u16(), 200);
     assert_eq!(response.headers()["content-type"], "application/json");
@@ -124,7 +124,7 @@ async fn the_document_lists_every_route_with_its_schemas() {
     let undocumented: Vec<_> = expected.difference(&listed).collect();
     let unknown: Vec<_> = listed.difference(&expected).collect();
     assert!(undocumented.is_empty(), "routes missing from the document: {undocumented:?}");
-    assert!(unknown.is_empty(), "documented routes the contract does not have: {unknown:?}");
+    assert!(unknown.is_empty(), "documented routes missing from ROUTES: {unknown:?}");
 
     let mut operation_ids = BTreeSet::new();
     for (method, path, operation) in operations(&document) {
@@ -211,4 +211,20 @@ async fn agentd_openapi_prints_the_served_document() {
     assert!(printed.status.success(), "{}", String::from_utf8_lossy(&printed.stderr));
     let printed: Value = serde_json::from_slice(&printed.stdout).unwrap();
     assert_eq!(printed, document(&app).await);
+}
+
+/// `docs/openapi.json` is the committed snapshot of the document: a change to the API shows in
+/// review as a change to this file. Regenerate it with
+/// `cargo run -q -p agentd -- openapi > docs/openapi.json`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_served_document_equals_the_committed_snapshot() {
+    let app = app(Backend::Sqlite).await.unwrap();
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/openapi.json");
+    let committed: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert!(
+        committed == document(&app).await,
+        "{} differs from the served document; if the change is meant, regenerate it with \
+         `cargo run -q -p agentd -- openapi > docs/openapi.json`",
+        path.display()
+    );
 }

@@ -53,8 +53,10 @@ async fn requests_served(app: &TestApp) -> f64 {
 }
 
 backend_tests! { db;
+    schemathesis_finds_no_server_error_and_no_answer_outside_the_document,
+}
 
-async fn schemathesis_finds_no_server_error_and_no_answer_outside_the_document(db) {
+async fn schemathesis_finds_no_server_error_and_no_answer_outside_the_document(db: TestDb) {
     let Some(st) = schemathesis() else { return };
     let app = open_app(db).await;
     app.discord.add_bot("bot-st.1", "Fuzz bot");
@@ -93,6 +95,4 @@ async fn schemathesis_finds_no_server_error_and_no_answer_outside_the_document(d
     let sent = requests_served(&app).await - before;
     assert!(sent >= 1000.0, "only {sent} requests reached the server:\n{stdout}");
     eprintln!("schemathesis: {sent} requests, no failures\n{stdout}");
-}
-
 }

@@ -94,21 +94,34 @@ fn against_a(method: &Method, template: &str, task: &str) -> Vec<(String, Option
 }
 
 backend_tests! { app;
+    a_second_users_token_reaches_nothing_of_the_first,
+}
 
-async fn a_second_users_token_reaches_nothing_of_the_first(app) {
+async fn a_second_users_token_reaches_nothing_of_the_first(app: TestApp) {
     for (bot, guild) in [("bot-a.1", GUILD_A), ("bot-b.1", GUILD_B)] {
         app.discord.add_bot(bot, "Bot");
         app.discord.add_guild(guild, "Guild", &[bot]);
     }
     let a = app.register("a@example.com").await;
     app.create_agent(&a, "alpha").await;
-    let task = app.add_task(&a, "alpha", "A's secret plan", 1).await["id"].as_str().unwrap().to_owned();
-    app.post("/api/chat/connect", &a, json!({"bot_token": "bot-a.1", "guild_id": GUILD_A})).await.assert_status(200);
-    app.post(&format!("/api/chat/mappings/{GUILD_A}"), &a, json!({"agent_id": "alpha", "channel_id": format!("{GUILD_A}1")})).await.assert_status(200);
+    let task =
+        app.add_task(&a, "alpha", "A's secret plan", 1).await["id"].as_str().unwrap().to_owned();
+    app.post("/api/chat/connect", &a, json!({"bot_token": "bot-a.1", "guild_id": GUILD_A}))
+        .await
+        .assert_status(200);
+    app.post(
+        &format!("/api/chat/mappings/{GUILD_A}"),
+        &a,
+        json!({"agent_id": "alpha", "channel_id": format!("{GUILD_A}1")}),
+    )
+    .await
+    .assert_status(200);
 
     let b = app.register("b@example.com").await;
     app.create_agent(&b, "beta").await;
-    app.post("/api/chat/connect", &b, json!({"bot_token": "bot-b.1", "guild_id": GUILD_B})).await.assert_status(200);
+    app.post("/api/chat/connect", &b, json!({"bot_token": "bot-b.1", "guild_id": GUILD_B}))
+        .await
+        .assert_status(200);
     let before = snapshot(&app, &a).await;
     let posts_before = app.discord.messages().len();
 
@@ -117,25 +130,38 @@ async fn a_second_users_token_reaches_nothing_of_the_first(app) {
     for (method, template, _) in crate::openapi::operations(&crate::openapi::document(&app).await) {
         if template.contains('{') {
             let method = Method::from_bytes(method.as_bytes()).unwrap();
-            attempts.extend(against_a(&method, &template, &task).into_iter().map(|(path, body)| (method.clone(), path, body)));
+            attempts.extend(
+                against_a(&method, &template, &task)
+                    .into_iter()
+                    .map(|(path, body)| (method.clone(), path, body)),
+            );
         }
     }
     for (method, path, body) in attempts {
         let reply = app.request(method.clone(), &path, Some(&b.token), body).await;
         let status = reply.status.as_u16();
-        assert!(status == 404 || status == 403, "{method} {path} answered {status}: {}", reply.body);
+        assert!(
+            status == 404 || status == 403,
+            "{method} {path} answered {status}: {}",
+            reply.body
+        );
         let text = reply.body.to_string();
-        assert!(!text.contains("secret plan") && !text.contains("Agent alpha"), "{method} {path} leaked: {text}");
+        assert!(
+            !text.contains("secret plan") && !text.contains("Agent alpha"),
+            "{method} {path} leaked: {text}"
+        );
     }
 
     // B's own lists show nothing of A's.
-    let listed = [app.get("/api/agents", &b).await, app.get("/api/chat/connections", &b).await, app.get("/api/chat/mappings", &b).await];
+    let listed = [
+        app.get("/api/agents", &b).await,
+        app.get("/api/chat/connections", &b).await,
+        app.get("/api/chat/mappings", &b).await,
+    ];
     for reply in listed {
         let text = reply.assert_status(200).to_string();
         assert!(!text.contains("alpha") && !text.contains(GUILD_A), "{text}");
     }
     assert_eq!(snapshot(&app, &a).await, before, "nothing of A's changed");
     assert_eq!(app.discord.messages().len(), posts_before, "nothing was posted");
-}
-
 }

@@ -19,7 +19,7 @@ use crate::helpers::eventually;
 /// How long a prompt may take to appear.
 const PATIENCE: Duration = Duration::from_secs(20);
 
-pub struct Terminal {
+pub(crate) struct Terminal {
     master: File,
     child: Child,
     /// Everything the program wrote, escape sequences included.
@@ -31,12 +31,12 @@ pub struct Terminal {
 }
 
 /// Arrow keys as a terminal sends them.
-pub const DOWN: &str = "\x1b[B";
-pub const ENTER: &str = "\r";
+pub(crate) const DOWN: &str = "\x1b[B";
+pub(crate) const ENTER: &str = "\r";
 
 impl Terminal {
     /// Runs `command` with its stdin, stdout and stderr on a new 40x120 terminal.
-    pub fn spawn(mut command: Command) -> Self {
+    pub(crate) fn spawn(mut command: Command) -> Self {
         let master =
             openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).expect("a pty");
         grantpt(&master).unwrap();
@@ -75,12 +75,12 @@ impl Terminal {
     }
 
     /// The screen's text so far, without escape sequences.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         visible(&self.output.lock().unwrap())
     }
 
     /// Waits until `wanted` appears after what earlier calls consumed, and consumes it.
-    pub async fn expect(&mut self, wanted: &str) {
+    pub(crate) async fn expect(&mut self, wanted: &str) {
         let until = tokio::time::Instant::now() + PATIENCE;
         loop {
             let text = self.text();
@@ -105,14 +105,14 @@ impl Terminal {
     }
 
     /// Types `keys` after `prompt` has appeared.
-    pub async fn answer(&mut self, prompt: &str, keys: &str) {
+    pub(crate) async fn answer(&mut self, prompt: &str, keys: &str) {
         self.expect(prompt).await;
         self.master.write_all(keys.as_bytes()).unwrap();
     }
 
     /// Types a secret once `prompt` is shown and the terminal has stopped echoing (a password
     /// prompt discards what was typed before it turned echo off).
-    pub async fn answer_secret(&mut self, prompt: &str, secret: &str) {
+    pub(crate) async fn answer_secret(&mut self, prompt: &str, secret: &str) {
         self.expect(prompt).await;
         eventually(PATIENCE, "the terminal stops echoing", || async {
             !tcgetattr(&self.master).unwrap().local_modes.contains(LocalModes::ECHO)
@@ -122,7 +122,7 @@ impl Terminal {
     }
 
     /// Waits for the program to exit.
-    pub async fn wait(&mut self) -> ExitStatus {
+    pub(crate) async fn wait(&mut self) -> ExitStatus {
         match tokio::time::timeout(PATIENCE, self.child.wait()).await {
             Ok(status) => status.unwrap(),
             Err(_) => panic!("the program did not exit; the screen:\n{}", self.text()),

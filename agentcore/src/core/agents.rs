@@ -3,19 +3,20 @@
 use super::{Core, Principal};
 use crate::domain::activity::{Action, NewActivity};
 use crate::domain::agent::{
-    Agent, AgentDetail, AgentFilter, AgentId, AgentPatch, AgentSummary, NewAgent,
+    Agent, AgentDetail, AgentFilter, AgentId, AgentPatch, AgentSummary, ModelName, NewAgent,
 };
+use crate::domain::change::{AgentChange, patch_agent};
 use crate::domain::now;
 use crate::domain::runtime::status_post;
 use crate::domain::status::{StatusCommand, transition};
-use crate::domain::task::{Task, TaskStatus};
-use crate::error::Result;
-use crate::store::AgentChange;
+use crate::domain::task::sort_backlog;
+use crate::error::{Result, ValidationErrors};
 
 impl Core {
     /// Creates an agent in `idle`. Another agent of the caller with this id is `agent_exists`;
     /// one more than the caller's plan allows is `plan_limit_reached`.
     pub async fn create_agent(&self, who: &Principal, agent: NewAgent) -> Result<Agent> {
+        self.check_model(agent.model.as_ref())?;
         let activity =
             NewActivity::new(Action::AgentCreated, format!("Agent '{}' created.", agent.name));
         self.store().insert_agent(&who.user_id, &agent, now(), &activity, self.plans()).await
@@ -46,12 +47,22 @@ impl Core {
         id: &AgentId,
         patch: AgentPatch,
     ) -> Result<Agent> {
+        self.check_model(patch.model.as_ref().and_then(Option::as_ref))?;
         let agent = self
             .store()
-            .update_agent(&who.user_id, id, &|current| Ok(apply_patch(current, &patch)))
+            .update_agent(&who.user_id, id, &|current| Ok(patch_agent(current, &patch, now())))
             .await?;
         self.after_agent_change(&who.user_id, id);
         Ok(agent)
+    }
+
+    /// A model a request names must be `echo` or name a configured provider; one stored
+    /// earlier whose provider was removed fails its tasks when they run.
+    fn check_model(&self, model: Option<&ModelName>) -> Result<()> {
+        match model.map(|model| self.models().check(model)) {
+            Some(Err(problem)) => Err(ValidationErrors::single("model", problem).into()),
+            _ => Ok(()),
+        }
     }
 
     /// Removes the agent, its backlog, activity and mapping. A task in progress is abandoned.
@@ -107,92 +118,4 @@ impl Core {
         self.after_agent_change(&who.user_id, id);
         Ok(agent)
     }
-}
-
-/// The agent after `patch`, with an `agent_updated` entry naming the changed fields and a
-/// `status_changed` entry when the status moved; `None` when nothing changes.
-fn apply_patch(current: &Agent, patch: &AgentPatch) -> Option<AgentChange> {
-    let mut next = current.clone();
-    let mut changed = Vec::new();
-    let mut set = |field: &'static str, differs: bool| {
-        if differs {
-            changed.push(field);
-        }
-    };
-    if let Some(name) = &patch.name {
-        set("name", name.as_str() != next.name);
-        next.name = name.as_str().to_owned();
-    }
-    if let Some(role_prompt) = &patch.role_prompt {
-        set("role_prompt", role_prompt.as_str() != next.role_prompt);
-        next.role_prompt = role_prompt.as_str().to_owned();
-    }
-    if let Some(channel) = &patch.channel {
-        set("channel", channel.as_str() != next.channel);
-        next.channel = channel.as_str().to_owned();
-    }
-    if let Some(workspace) = &patch.workspace {
-        let workspace = owned(workspace);
-        set("workspace", workspace != next.workspace);
-        next.workspace = workspace;
-    }
-    if let Some(throttle) = patch.throttle_seconds {
-        set("throttle_seconds", throttle.get() != next.throttle_seconds);
-        next.throttle_seconds = throttle.get();
-    }
-    if let Some(model) = &patch.model {
-        let model = owned(model);
-        set("model", model != next.model);
-        next.model = model;
-    }
-    let mut activity = Vec::new();
-    if !changed.is_empty() {
-        activity.push(NewActivity::new(
-            Action::AgentUpdated,
-            format!("Updated {}.", changed.join(", ")),
-        ));
-    }
-    let mut post = None;
-    if let Some(status) = patch.status {
-        let moved =
-            transition(current.status, current.status_before_vacation, StatusCommand::Set(status));
-        next.status = moved.status;
-        next.status_before_vacation = moved.status_before_vacation;
-        if let Some(entry) = moved.activity {
-            post = Some(status_post(&next.name, next.status, &entry.details));
-            activity.push(entry);
-        }
-    }
-    if activity.is_empty() {
-        return None;
-    }
-    next.updated_at = now();
-    Some(AgentChange { agent: next, activity, post })
-}
-
-fn owned<T: AsRef<str>>(value: &Option<T>) -> Option<String> {
-    value.as_ref().map(|v| v.as_ref().to_owned())
-}
-
-/// In progress first, then queued in run order (priority, then age), then finished ones
-/// newest first.
-fn sort_backlog(tasks: &mut [Task]) {
-    let rank = |task: &Task| match task.status {
-        TaskStatus::InProgress => 0,
-        TaskStatus::Queued => 1,
-        TaskStatus::Complete | TaskStatus::Failed => 2,
-    };
-    tasks.sort_by(|a, b| {
-        rank(a).cmp(&rank(b)).then_with(|| match a.status {
-            TaskStatus::InProgress => a.started_at.cmp(&b.started_at),
-            TaskStatus::Queued => b
-                .priority
-                .cmp(&a.priority)
-                .then(a.created_at.cmp(&b.created_at))
-                .then_with(|| a.id.cmp(&b.id)),
-            TaskStatus::Complete | TaskStatus::Failed => {
-                b.completed_at.cmp(&a.completed_at).then(b.created_at.cmp(&a.created_at))
-            }
-        })
-    });
 }

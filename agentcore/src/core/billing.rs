@@ -7,12 +7,14 @@ use crate::domain::billing::{
 use crate::domain::now;
 use crate::domain::user::{Email, UserId};
 use crate::error::{Error, Refusal, Result, ValidationErrors};
+use crate::store::UserPlan;
 use crate::stripe::{self, CheckoutSession, StripeEvent, Subscription};
 
 impl Core {
     /// The caller's plan, its agent limit and how much of it is used.
     pub async fn billing(&self, who: &Principal) -> Result<Billing> {
-        let (plan, subscription_status, agents_used) = self.store().billing(&who.user_id).await?;
+        let UserPlan { plan, subscription_status, agents_used } =
+            self.store().billing(&who.user_id).await?;
         let agent_limit = self.plans().limit(&plan);
         Ok(Billing { plan, agent_limit, agents_used, subscription_status })
     }

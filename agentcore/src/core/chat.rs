@@ -125,10 +125,10 @@ impl Core {
         token: &BotToken,
         guild_name: Option<String>,
     ) -> Result<Connected> {
-        let sealed = self
-            .inner
-            .secrets
-            .seal(token.0.expose_secret(), &seal_context(who, guild_id.as_str()))?;
+        let sealed = self.inner.secrets.seal(
+            token.0.expose_secret(),
+            &seal_context(who.user_id.as_str(), guild_id.as_str()),
+        )?;
         self.inner.discord.forgive(&token.0);
         self.inner.discord.current_user(&token.0).await.map_err(|e| guild_error(&e))?;
         self.store_connection(
@@ -257,7 +257,7 @@ impl Core {
     pub(crate) fn token_of(&self, owner: &str, record: &ConnectionRecord) -> Result<SecretString> {
         match (record.connection.kind, &record.sealed_token) {
             (ConnectionKind::BotToken, Some(sealed)) => {
-                self.inner.secrets.open(sealed, &format!("{owner}/{}", record.connection.guild_id))
+                self.inner.secrets.open(sealed, &seal_context(owner, &record.connection.guild_id))
             }
             (ConnectionKind::BotToken, None) => {
                 Err(Error::internal("a bot-token connection has no token"))
@@ -331,13 +331,14 @@ impl Core {
     }
 
     pub(crate) fn wake_outbox(&self) {
-        self.inner.outbox_wakeup.notify_one();
+        self.inner.wakeups.post_queued();
     }
 }
 
-/// The sealed token is bound to its owner and guild.
-fn seal_context(who: &Principal, guild_id: &str) -> String {
-    format!("{}/{guild_id}", who.user_id)
+/// What a bot token is sealed to: its owner and guild. Sealing and opening both build it
+/// here, so a change cannot leave every stored token unopenable.
+fn seal_context(owner: &str, guild_id: &str) -> String {
+    format!("{owner}/{guild_id}")
 }
 
 /// Discord's answer to a call about a guild, as the caller should see it.

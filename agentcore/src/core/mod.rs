@@ -9,6 +9,7 @@ mod agents;
 mod backlog;
 mod billing;
 mod chat;
+mod metrics;
 mod onboarding;
 
 use std::path::PathBuf;
@@ -16,8 +17,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use secrecy::{ExposeSecret, SecretString};
-
-use tokio::sync::Notify;
 
 use crate::auth::{self, Auth};
 use crate::crypto::SecretBox;
@@ -28,8 +27,9 @@ use crate::domain::runtime::AgentKey;
 use crate::domain::user::UserId;
 use crate::error::{Error, Result};
 use crate::models::{Models, ModelsConfig};
-use crate::runtime::{Counters, RuntimeConfig, Wakeups};
 use crate::store::{self, DatabaseUrl, Store};
+use crate::telemetry::Counters;
+use crate::wakeups::Wakeups;
 
 pub use accounts::Session;
 pub use chat::{Connected, OauthUrl, Sent};
@@ -157,6 +157,42 @@ pub struct Core {
     inner: Arc<Inner>,
 }
 
+/// How the runtime runs. `agentd` fills it from `runtime.*`.
+#[derive(Debug, Clone, Copy)]
+pub struct RuntimeConfig {
+    /// Model calls in flight at once on this node, across all agents.
+    pub max_concurrent_calls: usize,
+    /// How long a node's claim on an agent or task lasts without renewal: a dead node's work
+    /// moves to another node after at most this long.
+    pub lease: Duration,
+    /// How long shutdown waits for tasks in progress before giving them back to the queue.
+    pub shutdown_grace: Duration,
+    /// The fallback look at the database when no wake-up came.
+    pub poll: Duration,
+    /// The first retry's delay after a transient failure; doubled for the next.
+    pub retry_base: Duration,
+    /// The longest wait between attempts, whatever the provider's `Retry-After` says.
+    pub retry_max: Duration,
+    /// Runs of one task that may be cut off (the process killed, the lease lost) before the
+    /// claim that finds this many fails it instead of running it again: a task that crashes
+    /// its node every time is not requeued forever.
+    pub max_attempts: usize,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        Self {
+            max_concurrent_calls: 64,
+            lease: Duration::from_secs(30),
+            shutdown_grace: Duration::from_secs(30),
+            poll: Duration::from_secs(5),
+            retry_base: Duration::from_secs(2),
+            retry_max: Duration::from_secs(120),
+            max_attempts: 5,
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Inner {
     store: Arc<dyn Store>,
@@ -171,8 +207,6 @@ struct Inner {
     /// Routes "this agent has work" to its worker, or to the runtime's dispatcher.
     wakeups: Wakeups,
     counters: Counters,
-    /// Fired after a post is queued, so the delivery worker starts at once.
-    outbox_wakeup: Notify,
     /// This process, for leases; fresh on every start.
     node_id: String,
 }
@@ -189,12 +223,7 @@ impl Core {
         let secrets = SecretBox::load(config.secret_key.as_ref(), &config.data_dir)?;
         let discord = DiscordClient::new(&config.discord.api_base, config.discord.timeout)
             .map_err(|e| Error::internal(e.to_string()))?;
-        let models = Models::new(&config.models).map_err(|e| Error::internal(e.to_string()))?;
-        models.resolve(None, "", "").map_err(|e| {
-            Error::NotConfigured(format!(
-                "models.default: {e}; use echo, openai:<model> or anthropic:<model>"
-            ))
-        })?;
+        let models = Models::new(&config.models)?;
         let store = store::connect(&config.database_url).await?;
         let secret = match config.jwt_secret {
             Some(secret) if secret.expose_secret().len() < MIN_JWT_SECRET_BYTES => {
@@ -208,6 +237,7 @@ impl Core {
             ),
         };
         let auth = Auth::new(&secret, config.token_ttl);
+        let counters = Counters::new(models.provider_names());
         let inner = Inner {
             store,
             auth,
@@ -219,16 +249,21 @@ impl Core {
             runtime: config.runtime,
             billing: config.billing,
             wakeups: Wakeups::default(),
-            counters: Counters::default(),
-            outbox_wakeup: Notify::new(),
+            counters,
             node_id: uuid::Uuid::new_v4().to_string(),
         };
         Ok(Self { inner: Arc::new(inner) })
     }
 
     /// Succeeds when the database answers.
+    /// Succeeds when the database answers and the last write to it worked; otherwise the
+    /// error says why (a storage fault's cause names what failed, for the operator).
     pub async fn ready(&self) -> Result<()> {
-        self.inner.store.ping().await
+        self.inner.store.ping().await?;
+        match self.inner.store.health().fault() {
+            Some((fault, cause)) => Err(Error::Storage { fault, cause }),
+            None => Ok(()),
+        }
     }
 
     pub fn backend(&self) -> store::Backend {
@@ -274,10 +309,6 @@ impl Core {
     pub(crate) fn after_agent_change(&self, owner: &UserId, agent: &AgentId) {
         self.wake_outbox();
         self.wake_agent(owner, agent);
-    }
-
-    pub(crate) fn outbox_wakeup(&self) -> &Notify {
-        &self.inner.outbox_wakeup
     }
 
     pub(crate) fn store(&self) -> &dyn Store {

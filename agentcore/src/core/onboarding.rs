@@ -8,6 +8,7 @@ use crate::domain::now;
 use crate::domain::onboarding::{self, CompanyName, Onboarded, TEMPLATES, Template};
 use crate::domain::task::Task;
 use crate::error::{Error, Resource, Result, ValidationErrors};
+use crate::store::AgentWithTask;
 
 impl Core {
     /// The templates `onboard` can start from.
@@ -50,7 +51,7 @@ impl Core {
             ),
         );
         let added = task_added(&task);
-        let (agent, task) = self
+        let AgentWithTask { agent, task } = self
             .store()
             .insert_agent_with_task(&who.user_id, &agent, &created, &task, &added, self.plans())
             .await?;

@@ -4,7 +4,7 @@
 //! Why not `twilight-http`: its typed message builder has no `enforce_nonce`, it ignores
 //! `Retry-After` on a 429 without `X-RateLimit-Scope`, and its `/api/v10` prefix is fixed,
 //! which makes a faithful local fake awkward. Five endpoints do not justify working around
-//! those; see ARCHITECTURE.md.
+//! those; see docs/decisions.md.
 
 mod client;
 mod ratelimit;
@@ -51,55 +51,7 @@ impl Channel {
     }
 }
 
-/// An embed as the service sends it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Embed {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub color: Option<u32>,
-}
-
-/// The body of `POST /channels/{id}/messages`. Mentions never ping: the text is written by
-/// agents and users, not meant to notify anyone.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MessageBody {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub content: Option<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub embeds: Vec<Embed>,
-    pub allowed_mentions: AllowedMentions,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub nonce: Option<String>,
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub enforce_nonce: bool,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AllowedMentions {
-    pub parse: Vec<String>,
-}
-
-impl MessageBody {
-    pub fn new(content: Option<String>, embed: Option<Embed>) -> Self {
-        Self {
-            content,
-            embeds: embed.into_iter().collect(),
-            allowed_mentions: AllowedMentions::default(),
-            nonce: None,
-            enforce_nonce: false,
-        }
-    }
-
-    /// Makes a retry of this message return the first one instead of posting twice.
-    pub fn with_nonce(mut self, nonce: String) -> Self {
-        self.nonce = Some(nonce);
-        self.enforce_nonce = true;
-        self
-    }
-}
+pub use crate::domain::message::{AllowedMentions, Embed, MessageBody};
 
 /// A posted message.
 #[derive(Debug, Clone, Deserialize)]

@@ -18,10 +18,10 @@ use reqwest::header::HeaderMap;
 use tokio::time::Instant;
 
 /// Requests per second Discord allows one bot across all routes.
-pub const GLOBAL_PER_SECOND: u32 = 50;
+pub(super) const GLOBAL_PER_SECOND: u32 = 50;
 /// Invalid requests in [`INVALID_WINDOW`] after which this process stops calling Discord.
-pub const INVALID_BUDGET: usize = 5_000;
-pub const INVALID_WINDOW: Duration = Duration::from_secs(600);
+pub(super) const INVALID_BUDGET: usize = 5_000;
+pub(super) const INVALID_WINDOW: Duration = Duration::from_secs(600);
 
 /// Identifies a token without keeping it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -125,24 +125,53 @@ text::text_newtype!(
 );
 
 text::text_newtype!(
-    /// `echo`, `openai:<model>` or `anthropic:<model>`.
+    /// `echo`, or `<provider>:<model>` where the provider is a configured one's name (see
+    /// [`provider_name`]) and the model is the provider's own name for it. Only the shape is
+    /// checked here; whether the provider is configured is checked against the registry.
     ModelName,
     |value| {
         if value == "echo" {
             return Ok(value.to_owned());
         }
         match value.split_once(':') {
-            Some(("openai" | "anthropic", model))
-                if !model.is_empty()
+            Some((provider, model))
+                if provider_name(provider).is_ok()
+                    && !model.is_empty()
                     && text::char_len(model) <= 200
                     && !model.chars().any(|c| c.is_control() || c.is_whitespace()) =>
             {
                 Ok(value.to_owned())
             }
-            _ => Err("must be 'echo', 'openai:<model>' or 'anthropic:<model>'".to_string()),
+            _ => Err("must be 'echo' or '<provider>:<model>', such as 'openai:gpt-4o-mini'".into()),
         }
     }
 );
+
+impl ModelName {
+    /// The provider part: `echo` for `echo`.
+    pub fn provider(&self) -> &str {
+        self.as_str().split_once(':').map_or(self.as_str(), |(provider, _)| provider)
+    }
+}
+
+/// A model provider's name, as configured and as written before the `:` of a model name:
+/// 1 to 32 lowercase letters, digits and single underscores, starting with a letter; `echo`
+/// is taken by the offline model.
+pub fn provider_name(name: &str) -> Result<(), String> {
+    let shaped = name.len() <= 32
+        && name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && !name.contains("__")
+        && !name.ends_with('_');
+    match name {
+        "echo" => Err("'echo' is the offline model, not a provider".into()),
+        _ if shaped => Ok(()),
+        _ => Err(format!(
+            "'{name}' is not a provider name: 1 to 32 lowercase letters, digits and single \
+             underscores, starting with a letter"
+        )),
+    }
+}
 
 /// Seconds to wait between tasks: a finite number from 0 to 86,400.
 #[derive(Debug, Clone, Copy, Default, PartialEq, PartialOrd)]
@@ -262,7 +291,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn slugs_follow_the_contract_pattern() {
+    fn slugs_follow_the_documented_pattern() {
         for good in ["a", "0", "writer-1", "a_b", &"a".repeat(63)] {
             assert!(AgentId::parse(good).is_ok(), "{good:?} was refused");
         }
@@ -296,12 +325,29 @@ mod tests {
 
     #[test]
     fn model_names_name_a_provider() {
-        for good in
-            ["echo", "openai:gpt-4o-mini", "anthropic:claude-sonnet-4", "openai:llama3.1:8b"]
-        {
+        for good in [
+            "echo",
+            "openai:gpt-4o-mini",
+            "anthropic:claude-sonnet-4",
+            "openai:llama3.1:8b",
+            "local_ollama:qwen2.5",
+        ] {
             assert!(ModelName::parse(good).is_ok(), "{good:?} was refused");
         }
-        for bad in ["", "gpt-4o", "openai:", "mistral:large", "openai:a b"] {
+        let named = ModelName::parse("openai:llama3.1:8b").unwrap();
+        assert_eq!(named.provider(), "openai");
+        assert_eq!(ModelName::parse("echo").unwrap().provider(), "echo");
+        for bad in [
+            "",
+            "gpt-4o",
+            "openai:",
+            "OpenAI:gpt-4o",
+            "openai:a b",
+            "echo:x",
+            "1st:x",
+            "a__b:x",
+            ":x",
+        ] {
             assert!(ModelName::parse(bad).is_err(), "{bad:?} was accepted");
         }
     }

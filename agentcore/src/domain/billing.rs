@@ -137,6 +137,48 @@ impl SubscriptionChange {
     }
 }
 
+/// One way to find the user a Stripe event is for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UserLookup {
+    /// The user with this id.
+    Id(UserId),
+    /// The user with this email key.
+    EmailKey(String),
+    /// The user this Stripe customer is linked to.
+    Customer(String),
+}
+
+impl CustomerLink {
+    /// Where a checkout's customer belongs, tried in order until one finds a user: the
+    /// session's user ids (`client_reference_id`, then `metadata.user_id`), then the buyer's
+    /// address. Finding nobody links nothing.
+    pub fn owner_lookups(&self) -> Vec<UserLookup> {
+        let ids = self.user_ids.iter().cloned().map(UserLookup::Id);
+        ids.chain(self.email_key.clone().map(UserLookup::EmailKey)).collect()
+    }
+}
+
+impl SubscriptionChange {
+    /// Where a subscription belongs, tried in order: the user its customer is linked to, then
+    /// the user its `metadata.user_id` names.
+    pub fn owner_lookups(&self) -> Vec<UserLookup> {
+        let customer = UserLookup::Customer(self.customer.clone());
+        std::iter::once(customer).chain(self.user_hint.clone().map(UserLookup::Id)).collect()
+    }
+
+    /// Whether the user found by `lookup` gets the customer linked (when they have none yet):
+    /// a user named by the metadata, so the customer's later events find them directly.
+    pub fn links_customer(&self, lookup: &UserLookup) -> bool {
+        matches!(lookup, UserLookup::Id(_))
+    }
+
+    /// The subscription's user: the one its lookups found, else whoever held it before (a
+    /// subscription never falls back to nobody once it had a user).
+    pub fn owner(&self, found: Option<UserId>, previous: Option<UserId>) -> Option<UserId> {
+        found.or(previous)
+    }
+}
+
 /// A subscription as stored: its latest applied state.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SubscriptionState {
@@ -223,6 +265,38 @@ mod tests {
             price_plan: Some("pro".into()),
             user_hint: None,
         }
+    }
+
+    #[test]
+    fn an_events_user_is_looked_up_in_the_documented_order() {
+        let (ada, bob) =
+            (UserId::from_trusted("u_ada".into()), UserId::from_trusted("u_bob".into()));
+        let link = CustomerLink {
+            customer: "cus_1".into(),
+            user_ids: vec![ada.clone(), bob.clone()],
+            email_key: Some("ada@example.com".into()),
+        };
+        assert_eq!(
+            link.owner_lookups(),
+            [
+                UserLookup::Id(ada.clone()),
+                UserLookup::Id(bob.clone()),
+                UserLookup::EmailKey("ada@example.com".into())
+            ]
+        );
+        let change = SubscriptionChange {
+            id: "sub_1".into(),
+            customer: "cus_1".into(),
+            status: "active".into(),
+            deleted: false,
+            price_plan: None,
+            user_hint: Some(bob.clone()),
+        };
+        let lookups = change.owner_lookups();
+        assert_eq!(lookups, [UserLookup::Customer("cus_1".into()), UserLookup::Id(bob.clone())]);
+        assert!(!change.links_customer(&lookups[0]) && change.links_customer(&lookups[1]));
+        assert_eq!(change.owner(None, Some(ada.clone())), Some(ada.clone()));
+        assert_eq!(change.owner(Some(bob.clone()), Some(ada)), Some(bob));
     }
 
     #[test]

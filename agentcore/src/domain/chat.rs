@@ -5,8 +5,8 @@ use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
 
 use super::agent::AgentId;
+use super::message::{Embed, MessageBody};
 use super::text;
-use crate::discord::{Embed, MessageBody};
 
 /// A Discord snowflake: the decimal id of a guild, channel or message.
 fn snowflake(value: &str) -> Result<String, String> {
@@ -176,7 +176,7 @@ pub struct OutboxPost {
 
 /// One queue of posts: a user's posts to one channel, delivered in order. Users sharing a
 /// channel have separate queues, so one user's stuck post never holds back another's.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct OutboxLane {
     pub owner_id: String,
     pub channel_id: String,

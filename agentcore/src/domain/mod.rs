@@ -3,7 +3,9 @@
 pub mod activity;
 pub mod agent;
 pub mod billing;
+pub mod change;
 pub mod chat;
+pub mod message;
 pub mod onboarding;
 pub mod runtime;
 pub mod status;

@@ -6,8 +6,8 @@ use chrono::{DateTime, Utc};
 use super::activity::{Action, NewActivity};
 use super::agent::AgentStatus;
 use super::chat::NewPost;
+use super::message::{Embed, MessageBody};
 use super::task::{Task, TaskStatus, Usage};
-use crate::discord::{Embed, MessageBody};
 
 /// Consecutive failed tasks that put an agent in `error`.
 pub const FAILED_TASKS_BEFORE_ERROR: i32 = 3;
@@ -17,7 +17,7 @@ const EMBED_TITLE_CHARS: usize = 256;
 const EMBED_DESCRIPTION_CHARS: usize = 4096;
 
 /// One agent, named across users: what leases and wake-ups are about.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct AgentKey {
     pub owner_id: String,
     pub agent_id: String,
@@ -76,9 +76,9 @@ impl ClaimedTask {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Claim {
     Task(Box<ClaimedTask>),
-    /// Nothing to run now: look again at `until` (the throttle, or the lease of a task another
-    /// node still holds), or when woken.
-    Wait(Option<DateTime<Utc>>),
+    /// Nothing to run now: look again after this long (the throttle, or the lease of a task
+    /// another node still holds, as the database's clock counts it), or when woken.
+    Wait(Option<std::time::Duration>),
     /// Not this node's to run any more: stopped, deleted, or leased by another node.
     Lost,
 }

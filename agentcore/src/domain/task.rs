@@ -178,3 +178,25 @@ pub struct BacklogSummary {
     pub complete: i64,
     pub failed: i64,
 }
+/// In progress first, then queued in run order (priority, then age), then finished ones
+/// newest first.
+pub fn sort_backlog(tasks: &mut [Task]) {
+    let rank = |task: &Task| match task.status {
+        TaskStatus::InProgress => 0,
+        TaskStatus::Queued => 1,
+        TaskStatus::Complete | TaskStatus::Failed => 2,
+    };
+    tasks.sort_by(|a, b| {
+        rank(a).cmp(&rank(b)).then_with(|| match a.status {
+            TaskStatus::InProgress => a.started_at.cmp(&b.started_at),
+            TaskStatus::Queued => b
+                .priority
+                .cmp(&a.priority)
+                .then(a.created_at.cmp(&b.created_at))
+                .then_with(|| a.id.cmp(&b.id)),
+            TaskStatus::Complete | TaskStatus::Failed => {
+                b.completed_at.cmp(&a.completed_at).then(b.created_at.cmp(&a.created_at))
+            }
+        })
+    });
+}

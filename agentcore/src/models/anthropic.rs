@@ -5,11 +5,24 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{Completion, CompletionRequest, ModelError, ModelProvider, send_json};
+use super::{Completion, CompletionRequest, Endpoint, Kind, ModelError, ModelProvider, send_json};
 use crate::domain::task::Usage;
 
 const NAME: &str = "Anthropic";
 const API_VERSION: &str = "2023-06-01";
+
+/// `kind = "anthropic"`.
+pub(super) const KIND: Kind = Kind {
+    name: "anthropic",
+    default_base_url: "https://api.anthropic.com",
+    build: |endpoint: Endpoint| {
+        std::sync::Arc::new(AnthropicProvider::new(
+            endpoint.http,
+            &endpoint.base_url,
+            endpoint.api_key,
+        ))
+    },
+};
 
 #[derive(Debug, Clone)]
 pub struct AnthropicProvider {

@@ -1,26 +1,27 @@
 //! Language models behind the project's own trait.
 //!
-//! Three providers: any OpenAI-compatible chat-completions server (OpenAI, Ollama, vLLM,
-//! llama.cpp server, LM Studio, OpenRouter), Anthropic Messages, and `echo`, which calls no
-//! model and says so. The wire formats are small and their error semantics matter to the
-//! runtime (which failures to retry, how long `Retry-After` says to wait, which ones mean the
-//! agent can never succeed), so both are written here over `reqwest` rather than through a
-//! general LLM client; see ARCHITECTURE.md.
+//! Two kinds of provider: any OpenAI-compatible chat-completions server (OpenAI, Ollama, vLLM,
+//! llama.cpp server, LM Studio, OpenRouter) and Anthropic Messages; and `echo`, which calls no
+//! model and says so. Providers are configured by name ([`Models`], the registry), so OpenAI
+//! and a local Ollama can serve agents side by side. The wire formats are small and their error
+//! semantics matter to the runtime (which failures to retry, how long `Retry-After` says to
+//! wait, which ones mean the agent can never succeed), so both are written here over `reqwest`
+//! rather than through a general LLM client; see docs/decisions.md.
 
 mod anthropic;
 mod echo;
 mod openai;
+mod registry;
 
 use std::fmt;
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use secrecy::SecretString;
 
 pub use anthropic::AnthropicProvider;
 pub use echo::EchoProvider;
 pub use openai::OpenAiProvider;
+pub use registry::{Endpoint, KINDS, Kind, Models, ModelsConfig, ProviderConfig, kind_names};
 
 use crate::domain::task::Usage;
 
@@ -66,108 +67,6 @@ impl ModelError {
 #[async_trait]
 pub trait ModelProvider: Send + Sync + fmt::Debug {
     async fn complete(&self, request: &CompletionRequest) -> Result<Completion, ModelError>;
-}
-
-/// Where the providers are and how to reach them.
-#[derive(Debug, Clone)]
-pub struct ModelsConfig {
-    /// The model of agents that name none: `echo`, `openai:<model>` or `anthropic:<model>`.
-    pub default: String,
-    pub openai_base_url: String,
-    pub openai_api_key: Option<SecretString>,
-    pub anthropic_base_url: String,
-    pub anthropic_api_key: Option<SecretString>,
-    /// Bounds each call.
-    pub timeout: Duration,
-    /// The answer's length bound sent with every call.
-    pub max_tokens: u32,
-}
-
-impl Default for ModelsConfig {
-    fn default() -> Self {
-        Self {
-            default: "echo".into(),
-            openai_base_url: "https://api.openai.com/v1".into(),
-            openai_api_key: None,
-            anthropic_base_url: "https://api.anthropic.com".into(),
-            anthropic_api_key: None,
-            timeout: Duration::from_secs(120),
-            max_tokens: 1024,
-        }
-    }
-}
-
-/// The configured providers, and which one a model name means.
-#[derive(Debug, Clone)]
-pub struct Models {
-    default: String,
-    max_tokens: u32,
-    echo: Arc<EchoProvider>,
-    openai: Arc<OpenAiProvider>,
-    anthropic: Arc<AnthropicProvider>,
-}
-
-impl Models {
-    pub fn new(config: &ModelsConfig) -> Result<Self, ModelError> {
-        crate::install_tls_provider();
-        let http = reqwest::Client::builder()
-            .user_agent(concat!("agentd/", env!("CARGO_PKG_VERSION")))
-            .timeout(config.timeout)
-            .connect_timeout(config.timeout.min(Duration::from_secs(10)))
-            .build()
-            .map_err(|e| ModelError::permanent(format!("cannot build the HTTP client: {e}")))?;
-        Ok(Self {
-            default: config.default.clone(),
-            max_tokens: config.max_tokens,
-            echo: Arc::new(EchoProvider),
-            openai: Arc::new(OpenAiProvider::new(
-                http.clone(),
-                &config.openai_base_url,
-                config.openai_api_key.clone(),
-            )),
-            anthropic: Arc::new(AnthropicProvider::new(
-                http,
-                &config.anthropic_base_url,
-                config.anthropic_api_key.clone(),
-            )),
-        })
-    }
-
-    /// The server's default model name.
-    pub fn default_model(&self) -> &str {
-        &self.default
-    }
-
-    /// The provider's name for `model` (or the default), as metrics label calls: `echo`,
-    /// `openai`, `anthropic`, or `unknown`.
-    pub fn provider_of(&self, model: Option<&str>) -> &'static str {
-        let name = model.unwrap_or(&self.default);
-        let provider = name.split_once(':').map_or(name, |(provider, _)| provider);
-        crate::telemetry::PROVIDERS.into_iter().find(|p| *p == provider).unwrap_or("unknown")
-    }
-
-    /// The provider and request for `model` (or the default when `None`).
-    pub fn resolve(
-        &self,
-        model: Option<&str>,
-        system: &str,
-        user: &str,
-    ) -> Result<(Arc<dyn ModelProvider>, CompletionRequest), ModelError> {
-        let name = model.unwrap_or(&self.default);
-        let (provider, model): (Arc<dyn ModelProvider>, &str) = match name.split_once(':') {
-            None if name == "echo" => (self.echo.clone(), "echo"),
-            Some(("openai", model)) if !model.is_empty() => (self.openai.clone(), model),
-            Some(("anthropic", model)) if !model.is_empty() => (self.anthropic.clone(), model),
-            _ => return Err(ModelError::permanent(format!("unknown model '{name}'"))),
-        };
-        let request = CompletionRequest {
-            model: model.to_owned(),
-            system: system.to_owned(),
-            user: user.to_owned(),
-            max_tokens: self.max_tokens,
-        };
-        Ok((provider, request))
-    }
 }
 
 /// Both providers put a failure's explanation at `error.message`.
@@ -244,19 +143,6 @@ pub(crate) fn transport(error: &reqwest::Error, provider: &str) -> ModelError {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn model_names_pick_their_provider() {
-        let models = Models::new(&ModelsConfig::default()).unwrap();
-        let (_, request) = models.resolve(Some("openai:gpt-4o-mini"), "sys", "task").unwrap();
-        assert_eq!((request.model.as_str(), request.max_tokens), ("gpt-4o-mini", 1024));
-        let (_, request) = models.resolve(None, "sys", "task").unwrap();
-        assert_eq!(request.model, "echo");
-        assert!(matches!(
-            models.resolve(Some("mistral:large"), "s", "u"),
-            Err(ModelError::Permanent { .. })
-        ));
-    }
 
     #[test]
     fn failures_are_sorted_by_what_to_do() {

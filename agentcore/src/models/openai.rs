@@ -6,10 +6,23 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{Completion, CompletionRequest, ModelError, ModelProvider, send_json};
+use super::{Completion, CompletionRequest, Endpoint, Kind, ModelError, ModelProvider, send_json};
 use crate::domain::task::Usage;
 
 const NAME: &str = "the OpenAI-compatible provider";
+
+/// `kind = "openai"`.
+pub(super) const KIND: Kind = Kind {
+    name: "openai",
+    default_base_url: "https://api.openai.com/v1",
+    build: |endpoint: Endpoint| {
+        std::sync::Arc::new(OpenAiProvider::new(
+            endpoint.http,
+            &endpoint.base_url,
+            endpoint.api_key,
+        ))
+    },
+};
 
 #[derive(Debug, Clone)]
 pub struct OpenAiProvider {

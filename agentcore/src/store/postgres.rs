@@ -1,28 +1,15 @@
 //! The production backend: PostgreSQL, shared by any number of `agentd` nodes.
 
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 use sqlx::{Pool, Postgres, Transaction};
 
-use super::common::sql_store;
-use super::rows::{
-    self, ActivityRow, AgentRow, AgentRunRow, ConnectionRow, MappingRow, OutboxRow, TaskRow,
-    UserRow,
-};
-use super::{
-    AgentDecision, Backend, Backlogs, ConnectionRecord, DatabaseUrl, RuntimeLoad, TaskDecision,
-    TaskWrite, UserRecord, Wake, db_error, sql,
-};
-use crate::domain::activity::{Action, ActivityEntry, ActivityQuery, NewActivity};
-use crate::domain::agent::{Agent, AgentFilter, AgentId, AgentStatus, NewAgent};
-use crate::domain::chat::{Connection, Mapping, OutboxLane, OutboxPost};
-use crate::domain::runtime::{AgentKey, AgentRun, Claim, ClaimedTask, Outcome, finish};
-use crate::domain::task::{Task, TaskId, TaskStatus};
-use crate::domain::user::UserId;
-use crate::error::{Conflict, Error, Resource, Result};
+use super::{Backend, DatabaseUrl, StorageHealth, Wake, sql};
+use crate::domain::runtime::AgentKey;
+use crate::error::Result;
 
 const MAX_CONNECTIONS: u32 = 16;
 /// The channel wake-ups travel on: `owner/agent` for one agent, empty for "look again".
@@ -31,6 +18,7 @@ const WAKE_CHANNEL: &str = "agentd_wake";
 #[derive(Debug, Clone)]
 pub struct PostgresStore {
     pool: Pool<Postgres>,
+    health: Arc<StorageHealth>,
 }
 
 /// A pooled connection idle longer than this is pinged before it is used again.
@@ -38,6 +26,14 @@ const TEST_IDLE_AFTER: Duration = Duration::from_secs(1);
 
 impl PostgresStore {
     const BACKEND: Backend = Backend::Postgres;
+    /// Nodes with different clocks write one agent's activity.
+    const INSERT_ACTIVITY: &'static str = sql::INSERT_ACTIVITY_MONOTONIC;
+    /// The server's clock, the one time every node agrees on. `now()` is the transaction's
+    /// start: one value for every statement of a transaction.
+    const CLOCK: sql::Clock = sql::Clock {
+        now: "now()",
+        plus: |seconds| format!("(now() + {seconds}::float8 * interval '1 second')"),
+    };
     const LOCK: &'static str = " FOR UPDATE";
     /// Two nodes claiming at once take different agents instead of waiting on each other.
     const SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
@@ -69,7 +65,12 @@ impl PostgresStore {
             .connect_with(options)
             .await?;
         sqlx::migrate!("./migrations/postgres").run(&pool).await?;
-        Ok(Self { pool })
+        let health = Arc::new(StorageHealth::new(url.redacted()));
+        Ok(Self { pool, health })
+    }
+
+    fn storage_health(&self) -> &StorageHealth {
+        &self.health
     }
 
     fn reader(&self) -> &Pool<Postgres> {
@@ -139,4 +140,4 @@ impl PostgresStore {
     }
 }
 
-sql_store!(PostgresStore, Postgres);
+super::every_area!(PostgresStore, Postgres);

@@ -9,8 +9,8 @@ use crate::domain::user::UserId;
 use crate::error::{Error, Result};
 
 use super::{ConnectionRecord, UserRecord};
-use crate::domain::chat::{Connection, ConnectionKind, Mapping, OutboxPost};
-use crate::domain::runtime::AgentRun;
+use crate::domain::chat::{Connection, ConnectionKind, Mapping, OutboxLane, OutboxPost};
+use crate::domain::runtime::{AgentKey, AgentRun};
 
 #[derive(Debug, sqlx::FromRow)]
 pub(super) struct UserRow {
@@ -276,6 +276,8 @@ pub(super) struct AgentRunRow {
     lease_owner: Option<String>,
     next_run_at: Option<DateTime<Utc>>,
     failure_streak: i32,
+    /// The database's clock, read with the lock (one round trip fewer per task).
+    pub(super) db_now: DateTime<Utc>,
 }
 
 impl TryFrom<AgentRunRow> for AgentRun {
@@ -297,5 +299,31 @@ impl TryFrom<AgentRunRow> for AgentRun {
             next_run_at: row.next_run_at,
             failure_streak: row.failure_streak,
         })
+    }
+}
+
+/// An agent named across users, as leases and wake-ups select it.
+#[derive(sqlx::FromRow)]
+pub(super) struct AgentKeyRow {
+    owner_id: String,
+    agent_id: String,
+}
+
+impl From<AgentKeyRow> for AgentKey {
+    fn from(row: AgentKeyRow) -> Self {
+        AgentKey::new(row.owner_id, row.agent_id)
+    }
+}
+
+/// A user's queue of posts to one channel.
+#[derive(sqlx::FromRow)]
+pub(super) struct OutboxLaneRow {
+    owner_id: String,
+    channel_id: String,
+}
+
+impl From<OutboxLaneRow> for OutboxLane {
+    fn from(row: OutboxLaneRow) -> Self {
+        OutboxLane { owner_id: row.owner_id, channel_id: row.channel_id }
     }
 }

@@ -7,28 +7,14 @@
 //! pool and never wait for writers.
 
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{Pool, Sqlite, Transaction};
+use sqlx::{Connection as _, Pool, Sqlite, Transaction};
 
-use super::common::sql_store;
-use super::rows::{
-    self, ActivityRow, AgentRow, AgentRunRow, ConnectionRow, MappingRow, OutboxRow, TaskRow,
-    UserRow,
-};
-use super::{
-    AgentDecision, Backend, Backlogs, ConnectionRecord, DatabaseUrl, RuntimeLoad, TaskDecision,
-    TaskWrite, UserRecord, Wake, db_error, sql,
-};
-use crate::domain::activity::{Action, ActivityEntry, ActivityQuery, NewActivity};
-use crate::domain::agent::{Agent, AgentFilter, AgentId, AgentStatus, NewAgent};
-use crate::domain::chat::{Connection, Mapping, OutboxLane, OutboxPost};
-use crate::domain::runtime::{AgentKey, AgentRun, Claim, ClaimedTask, Outcome, finish};
-use crate::domain::task::{Task, TaskId, TaskStatus};
-use crate::domain::user::UserId;
-use crate::error::{Conflict, Error, Resource, Result};
+use super::{Backend, DatabaseUrl, StorageHealth, Wake, sql};
+use crate::error::{Error, Result};
 
 /// How long a statement waits for another process's write lock before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -38,10 +24,23 @@ const READERS: u32 = 8;
 pub struct SqliteStore {
     writer: Pool<Sqlite>,
     reader: Pool<Sqlite>,
+    health: Arc<StorageHealth>,
 }
 
 impl SqliteStore {
     const BACKEND: Backend = Backend::Sqlite;
+    /// Every process on one file shares one clock: entries are dated as written.
+    const INSERT_ACTIVITY: &'static str = sql::INSERT_ACTIVITY;
+    /// SQLite's own clock, written as sqlx writes `DateTime<Utc>` (RFC 3339 with `+00:00`), so
+    /// text comparison is time order. Every process on one file shares the machine's clock.
+    const CLOCK: sql::Clock = sql::Clock {
+        now: "strftime('%Y-%m-%dT%H:%M:%f+00:00', 'now')",
+        plus: |seconds| {
+            format!(
+                "strftime('%Y-%m-%dT%H:%M:%f+00:00', 'now', printf('%+.3f seconds', {seconds}))"
+            )
+        },
+    };
     /// `BEGIN IMMEDIATE` already holds the write lock: selected rows need no lock of their own.
     const LOCK: &'static str = "";
     /// The single writer already keeps two claims apart.
@@ -60,6 +59,7 @@ impl SqliteStore {
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
             .busy_timeout(BUSY_TIMEOUT);
+        let health = Arc::new(StorageHealth::new(options.get_filename().display().to_string()));
         let in_memory = options.get_filename().to_string_lossy().is_empty()
             || url.expose().contains(":memory:")
             || url.expose().contains("mode=memory");
@@ -69,7 +69,25 @@ impl SqliteStore {
         }
         // A connection to a local file cannot go stale: no ping to its thread before each use
         // (sqlx's default), which costs a thread hand-off per use.
-        let writer = SqlitePoolOptions::new()
+        let mut writer = SqlitePoolOptions::new();
+        if !in_memory {
+            // A write that failed half-way (a full disk, an I/O error, a future dropped inside
+            // its transaction) may leave the connection believing it is still in a
+            // transaction: SQLite rolls some failures back by itself, and then the ROLLBACK
+            // sqlx sends fails and its transaction depth stays at one, which refuses every
+            // later BEGIN. Such a connection is closed on its way back to the pool and a fresh
+            // one opened for the next write. (An in-memory database would be lost with it.)
+            writer = writer.after_release(|conn, _| {
+                Box::pin(async move {
+                    if conn.is_in_transaction() {
+                        // The rollback of a dropped transaction is queued; a ping waits for it.
+                        conn.ping().await?;
+                    }
+                    Ok(!conn.is_in_transaction())
+                })
+            });
+        }
+        let writer = writer
             .test_before_acquire(false)
             .max_connections(1)
             .min_connections(u32::from(in_memory))
@@ -88,7 +106,11 @@ impl SqliteStore {
                 .connect_with(options.read_only(true))
                 .await?
         };
-        Ok(Self { writer, reader })
+        Ok(Self { writer, reader, health })
+    }
+
+    fn storage_health(&self) -> &StorageHealth {
+        &self.health
     }
 
     fn reader(&self) -> &Pool<Sqlite> {
@@ -117,4 +139,4 @@ impl SqliteStore {
     }
 }
 
-sql_store!(SqliteStore, Sqlite);
+super::every_area!(SqliteStore, Sqlite);

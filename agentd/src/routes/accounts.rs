@@ -16,7 +16,7 @@ use crate::limits::SignIn;
 #[utoipa::path(post, path = "/auth/register", operation_id = "register", tag = "accounts",
     request_body = RegisterRequest,
     responses((status = 201, description = "The account and a token for it.", body = Session)))]
-pub async fn register(
+pub(super) async fn register(
     State(state): State<AppState>,
     _: SignIn,
     Json(request): Json<RegisterRequest>,
@@ -28,7 +28,7 @@ pub async fn register(
 #[utoipa::path(post, path = "/auth/login", operation_id = "login", tag = "accounts",
     request_body = LoginRequest,
     responses((status = 200, description = "A token; every failure is the same 401.", body = Session)))]
-pub async fn login(
+pub(super) async fn login(
     State(state): State<AppState>,
     _: SignIn,
     Json(request): Json<LoginRequest>,
@@ -38,7 +38,7 @@ pub async fn login(
 
 #[utoipa::path(get, path = "/auth/me", operation_id = "me", tag = "accounts", security(("bearer" = [])),
     responses((status = 200, description = "The caller.", body = User)))]
-pub async fn me(
+pub(super) async fn me(
     State(state): State<AppState>,
     Caller(who): Caller,
 ) -> Result<Reply<User>, ApiError> {
@@ -47,7 +47,7 @@ pub async fn me(
 
 #[utoipa::path(post, path = "/auth/logout", operation_id = "logout", tag = "accounts", security(("bearer" = [])),
     responses((status = 200, description = "Every token of the caller is revoked: `logged_out`.", body = StatusResponse)))]
-pub async fn logout(
+pub(super) async fn logout(
     State(state): State<AppState>,
     Caller(who): Caller,
 ) -> Result<Reply<StatusResponse>, ApiError> {

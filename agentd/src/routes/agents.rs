@@ -18,7 +18,7 @@ use crate::error::ApiError;
 use crate::extract::{Caller, Json, OptionalJson, Params, Path, agent_id};
 
 #[derive(Debug, Deserialize)]
-pub struct ListParams {
+pub(super) struct ListParams {
     workspace: Option<String>,
     status: Option<String>,
 }
@@ -27,7 +27,7 @@ pub struct ListParams {
     params(("workspace" = Option<String>, Query, description = "Only agents in this workspace."),
            ("status" = Option<AgentStatus>, Query, description = "Only agents with this status.")),
     responses((status = 200, description = "The caller's agents, without role prompts.", body = AgentList)))]
-pub async fn list(
+pub(super) async fn list(
     State(state): State<AppState>,
     Caller(who): Caller,
     Params(params): Params<ListParams>,
@@ -44,7 +44,7 @@ pub async fn list(
 #[utoipa::path(post, path = "/api/agents", operation_id = "create_agent", tag = "agents", security(("bearer" = [])),
     request_body = CreateAgentRequest,
     responses((status = 201, description = "The new agent, idle.", body = Agent)))]
-pub async fn create(
+pub(super) async fn create(
     State(state): State<AppState>,
     Caller(who): Caller,
     Json(request): Json<CreateAgentRequest>,
@@ -56,7 +56,7 @@ pub async fn create(
 #[utoipa::path(get, path = "/api/agents/{id}", operation_id = "show_agent", tag = "agents", security(("bearer" = [])),
     params(("id" = String, Path, example = "alpha", description = "The agent's id.")),
     responses((status = 200, description = "The agent and its whole backlog.", body = AgentDetail)))]
-pub async fn show(
+pub(super) async fn show(
     State(state): State<AppState>,
     Caller(who): Caller,
     Path(id): Path<String>,
@@ -67,7 +67,7 @@ pub async fn show(
 #[utoipa::path(patch, path = "/api/agents/{id}", operation_id = "update_agent", tag = "agents", security(("bearer" = [])),
     params(("id" = String, Path, example = "alpha", description = "The agent's id.")), request_body = UpdateAgentRequest,
     responses((status = 200, description = "The agent after the change; `null` clears `workspace` or `model`.", body = Agent)))]
-pub async fn update(
+pub(super) async fn update(
     State(state): State<AppState>,
     Caller(who): Caller,
     Path(id): Path<String>,
@@ -80,7 +80,7 @@ pub async fn update(
 #[utoipa::path(delete, path = "/api/agents/{id}", operation_id = "delete_agent", tag = "agents", security(("bearer" = [])),
     params(("id" = String, Path, example = "alpha", description = "The agent's id.")),
     responses((status = 200, description = "The agent, its backlog, activity and mapping are gone.", body = Deleted)))]
-pub async fn delete(
+pub(super) async fn delete(
     State(state): State<AppState>,
     Caller(who): Caller,
     Path(id): Path<String>,
@@ -93,7 +93,7 @@ pub async fn delete(
 #[utoipa::path(post, path = "/api/agents/{id}/start", operation_id = "start_agent", tag = "agents", security(("bearer" = [])),
     params(("id" = String, Path, example = "alpha", description = "The agent's id.")),
     responses((status = 200, description = "`started`: the agent works its backlog.", body = AgentStatusResponse)))]
-pub async fn start(
+pub(super) async fn start(
     State(state): State<AppState>,
     Caller(who): Caller,
     Path(id): Path<String>,
@@ -105,7 +105,7 @@ pub async fn start(
 #[utoipa::path(post, path = "/api/agents/{id}/stop", operation_id = "stop_agent", tag = "agents", security(("bearer" = [])),
     params(("id" = String, Path, example = "alpha", description = "The agent's id.")),
     responses((status = 200, description = "`stopped`: the agent is idle after its current task.", body = AgentStatusResponse)))]
-pub async fn stop(
+pub(super) async fn stop(
     State(state): State<AppState>,
     Caller(who): Caller,
     Path(id): Path<String>,
@@ -119,7 +119,7 @@ pub async fn stop(
     params(("id" = String, Path, example = "alpha", description = "The agent's id.")),
     request_body(content = Option<VacationRequest>, description = "Empty toggles; `enabled` sets."),
     responses((status = 200, description = "The status after the call.", body = AgentStatusResponse)))]
-pub async fn vacation(
+pub(super) async fn vacation(
     State(state): State<AppState>,
     Caller(who): Caller,
     Path(id): Path<String>,
@@ -130,7 +130,7 @@ pub async fn vacation(
 }
 
 #[derive(Debug, Deserialize)]
-pub struct ActivityParams {
+pub(super) struct ActivityParams {
     limit: Option<String>,
     before: Option<String>,
 }
@@ -140,7 +140,7 @@ pub struct ActivityParams {
            ("limit" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "At most this many entries (default 30)."),
            ("before" = Option<chrono::DateTime<chrono::Utc>>, Query, description = "Only entries older than this RFC 3339 time.")),
     responses((status = 200, description = "The agent's log, newest first.", body = ActivityList)))]
-pub async fn activity(
+pub(super) async fn activity(
     State(state): State<AppState>,
     Caller(who): Caller,
     Path(id): Path<String>,

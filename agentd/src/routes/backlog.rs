@@ -16,7 +16,7 @@ use crate::extract::{Caller, Json, Params, Path, agent_id, task_id};
 #[utoipa::path(post, path = "/api/agents/{id}/backlog", operation_id = "add_task", tag = "backlog", security(("bearer" = [])),
     params(("id" = String, Path, example = "alpha", description = "The agent's id.")), request_body = CreateTaskRequest,
     responses((status = 201, description = "The queued task.", body = Task)))]
-pub async fn add(
+pub(super) async fn add(
     State(state): State<AppState>,
     Caller(who): Caller,
     Path(agent): Path<String>,
@@ -28,14 +28,14 @@ pub async fn add(
 }
 
 #[derive(Debug, Deserialize)]
-pub struct ListParams {
+pub(super) struct ListParams {
     status: Option<String>,
 }
 
 #[utoipa::path(get, path = "/api/agents/{id}/backlog", operation_id = "list_tasks", tag = "backlog", security(("bearer" = [])),
     params(("id" = String, Path, example = "alpha", description = "The agent's id."), ("status" = Option<TaskStatus>, Query, description = "Only tasks with this status.")),
-    responses((status = 200, description = "The backlog in run order.", body = TaskList)))]
-pub async fn list(
+    responses((status = 200, description = "The backlog in creation order (oldest first).", body = TaskList)))]
+pub(super) async fn list(
     State(state): State<AppState>,
     Caller(who): Caller,
     Path(agent): Path<String>,
@@ -51,7 +51,7 @@ pub async fn list(
 #[utoipa::path(get, path = "/api/agents/{id}/backlog/{task_id}", operation_id = "show_task", tag = "backlog", security(("bearer" = [])),
     params(("id" = String, Path, example = "alpha", description = "The agent's id."), ("task_id" = String, Path, description = "The task's id.")),
     responses((status = 200, description = "The task.", body = Task)))]
-pub async fn show(
+pub(super) async fn show(
     State(state): State<AppState>,
     Caller(who): Caller,
     Path((agent, task)): Path<(String, String)>,
@@ -62,7 +62,7 @@ pub async fn show(
 #[utoipa::path(patch, path = "/api/agents/{id}/backlog/{task_id}", operation_id = "update_task", tag = "backlog", security(("bearer" = [])),
     params(("id" = String, Path, example = "alpha", description = "The agent's id."), ("task_id" = String, Path, description = "The task's id.")), request_body = UpdateTaskRequest,
     responses((status = 200, description = "The task after the change; only queued tasks can change.", body = Task)))]
-pub async fn update(
+pub(super) async fn update(
     State(state): State<AppState>,
     Caller(who): Caller,
     Path((agent, task)): Path<(String, String)>,
@@ -75,7 +75,7 @@ pub async fn update(
 #[utoipa::path(delete, path = "/api/agents/{id}/backlog/{task_id}", operation_id = "delete_task", tag = "backlog", security(("bearer" = [])),
     params(("id" = String, Path, example = "alpha", description = "The agent's id."), ("task_id" = String, Path, description = "The task's id.")),
     responses((status = 200, description = "The task is gone.", body = Deleted)))]
-pub async fn delete(
+pub(super) async fn delete(
     State(state): State<AppState>,
     Caller(who): Caller,
     Path((agent, task)): Path<(String, String)>,
@@ -88,7 +88,7 @@ pub async fn delete(
 #[utoipa::path(post, path = "/api/agents/{id}/backlog/{task_id}/retry", operation_id = "retry_task", tag = "backlog", security(("bearer" = [])),
     params(("id" = String, Path, example = "alpha", description = "The agent's id."), ("task_id" = String, Path, description = "The task's id.")),
     responses((status = 200, description = "The failed task, queued again.", body = Task)))]
-pub async fn retry(
+pub(super) async fn retry(
     State(state): State<AppState>,
     Caller(who): Caller,
     Path((agent, task)): Path<(String, String)>,

@@ -12,7 +12,7 @@ use crate::extract::{Caller, RawBody};
 
 #[utoipa::path(get, path = "/api/billing", operation_id = "show_billing", tag = "billing", security(("bearer" = [])),
     responses((status = 200, description = "The caller's plan and its use.", body = Billing)))]
-pub async fn show(
+pub(super) async fn show(
     State(state): State<AppState>,
     Caller(who): Caller,
 ) -> Result<Reply<Billing>, ApiError> {
@@ -24,7 +24,7 @@ pub async fn show(
     params(("Stripe-Signature" = Option<String>, Header, description = "Stripe's signature over the raw body.")),
     request_body(content = serde_json::Value, description = "A Stripe event, exactly as Stripe sent it."),
     responses((status = 200, description = "Received; `handled` says whether the service acts on this kind.", body = WebhookReceipt)))]
-pub async fn webhook(
+pub(super) async fn webhook(
     State(state): State<AppState>,
     headers: HeaderMap,
     RawBody(body): RawBody,

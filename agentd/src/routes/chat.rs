@@ -22,7 +22,7 @@ fn guild_id(raw: &str) -> Result<GuildId, ApiError> {
 
 #[utoipa::path(get, path = "/api/chat/oauth-url", operation_id = "oauth_url", tag = "chat", security(("bearer" = [])),
     responses((status = 200, description = "Where to install the service's bot, with the state to send back.", body = OauthUrl)))]
-pub async fn oauth_url(
+pub(super) async fn oauth_url(
     State(state): State<AppState>,
     Caller(who): Caller,
 ) -> Result<Reply<OauthUrl>, ApiError> {
@@ -32,7 +32,7 @@ pub async fn oauth_url(
 #[utoipa::path(post, path = "/api/chat/callback", operation_id = "oauth_callback", tag = "chat", security(("bearer" = [])),
     request_body = CallbackRequest,
     responses((status = 200, description = "The guild is connected.", body = Connected)))]
-pub async fn callback(
+pub(super) async fn callback(
     State(state): State<AppState>,
     Caller(who): Caller,
     Json(request): Json<CallbackRequest>,
@@ -44,7 +44,7 @@ pub async fn callback(
 #[utoipa::path(post, path = "/api/chat/connect", operation_id = "connect_guild", tag = "chat", security(("bearer" = [])),
     request_body = ConnectRequest,
     responses((status = 200, description = "The guild is connected through the user's own bot.", body = Connected)))]
-pub async fn connect(
+pub(super) async fn connect(
     State(state): State<AppState>,
     Caller(who): Caller,
     Json(request): Json<ConnectRequest>,
@@ -55,7 +55,7 @@ pub async fn connect(
 
 #[utoipa::path(get, path = "/api/chat/connections", operation_id = "list_connections", tag = "chat", security(("bearer" = [])),
     responses((status = 200, description = "The caller's connected guilds.", body = ConnectionList)))]
-pub async fn connections(
+pub(super) async fn connections(
     State(state): State<AppState>,
     Caller(who): Caller,
 ) -> Result<Reply<ConnectionList>, ApiError> {
@@ -65,7 +65,7 @@ pub async fn connections(
 #[utoipa::path(post, path = "/api/chat/test/{guild_id}", operation_id = "test_connection", tag = "chat", security(("bearer" = [])),
     params(("guild_id" = String, Path, example = "4242", description = "The Discord guild (server) id.")),
     responses((status = 200, description = "Discord answered for the guild.", body = ConnectionTest)))]
-pub async fn test(
+pub(super) async fn test(
     State(state): State<AppState>,
     Caller(who): Caller,
     Path(guild): Path<String>,
@@ -77,7 +77,7 @@ pub async fn test(
 #[utoipa::path(delete, path = "/api/chat/connections/{guild_id}", operation_id = "disconnect_guild", tag = "chat", security(("bearer" = [])),
     params(("guild_id" = String, Path, example = "4242", description = "The Discord guild (server) id.")),
     responses((status = 200, description = "The guild and its mappings are gone.", body = Disconnected)))]
-pub async fn disconnect(
+pub(super) async fn disconnect(
     State(state): State<AppState>,
     Caller(who): Caller,
     Path(guild): Path<String>,
@@ -90,7 +90,7 @@ pub async fn disconnect(
 #[utoipa::path(get, path = "/api/chat/connections/{guild_id}/channels", operation_id = "list_channels", tag = "chat", security(("bearer" = [])),
     params(("guild_id" = String, Path, example = "4242", description = "The Discord guild (server) id.")),
     responses((status = 200, description = "The guild's text channels, fetched from Discord.", body = ChannelList)))]
-pub async fn channels(
+pub(super) async fn channels(
     State(state): State<AppState>,
     Caller(who): Caller,
     Path(guild): Path<String>,
@@ -102,7 +102,7 @@ pub async fn channels(
     params(("id" = String, Path, example = "4242", description = "The guild id the channel belongs to.")),
     request_body = MapRequest,
     responses((status = 200, description = "The agent posts to the channel.", body = Mapped)))]
-pub async fn map(
+pub(super) async fn map(
     State(state): State<AppState>,
     Caller(who): Caller,
     Path(guild): Path<String>,
@@ -116,7 +116,7 @@ pub async fn map(
 
 #[utoipa::path(get, path = "/api/chat/mappings", operation_id = "list_mappings", tag = "chat", security(("bearer" = [])),
     responses((status = 200, description = "Where each of the caller's agents posts.", body = MappingList)))]
-pub async fn mappings(
+pub(super) async fn mappings(
     State(state): State<AppState>,
     Caller(who): Caller,
 ) -> Result<Reply<MappingList>, ApiError> {
@@ -126,7 +126,7 @@ pub async fn mappings(
 #[utoipa::path(delete, path = "/api/chat/mappings/{id}", operation_id = "unmap_agent", tag = "chat", security(("bearer" = [])),
     params(("id" = String, Path, example = "alpha", description = "The agent id whose mapping goes.")),
     responses((status = 200, description = "The agent posts nowhere.", body = Unmapped)))]
-pub async fn unmap(
+pub(super) async fn unmap(
     State(state): State<AppState>,
     Caller(who): Caller,
     Path(agent): Path<String>,
@@ -139,7 +139,7 @@ pub async fn unmap(
 #[utoipa::path(post, path = "/api/chat/send/{guild_id}", operation_id = "send_message", tag = "chat", security(("bearer" = [])),
     params(("guild_id" = String, Path, example = "4242", description = "The Discord guild (server) id.")), request_body = SendRequest,
     responses((status = 200, description = "Discord accepted the message.", body = Sent)))]
-pub async fn send(
+pub(super) async fn send(
     State(state): State<AppState>,
     Caller(who): Caller,
     Path(guild): Path<String>,

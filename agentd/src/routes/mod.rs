@@ -1,4 +1,4 @@
-//! The route table: every path of the contract, and the handler behind it. Each handler
+//! The route table: every path of the API (docs/api.md), and the handler behind it. Each handler
 //! carries its `#[utoipa::path]` description and is registered through `routes!`, which reads
 //! the method and path from that description: the OpenAPI document and the router cannot
 //! disagree.
@@ -20,7 +20,7 @@ use crate::AppState;
 use crate::openapi;
 
 /// Every route with its description.
-pub fn api() -> OpenApiRouter<AppState> {
+pub(crate) fn api() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(openapi::Frame::openapi())
         .routes(routes!(ops::healthz))
         .routes(routes!(ops::readyz))
@@ -55,8 +55,8 @@ pub fn api() -> OpenApiRouter<AppState> {
         .routes(routes!(chat::send))
 }
 
-/// The router: [`api`] with the contract's answers for unknown routes and methods.
-pub fn routes() -> Router<AppState> {
+/// The router: [`api`] with the API's answers for unknown routes and methods.
+pub(crate) fn routes() -> Router<AppState> {
     let (router, _) = api().split_for_parts();
     router.fallback(ops::route_not_found).method_not_allowed_fallback(ops::method_not_allowed)
 }

@@ -14,14 +14,14 @@ use crate::extract::{Caller, Json};
 /// Public, so a sign-up page can show them before there is an account.
 #[utoipa::path(get, path = "/api/onboarding/templates", operation_id = "list_templates", tag = "onboarding",
     responses((status = 200, description = "The role templates.", body = TemplateList)))]
-pub async fn templates(State(state): State<AppState>) -> Reply<TemplateList> {
+pub(super) async fn templates(State(state): State<AppState>) -> Reply<TemplateList> {
     Reply(TemplateList { templates: state.core.onboarding_templates().to_vec() })
 }
 
 #[utoipa::path(post, path = "/api/onboarding/setup", operation_id = "onboard", tag = "onboarding", security(("bearer" = [])),
     request_body = SetupRequest,
     responses((status = 201, description = "A ready agent and its first task.", body = Onboarded)))]
-pub async fn setup(
+pub(super) async fn setup(
     State(state): State<AppState>,
     Caller(who): Caller,
     Json(request): Json<SetupRequest>,

@@ -11,27 +11,33 @@ use crate::error::ApiError;
 /// The process is up and serving.
 #[utoipa::path(get, path = "/healthz", operation_id = "healthz", tag = "operations",
     responses((status = 200, description = "`{\"status\": \"ok\"}`.", body = StatusResponse)))]
-pub async fn healthz() -> Reply<StatusResponse> {
+pub(super) async fn healthz() -> Reply<StatusResponse> {
     Reply(StatusResponse { status: "ok".into() })
 }
 
-/// The process can do its work: the database answers.
+/// The process can do its work: the database answers and writes to it work.
 #[utoipa::path(get, path = "/readyz", operation_id = "readyz", tag = "operations",
-    responses((status = 200, description = "`{\"status\": \"ready\"}`; 503 `not_ready` when the database does not answer.", body = StatusResponse)))]
-pub async fn readyz(State(state): State<AppState>) -> Result<Reply<StatusResponse>, ApiError> {
+    responses((status = 200, description = "`{\"status\": \"ready\"}`; 503 `not_ready`, the message saying why, when the database does not answer or refused the last write (a full disk, a lost connection) and none has succeeded since.", body = StatusResponse)))]
+pub(super) async fn readyz(
+    State(state): State<AppState>,
+) -> Result<Reply<StatusResponse>, ApiError> {
     match state.core.ready().await {
         Ok(()) => Ok(Reply(StatusResponse { status: "ready".into() })),
         Err(error) => {
+            let why = match &error {
+                agentcore::Error::Storage { cause, .. } => cause.clone(),
+                _ => "the database does not answer".to_owned(),
+            };
             tracing::warn!(%error, "readiness check failed");
-            Err(ApiError::NotReady)
+            Err(ApiError::NotReady(why))
         }
     }
 }
 
-pub async fn route_not_found() -> ApiError {
+pub(super) async fn route_not_found() -> ApiError {
     ApiError::RouteNotFound
 }
 
-pub async fn method_not_allowed() -> ApiError {
+pub(super) async fn method_not_allowed() -> ApiError {
     ApiError::MethodNotAllowed
 }

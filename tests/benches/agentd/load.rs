@@ -14,11 +14,11 @@ use hyper::{Method, Request};
 use hyper_util::rt::TokioIo;
 
 /// What each request of a run is: given the run's request counter, the method, path and body.
-pub type MakeRequest = Arc<dyn Fn(u64) -> (Method, String, Option<String>) + Send + Sync>;
+pub(crate) type MakeRequest = Arc<dyn Fn(u64) -> (Method, String, Option<String>) + Send + Sync>;
 
 /// How a run goes.
 #[derive(Debug, Clone, Copy)]
-pub struct Shape {
+pub(crate) struct Shape {
     pub connections: usize,
     /// Requests before this are sent but not counted: connections open, caches warm.
     pub warmup: Duration,
@@ -27,7 +27,7 @@ pub struct Shape {
 
 /// What a run measured.
 #[derive(Debug, Clone, Default)]
-pub struct Measured {
+pub(crate) struct Measured {
     /// Successful (2xx) answers in the measured window.
     pub ok: u64,
     /// Other answers and transport errors in the measured window.
@@ -39,17 +39,17 @@ pub struct Measured {
 }
 
 impl Measured {
-    pub fn per_second(&self) -> f64 {
+    pub(crate) fn per_second(&self) -> f64 {
         self.ok as f64 / self.elapsed.as_secs_f64()
     }
 
     /// The `q` quantile (0..=1) of the latencies, in milliseconds.
-    pub fn quantile_ms(&self, q: f64) -> f64 {
+    pub(crate) fn quantile_ms(&self, q: f64) -> f64 {
         quantile_ms(&self.latencies_us, q)
     }
 }
 
-pub fn quantile_ms(sorted_us: &[u32], q: f64) -> f64 {
+pub(crate) fn quantile_ms(sorted_us: &[u32], q: f64) -> f64 {
     if sorted_us.is_empty() {
         return f64::NAN;
     }
@@ -58,7 +58,7 @@ pub fn quantile_ms(sorted_us: &[u32], q: f64) -> f64 {
 }
 
 /// Runs `shape.connections` connections against `address` until the window closes.
-pub async fn closed_loop(
+pub(crate) async fn closed_loop(
     address: SocketAddr,
     token: Option<&str>,
     shape: Shape,

@@ -11,20 +11,15 @@
 //! model servers of the integration tests in this process; the load generator runs here too,
 //! so server and load share the machine's cores, as a load test on one machine does.
 
-#![allow(clippy::unwrap_used)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test harness: a failed set-up step stops the run with its cause"
+)]
 
-#[path = "../../api/fake_discord.rs"]
-#[allow(dead_code)]
-mod fake_discord;
-#[path = "../../api/fake_models.rs"]
-#[allow(dead_code)]
-mod fake_models;
-#[path = "../../api/helpers.rs"]
-#[allow(dead_code, unused_imports, unused_macros)]
-mod helpers;
-#[path = "../../api/stripe_events.rs"]
-#[allow(dead_code)]
-mod stripe_events;
+use support as helpers;
+use support::{fake_discord, fake_models};
 
 mod load;
 mod report;

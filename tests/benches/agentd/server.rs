@@ -12,10 +12,10 @@ use tokio::process::{Child, Command};
 
 use crate::helpers::{TestDb, eventually, metric_samples, sample};
 
-pub const PASSWORD: &str = "correct horse battery";
+pub(crate) const PASSWORD: &str = "correct horse battery";
 
 /// A running `agentd` on its own database and data directory; killed when dropped.
-pub struct Agentd {
+pub(crate) struct Agentd {
     child: Child,
     pub address: SocketAddr,
     base: String,
@@ -27,7 +27,7 @@ pub struct Agentd {
 impl Agentd {
     /// Starts agentd with the abuse limits off (one user drives all the load), room for 20,000
     /// agents on the free plan, its log in a file, and `env` on top.
-    pub async fn start(db: TestDb, env: &[(&str, String)]) -> Self {
+    pub(crate) async fn start(db: TestDb, env: &[(&str, String)]) -> Self {
         let data_dir = tempfile::tempdir().expect("a data directory");
         let address = free_address();
         let log = std::fs::File::create(data_dir.path().join("agentd.log")).expect("a log file");
@@ -61,12 +61,12 @@ impl Agentd {
         server
     }
 
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id().expect("agentd is running")
     }
 
     /// Sends a request and returns the status and the JSON body (null when there is none).
-    pub async fn call(
+    pub(crate) async fn call(
         &self,
         method: Method,
         path: &str,
@@ -86,14 +86,20 @@ impl Agentd {
     }
 
     /// Like [`Agentd::call`], and the answer must be a success.
-    pub async fn ok(&self, method: Method, path: &str, token: &str, body: Option<Value>) -> Value {
+    pub(crate) async fn ok(
+        &self,
+        method: Method,
+        path: &str,
+        token: &str,
+        body: Option<Value>,
+    ) -> Value {
         let (status, reply) = self.call(method.clone(), path, Some(token), body).await;
         assert!((200..300).contains(&status), "{method} {path}: {status} {reply}");
         reply
     }
 
     /// Registers `email` and returns its bearer token.
-    pub async fn register(&self, email: &str) -> String {
+    pub(crate) async fn register(&self, email: &str) -> String {
         let body = json!({"email": email, "password": PASSWORD, "name": "Bench"});
         let (status, reply) = self.call(Method::POST, "/auth/register", None, Some(body)).await;
         assert_eq!(status, 201, "register: {reply}");
@@ -102,7 +108,7 @@ impl Agentd {
 
     /// The value of `series` (name and labels, as `/metrics` prints them); a series agentd
     /// does not print fails at once.
-    pub async fn metric(&self, series: &str) -> f64 {
+    pub(crate) async fn metric(&self, series: &str) -> f64 {
         let text = self
             .client
             .get(format!("{}/metrics", self.base))
@@ -117,7 +123,7 @@ impl Agentd {
 
     /// Waits until `series` reaches `at_least`, looking every 20 ms; returns when it was first
     /// seen there, and its value then.
-    pub async fn wait_for_metric(
+    pub(crate) async fn wait_for_metric(
         &self,
         series: &str,
         at_least: f64,
@@ -135,12 +141,12 @@ impl Agentd {
     }
 
     /// Resident memory now and at its peak (KiB), and CPU time used so far.
-    pub fn usage(&self) -> Usage {
+    pub(crate) fn usage(&self) -> Usage {
         usage(self.pid())
     }
 
     /// SIGTERM, then waits for the exit (it lets tasks in progress finish).
-    pub async fn stop(mut self) -> TestDb {
+    pub(crate) async fn stop(mut self) -> TestDb {
         let pid = self.pid().to_string();
         let _ = Command::new("kill").args(["-TERM", &pid]).status().await;
         let _ = tokio::time::timeout(Duration::from_secs(60), self.child.wait()).await;
@@ -155,14 +161,14 @@ fn free_address() -> SocketAddr {
 }
 
 #[derive(Debug, Clone, Copy)]
-pub struct Usage {
+pub(crate) struct Usage {
     pub rss_kib: u64,
     pub peak_rss_kib: u64,
     pub cpu: Duration,
 }
 
 /// From `/proc/<pid>/status` (VmRSS, VmHWM) and `/proc/<pid>/stat` (utime + stime).
-pub fn usage(pid: u32) -> Usage {
+pub(crate) fn usage(pid: u32) -> Usage {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
     let field = |name: &str| -> u64 {
         status
@@ -189,13 +195,13 @@ pub fn usage(pid: u32) -> Usage {
 
 /// The yardstick: a bare axum server answering a small JSON body, in a process of its own with
 /// the same runtime agentd uses.
-pub struct Bare {
+pub(crate) struct Bare {
     _child: Child,
     pub address: SocketAddr,
 }
 
 impl Bare {
-    pub async fn start() -> Self {
+    pub(crate) async fn start() -> Self {
         let mut child = Command::new(std::env::current_exe().expect("this program"))
             .arg("--serve-bare")
             .stdout(Stdio::piped())
@@ -215,7 +221,7 @@ impl Bare {
 }
 
 /// `--serve-bare`: one route, `GET /`, answering `{"status":"ok"}`.
-pub fn serve_bare() {
+pub(crate) fn serve_bare() {
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime");
     runtime.block_on(async {

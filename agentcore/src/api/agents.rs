@@ -1,0 +1,211 @@
+//! Agents: creating, changing and listing them, their status commands and their activity.
+
+use serde::{Deserialize, Serialize};
+
+use crate::domain::activity::ActivityEntry;
+use crate::domain::agent::{
+    AgentId, AgentName, AgentPatch, AgentStatus, AgentSummary, ChannelName, ModelName, NewAgent,
+    RolePrompt, ThrottleSeconds, Workspace,
+};
+use crate::error::ValidationErrors;
+
+use super::{nullable, required};
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct CreateAgentRequest {
+    #[cfg_attr(
+        feature = "openapi",
+        schema(required = true, nullable = false, pattern = "^[a-z0-9][a-z0-9_-]{0,62}$")
+    )]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    #[cfg_attr(
+        feature = "openapi",
+        schema(required = true, nullable = false, min_length = 1, max_length = 100)
+    )]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[cfg_attr(
+        feature = "openapi",
+        schema(required = true, nullable = false, min_length = 1, max_length = 32000)
+    )]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub role_prompt: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(required = true, nullable = false))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub channel: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(nullable = false, minimum = 0, maximum = 86400))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub throttle_seconds: Option<f64>,
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+impl CreateAgentRequest {
+    pub fn parse(&self) -> Result<NewAgent, ValidationErrors> {
+        let mut e = ValidationErrors::new();
+        let id = required(&mut e, "id", &self.id).and_then(|v| e.check("id", AgentId::parse(v)));
+        let name =
+            required(&mut e, "name", &self.name).and_then(|v| e.check("name", AgentName::parse(v)));
+        let role_prompt = required(&mut e, "role_prompt", &self.role_prompt)
+            .and_then(|v| e.check("role_prompt", RolePrompt::parse(v)));
+        let channel = required(&mut e, "channel", &self.channel)
+            .and_then(|v| e.check("channel", ChannelName::parse(v)));
+        let workspace =
+            self.workspace.as_deref().map(|v| e.check("workspace", Workspace::parse(v)));
+        let throttle = e.check(
+            "throttle_seconds",
+            ThrottleSeconds::parse(self.throttle_seconds.unwrap_or(0.0)),
+        );
+        let model = self.model.as_deref().map(|v| e.check("model", ModelName::parse(v)));
+        match (id, name, role_prompt, channel, throttle) {
+            (Some(id), Some(name), Some(role_prompt), Some(channel), Some(throttle_seconds))
+                if e.is_empty() =>
+            {
+                Ok(NewAgent {
+                    id,
+                    name,
+                    role_prompt,
+                    channel,
+                    workspace: workspace.flatten(),
+                    throttle_seconds,
+                    model: model.flatten(),
+                })
+            }
+            _ => Err(e),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct UpdateAgentRequest {
+    #[cfg_attr(feature = "openapi", schema(nullable = false, min_length = 1, max_length = 100))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(nullable = false, min_length = 1, max_length = 32000))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub role_prompt: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub channel: Option<String>,
+    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<Option<String>>,
+    #[cfg_attr(feature = "openapi", schema(nullable = false, value_type = Option<crate::domain::agent::AgentStatus>))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(nullable = false, minimum = 0, maximum = 86400))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub throttle_seconds: Option<f64>,
+    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "Option::is_none")]
+    pub model: Option<Option<String>>,
+}
+
+impl UpdateAgentRequest {
+    /// Whether the request changes nothing.
+    pub fn is_empty(&self) -> bool {
+        let Self { name, role_prompt, channel, workspace, status, throttle_seconds, model } = self;
+        name.is_none()
+            && role_prompt.is_none()
+            && channel.is_none()
+            && workspace.is_none()
+            && status.is_none()
+            && throttle_seconds.is_none()
+            && model.is_none()
+    }
+
+    pub fn parse(&self) -> Result<AgentPatch, ValidationErrors> {
+        let mut e = ValidationErrors::new();
+        let patch = AgentPatch {
+            name: self.name.as_deref().and_then(|v| e.check("name", AgentName::parse(v))),
+            role_prompt: self
+                .role_prompt
+                .as_deref()
+                .and_then(|v| e.check("role_prompt", RolePrompt::parse(v))),
+            channel: self
+                .channel
+                .as_deref()
+                .and_then(|v| e.check("channel", ChannelName::parse(v))),
+            workspace: self.workspace.as_ref().and_then(|v| match v {
+                None => Some(None),
+                Some(v) => e.check("workspace", Workspace::parse(v)).map(Some),
+            }),
+            status: self
+                .status
+                .as_deref()
+                .and_then(|v| e.check("status", v.parse::<AgentStatus>())),
+            throttle_seconds: self
+                .throttle_seconds
+                .and_then(|v| e.check("throttle_seconds", ThrottleSeconds::parse(v))),
+            model: self.model.as_ref().and_then(|v| match v {
+                None => Some(None),
+                Some(v) => e.check("model", ModelName::parse(v)).map(Some),
+            }),
+        };
+        if e.is_empty() { Ok(patch) } else { Err(e) }
+    }
+}
+
+/// The optional body of `POST .../vacation`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct VacationRequest {
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+}
+
+/// `{"agents": [...]}`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct AgentList {
+    pub agents: Vec<AgentSummary>,
+}
+
+/// `{"entries": [...]}`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ActivityList {
+    pub entries: Vec<ActivityEntry>,
+}
+
+/// `{"status": "started", "agent_id": "..."}` and the like.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct AgentStatusResponse {
+    pub status: String,
+    pub agent_id: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_bad_field_is_reported_at_once() {
+        let request = CreateAgentRequest {
+            id: Some("Bad Id".into()),
+            name: Some(String::new()),
+            throttle_seconds: Some(-1.0),
+            model: Some("gpt".into()),
+            ..Default::default()
+        };
+        let errors = request.parse().unwrap_err();
+        let fields: Vec<&str> = errors.fields().keys().map(String::as_str).collect();
+        assert_eq!(fields, ["channel", "id", "model", "name", "role_prompt", "throttle_seconds"]);
+        assert_eq!(errors.fields()["channel"], "is required");
+    }
+
+    #[test]
+    fn null_clears_and_absence_keeps() {
+        let cleared: UpdateAgentRequest = serde_json::from_str(r#"{"model": null}"#).unwrap();
+        assert_eq!(cleared.parse().unwrap().model, Some(None));
+        let kept: UpdateAgentRequest = serde_json::from_str("{}").unwrap();
+        assert_eq!(kept.parse().unwrap(), AgentPatch::default());
+    }
+}

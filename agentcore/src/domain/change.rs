@@ -1,0 +1,100 @@
+//! What a command changes, decided from the current row: the store locks the row, hands it to
+//! one of these rules and writes what comes back, with its activity and posts.
+
+use chrono::{DateTime, Utc};
+
+use super::activity::{Action, NewActivity};
+use super::agent::{Agent, AgentPatch};
+use super::chat::NewPost;
+use super::runtime::status_post;
+use super::status::{StatusCommand, transition};
+use super::task::Task;
+
+/// What an agent becomes after a command, what to log about it, and what to post to its
+/// channel (queued only when the agent is mapped).
+#[derive(Debug, Clone)]
+pub struct AgentChange {
+    pub agent: Agent,
+    pub activity: Vec<NewActivity>,
+    pub post: Option<NewPost>,
+}
+
+/// What happens to a task after a command.
+#[derive(Debug, Clone)]
+pub enum TaskWrite {
+    Update(Box<Task>),
+    Delete,
+}
+
+/// A task's change and the activity that tells of it.
+#[derive(Debug, Clone)]
+pub struct TaskChange {
+    pub write: TaskWrite,
+    pub activity: Vec<NewActivity>,
+}
+
+/// The agent after `patch`, with an `agent_updated` entry naming the changed fields and a
+/// `status_changed` entry (and a post to its channel) when the status moved; `None` when
+/// nothing changes.
+pub fn patch_agent(current: &Agent, patch: &AgentPatch, at: DateTime<Utc>) -> Option<AgentChange> {
+    let mut next = current.clone();
+    let mut changed = Vec::new();
+    let mut set = |field: &'static str, differs: bool| {
+        if differs {
+            changed.push(field);
+        }
+    };
+    if let Some(name) = &patch.name {
+        set("name", name.as_str() != next.name);
+        next.name = name.as_str().to_owned();
+    }
+    if let Some(role_prompt) = &patch.role_prompt {
+        set("role_prompt", role_prompt.as_str() != next.role_prompt);
+        next.role_prompt = role_prompt.as_str().to_owned();
+    }
+    if let Some(channel) = &patch.channel {
+        set("channel", channel.as_str() != next.channel);
+        next.channel = channel.as_str().to_owned();
+    }
+    if let Some(workspace) = &patch.workspace {
+        let workspace = owned(workspace);
+        set("workspace", workspace != next.workspace);
+        next.workspace = workspace;
+    }
+    if let Some(throttle) = patch.throttle_seconds {
+        set("throttle_seconds", throttle.get() != next.throttle_seconds);
+        next.throttle_seconds = throttle.get();
+    }
+    if let Some(model) = &patch.model {
+        let model = owned(model);
+        set("model", model != next.model);
+        next.model = model;
+    }
+    let mut activity = Vec::new();
+    if !changed.is_empty() {
+        activity.push(NewActivity::new(
+            Action::AgentUpdated,
+            format!("Updated {}.", changed.join(", ")),
+        ));
+    }
+    let mut post = None;
+    if let Some(status) = patch.status {
+        let moved =
+            transition(current.status, current.status_before_vacation, StatusCommand::Set(status));
+        next.status = moved.status;
+        next.status_before_vacation = moved.status_before_vacation;
+        if let Some(entry) = moved.activity {
+            post = Some(status_post(&next.name, next.status, &entry.details));
+            activity.push(entry);
+        }
+    }
+    if activity.is_empty() {
+        return None;
+    }
+    next.updated_at = at;
+    Some(AgentChange { agent: next, activity, post })
+}
+
+fn owned<T: AsRef<str>>(value: &Option<T>) -> Option<String> {
+    value.as_ref().map(|v| v.as_ref().to_owned())
+}

@@ -1,0 +1,326 @@
+//! The provider registry: model providers configured by name, each of a known kind, and which
+//! one a model name (`<provider>:<model>`) means.
+//!
+//! Adding a kind of provider is one file that implements [`ModelProvider`] and defines its
+//! [`Kind`], plus one line in [`KINDS`]. Adding a provider of a known kind is configuration
+//! only (`[models.providers.<name>]`).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use secrecy::SecretString;
+
+use super::{CompletionRequest, EchoProvider, ModelError, ModelProvider, anthropic, openai};
+use crate::domain::agent::{ModelName, provider_name};
+use crate::error::{Error, Result};
+
+/// Every kind of provider this build can talk to.
+pub const KINDS: [Kind; 2] = [openai::KIND, anthropic::KIND];
+
+/// A kind of provider: its wire format, and where it is unless configured otherwise.
+#[derive(Debug, Clone, Copy)]
+pub struct Kind {
+    /// As `kind = "..."` names it.
+    pub name: &'static str,
+    pub default_base_url: &'static str,
+    /// Builds a provider of this kind for one endpoint.
+    pub build: fn(Endpoint) -> Arc<dyn ModelProvider>,
+}
+
+/// Where one configured provider is, and the HTTP client to reach it with.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    pub http: reqwest::Client,
+    pub base_url: String,
+    /// Local servers (Ollama, llama.cpp) need none.
+    pub api_key: Option<SecretString>,
+}
+
+/// One configured provider.
+#[derive(Debug, Clone)]
+pub struct ProviderConfig {
+    /// One of the [kinds](Kind): `openai` (any OpenAI-compatible server) or `anthropic`.
+    pub kind: String,
+    /// The kind's own address when `None`.
+    pub base_url: Option<String>,
+    pub api_key: Option<SecretString>,
+}
+
+impl ProviderConfig {
+    /// A provider of `kind` at the kind's own address, without a key.
+    pub fn of_kind(kind: &str) -> Self {
+        Self { kind: kind.to_owned(), base_url: None, api_key: None }
+    }
+
+    /// The address calls go to: as configured, else the kind's own.
+    pub fn effective_base_url(&self) -> Option<&str> {
+        self.base_url.as_deref().or_else(|| kind(&self.kind).map(|k| k.default_base_url))
+    }
+}
+
+/// The providers, and what every call shares.
+#[derive(Debug, Clone)]
+pub struct ModelsConfig {
+    /// The model of agents that name none: `echo` or `<provider>:<model>`.
+    pub default: String,
+    /// By name. The defaults configure `openai` and `anthropic` at their public addresses.
+    pub providers: BTreeMap<String, ProviderConfig>,
+    /// Bounds each call.
+    pub timeout: Duration,
+    /// The answer's length bound sent with every call.
+    pub max_tokens: u32,
+}
+
+impl Default for ModelsConfig {
+    fn default() -> Self {
+        let providers =
+            KINDS.iter().map(|k| (k.name.to_owned(), ProviderConfig::of_kind(k.name))).collect();
+        Self {
+            default: "echo".into(),
+            providers,
+            timeout: Duration::from_secs(120),
+            max_tokens: 1024,
+        }
+    }
+}
+
+impl ModelsConfig {
+    /// The provider called `name`, created of the kind of the same name if it is not
+    /// configured yet (so `provider_mut("openai")` reaches the default OpenAI provider).
+    pub fn provider_mut(&mut self, name: &str) -> &mut ProviderConfig {
+        self.providers.entry(name.to_owned()).or_insert_with(|| ProviderConfig::of_kind(name))
+    }
+}
+
+/// The names of the provider kinds, for messages.
+pub fn kind_names() -> Vec<&'static str> {
+    names_of(&KINDS)
+}
+
+fn names_of(kinds: &[Kind]) -> Vec<&'static str> {
+    kinds.iter().map(|k| k.name).collect()
+}
+
+fn kind(name: &str) -> Option<&'static Kind> {
+    KINDS.iter().find(|k| k.name == name)
+}
+
+/// The configured providers, and which one a model name means.
+#[derive(Debug, Clone)]
+pub struct Models {
+    default: String,
+    max_tokens: u32,
+    /// `echo` first, then the configured ones by name.
+    providers: Vec<(String, Arc<dyn ModelProvider>)>,
+}
+
+impl Models {
+    /// Builds every configured provider; a bad name, kind or address is `not_configured`, named
+    /// by its setting.
+    pub fn new(config: &ModelsConfig) -> Result<Self> {
+        Self::with_kinds(config, &KINDS)
+    }
+
+    /// [`Models::new`] with the kinds of provider given: [`KINDS`] plus a program's own.
+    pub fn with_kinds(config: &ModelsConfig, kinds: &[Kind]) -> Result<Self> {
+        crate::install_tls_provider();
+        let http = reqwest::Client::builder()
+            .user_agent(concat!("agentd/", env!("CARGO_PKG_VERSION")))
+            .timeout(config.timeout)
+            .connect_timeout(config.timeout.min(Duration::from_secs(10)))
+            .build()
+            .map_err(|e| Error::internal(format!("cannot build the HTTP client: {e}")))?;
+        let mut providers: Vec<(String, Arc<dyn ModelProvider>)> =
+            vec![("echo".into(), Arc::new(EchoProvider))];
+        for (name, provider) in &config.providers {
+            let setting = format!("models.providers.{name}");
+            provider_name(name).map_err(|e| Error::NotConfigured(format!("{setting}: {e}")))?;
+            let Some(kind) = kinds.iter().find(|k| k.name == provider.kind) else {
+                return Err(Error::NotConfigured(format!(
+                    "{setting}.kind: '{}' is not a provider kind; use one of {}",
+                    provider.kind,
+                    names_of(kinds).join(", ")
+                )));
+            };
+            let base_url = provider.base_url.as_deref().unwrap_or(kind.default_base_url);
+            if !(base_url.starts_with("https://") || base_url.starts_with("http://")) {
+                return Err(Error::NotConfigured(format!(
+                    "{setting}.base_url: '{base_url}' is not an http(s) URL"
+                )));
+            }
+            let endpoint = Endpoint {
+                http: http.clone(),
+                base_url: base_url.to_owned(),
+                api_key: provider.api_key.clone(),
+            };
+            providers.push((name.clone(), (kind.build)(endpoint)));
+        }
+        let models =
+            Self { default: config.default.clone(), max_tokens: config.max_tokens, providers };
+        let default = ModelName::parse(&config.default).map_err(|e| {
+            Error::NotConfigured(format!("models.default: '{}' {e}", config.default))
+        })?;
+        models.check(&default).map_err(|e| {
+            Error::NotConfigured(format!("models.default: '{}' {e}", config.default))
+        })?;
+        Ok(models)
+    }
+
+    /// The server's default model name.
+    pub fn default_model(&self) -> &str {
+        &self.default
+    }
+
+    /// The providers calls are counted by: `echo`, then the configured ones.
+    pub fn provider_names(&self) -> impl Iterator<Item = &str> {
+        self.providers.iter().map(|(name, _)| name.as_str())
+    }
+
+    /// Whether `model` names a configured provider; the error says which ones are.
+    pub fn check(&self, model: &ModelName) -> std::result::Result<(), String> {
+        if self.find(model.provider()).is_some() {
+            return Ok(());
+        }
+        let configured: Vec<&str> = self.provider_names().filter(|n| *n != "echo").collect();
+        Err(format!(
+            "names provider '{}', which is not configured (configured: {})",
+            model.provider(),
+            if configured.is_empty() { "none".to_owned() } else { configured.join(", ") }
+        ))
+    }
+
+    /// The provider's name for `model` (or the default), as metrics label calls; `unknown`
+    /// when it names none that is configured.
+    pub fn provider_of(&self, model: Option<&str>) -> &str {
+        let name = model.unwrap_or(&self.default);
+        let provider = name.split_once(':').map_or(name, |(provider, _)| provider);
+        self.find(provider).map_or("unknown", |(name, _)| name.as_str())
+    }
+
+    /// The provider and request for `model` (or the default when `None`).
+    pub fn resolve(
+        &self,
+        model: Option<&str>,
+        system: &str,
+        user: &str,
+    ) -> std::result::Result<(Arc<dyn ModelProvider>, CompletionRequest), ModelError> {
+        let name = model.unwrap_or(&self.default);
+        let unknown = || ModelError::permanent(format!("unknown model '{name}'"));
+        let (provider, model) = match name.split_once(':') {
+            None if name == "echo" => ("echo", "echo"),
+            Some((provider, model)) if provider != "echo" && !model.is_empty() => (provider, model),
+            _ => return Err(unknown()),
+        };
+        let (_, provider) = self.find(provider).ok_or_else(unknown)?;
+        let request = CompletionRequest {
+            model: model.to_owned(),
+            system: system.to_owned(),
+            user: user.to_owned(),
+            max_tokens: self.max_tokens,
+        };
+        Ok((provider.clone(), request))
+    }
+
+    fn find(&self, provider: &str) -> Option<&(String, Arc<dyn ModelProvider>)> {
+        self.providers.iter().find(|(name, _)| name == provider)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_names_pick_their_provider() {
+        let models = Models::new(&ModelsConfig::default()).unwrap();
+        let (_, request) = models.resolve(Some("openai:gpt-4o-mini"), "sys", "task").unwrap();
+        assert_eq!((request.model.as_str(), request.max_tokens), ("gpt-4o-mini", 1024));
+        let (_, request) = models.resolve(None, "sys", "task").unwrap();
+        assert_eq!(request.model, "echo");
+        assert!(matches!(
+            models.resolve(Some("mistral:large"), "s", "u"),
+            Err(ModelError::Permanent { .. })
+        ));
+        assert_eq!(models.provider_names().collect::<Vec<_>>(), ["echo", "anthropic", "openai"]);
+    }
+
+    #[test]
+    fn providers_are_configured_by_name_beside_the_defaults() {
+        let mut config = ModelsConfig::default();
+        config.providers.insert(
+            "ollama".into(),
+            ProviderConfig {
+                base_url: Some("http://127.0.0.1:11434/v1".into()),
+                ..ProviderConfig::of_kind("openai")
+            },
+        );
+        config.default = "ollama:llama3.1".into();
+        let models = Models::new(&config).unwrap();
+        assert_eq!(models.provider_of(None), "ollama");
+        assert_eq!(models.provider_of(Some("openai:gpt-4o")), "openai");
+        assert_eq!(models.provider_of(Some("mistral:large")), "unknown");
+        let named = |n: &str| ModelName::parse(n).unwrap();
+        assert!(models.check(&named("ollama:qwen2.5")).is_ok());
+        assert!(models.check(&named("echo")).is_ok());
+        let refused = models.check(&named("mistral:large")).unwrap_err();
+        assert_eq!(
+            refused,
+            "names provider 'mistral', which is not configured (configured: anthropic, ollama, openai)"
+        );
+    }
+
+    /// A kind of provider is a `Kind` and its registration: here a fake one, beside the
+    /// built-in kinds, serving a provider configured by name.
+    #[tokio::test]
+    async fn a_new_kind_is_one_definition_and_its_registration() {
+        #[derive(Debug)]
+        struct Fixed(String);
+        #[async_trait::async_trait]
+        impl ModelProvider for Fixed {
+            async fn complete(
+                &self,
+                request: &CompletionRequest,
+            ) -> std::result::Result<super::super::Completion, ModelError> {
+                Ok(super::super::Completion {
+                    text: format!("{} answers {}", self.0, request.model),
+                    usage: None,
+                })
+            }
+        }
+        const FIXED: Kind = Kind {
+            name: "fixed",
+            default_base_url: "http://127.0.0.1:9/fixed",
+            build: |endpoint| Arc::new(Fixed(endpoint.base_url)),
+        };
+        let kinds = [KINDS[0], KINDS[1], FIXED];
+        let mut config = ModelsConfig::default();
+        config.providers.insert("house".into(), ProviderConfig::of_kind("fixed"));
+        let models = Models::with_kinds(&config, &kinds).unwrap();
+        let (provider, request) = models.resolve(Some("house:m1"), "s", "u").unwrap();
+        let answer = provider.complete(&request).await.unwrap();
+        assert_eq!(answer.text, "http://127.0.0.1:9/fixed answers m1");
+        let refused = Models::new(&config).unwrap_err().to_string();
+        assert!(refused.contains("'fixed' is not a provider kind"), "unregistered: {refused}");
+    }
+
+    #[test]
+    fn a_bad_provider_is_refused_by_its_setting() {
+        let refused = |config: ModelsConfig| Models::new(&config).unwrap_err().to_string();
+        let mut config = ModelsConfig::default();
+        config.providers.insert("local".into(), ProviderConfig::of_kind("mistral"));
+        let message = refused(config);
+        assert!(message.contains("models.providers.local.kind: 'mistral'"), "{message}");
+        assert!(message.contains("openai, anthropic"), "{message}");
+        let mut config = ModelsConfig::default();
+        config.provider_mut("openai").base_url = Some("ftp://x".into());
+        assert!(refused(config).contains("models.providers.openai.base_url"));
+        let mut config = ModelsConfig::default();
+        config.providers.insert("Local".into(), ProviderConfig::of_kind("openai"));
+        assert!(refused(config).contains("models.providers.Local"));
+        let config = ModelsConfig { default: "mistral:large".into(), ..ModelsConfig::default() };
+        assert!(refused(config).contains("models.default: 'mistral:large' names provider"));
+        let config = ModelsConfig { default: "gpt-4o".into(), ..ModelsConfig::default() };
+        assert!(refused(config).contains("models.default: 'gpt-4o' must be"));
+    }
+}

@@ -1,0 +1,414 @@
+//! Agents and their activity log. Creating one checks the owner's plan under the owner's lock.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use crate::domain::activity::{ActivityEntry, ActivityQuery, NewActivity};
+use crate::domain::agent::{Agent, AgentFilter, AgentId, NewAgent};
+use crate::domain::billing::Plans;
+use crate::domain::task::Task;
+use crate::domain::user::UserId;
+use crate::error::Result;
+
+/// Agents, each scoped to its owner, and their activity.
+#[async_trait]
+pub trait AgentStore: Send + Sync {
+    /// Fails with `agent_exists` when the owner has an agent with this id, and with
+    /// `plan_limit_reached` when the owner's plan allows no more agents (counted in the same
+    /// transaction, under the owner's lock, so concurrent creations cannot pass the limit).
+    async fn insert_agent(
+        &self,
+        owner: &UserId,
+        agent: &NewAgent,
+        at: DateTime<Utc>,
+        activity: &NewActivity,
+        plans: &Plans,
+    ) -> Result<Agent>;
+    /// Creates an agent with a first queued task, like [`Self::insert_agent`] and
+    /// [`TaskStore::insert_task`](super::TaskStore::insert_task) in one transaction, except that a taken id is numbered instead of
+    /// refused: `agent.id`, else the first free of `<id>-2`, `<id>-3`, ... The task is written
+    /// for the agent as created, whatever its `agent_id` says.
+    async fn insert_agent_with_task(
+        &self,
+        owner: &UserId,
+        agent: &NewAgent,
+        agent_activity: &NewActivity,
+        task: &Task,
+        task_activity: &NewActivity,
+        plans: &Plans,
+    ) -> Result<AgentWithTask>;
+    async fn list_agents(&self, owner: &UserId, filter: &AgentFilter) -> Result<Vec<Agent>>;
+    async fn agent(&self, owner: &UserId, id: &AgentId) -> Result<Agent>;
+    /// Locks the agent, lets `decide` compute the change, writes it with its activity.
+    async fn update_agent(
+        &self,
+        owner: &UserId,
+        id: &AgentId,
+        decide: AgentDecision<'_>,
+    ) -> Result<Agent>;
+    /// Removes the agent with its backlog and activity, in one transaction.
+    async fn delete_agent(&self, owner: &UserId, id: &AgentId) -> Result<()>;
+    async fn activity(
+        &self,
+        owner: &UserId,
+        agent: &AgentId,
+        query: &ActivityQuery,
+    ) -> Result<Vec<ActivityEntry>>;
+    /// Writes one entry on its own (for events that change nothing else).
+    async fn log_activity(
+        &self,
+        owner: &UserId,
+        agent: &AgentId,
+        entry: &NewActivity,
+    ) -> Result<()>;
+}
+
+pub use crate::domain::change::AgentChange;
+
+/// Decides an agent's change from its current row, or refuses. `Ok(None)`: nothing to write.
+pub type AgentDecision<'a> = &'a (dyn Fn(&Agent) -> Result<Option<AgentChange>> + Send + Sync);
+
+/// An agent created with its first task.
+#[derive(Debug, Clone)]
+pub struct AgentWithTask {
+    pub agent: Agent,
+    pub task: Task,
+}
+
+/// Implements [`AgentStore`] for a backend (see [`super::shared`]).
+macro_rules! agent_store {
+    ($store:ty, $db:ty) => {
+        const _: () = {
+            use chrono::{DateTime, Utc};
+
+            use crate::domain::activity::{ActivityEntry, ActivityQuery, NewActivity};
+            use crate::domain::agent::{Agent, AgentFilter, AgentId, AgentStatus, NewAgent};
+            use crate::domain::runtime::AgentKey;
+            use crate::domain::task::Task;
+            use crate::domain::user::UserId;
+            use crate::error::{Conflict, Error, Resource, Result};
+            use crate::store::agents::sql;
+            use crate::store::db_error;
+            use crate::store::rows::{self, ActivityRow, AgentRow};
+            use crate::store::shared::{nth_instant, watched};
+            use crate::store::{AgentDecision, AgentWithTask};
+
+            #[async_trait::async_trait]
+            impl $crate::store::AgentStore for $store {
+                async fn insert_agent(
+                    &self,
+                    owner: &UserId,
+                    agent: &NewAgent,
+                    at: DateTime<Utc>,
+                    activity: &NewActivity,
+                    plans: &$crate::domain::billing::Plans,
+                ) -> Result<Agent> {
+                    watched(self.storage_health(), async {
+                        let mut tx = self.begin_write().await?;
+                        Self::check_plan(&mut tx, owner, plans).await?;
+                        Self::write_agent(&mut tx, owner, agent, &agent.id, at, activity).await?;
+                        let agent = Self::select_agent_in(&mut tx, owner, &agent.id).await?;
+                        tx.commit().await?;
+                        Ok(agent)
+                    })
+                    .await
+                }
+
+                async fn insert_agent_with_task(
+                    &self,
+                    owner: &UserId,
+                    agent: &NewAgent,
+                    agent_activity: &NewActivity,
+                    task: &Task,
+                    task_activity: &NewActivity,
+                    plans: &$crate::domain::billing::Plans,
+                ) -> Result<AgentWithTask> {
+                    watched(self.storage_health(), async {
+                        let mut tx = self.begin_write().await?;
+                        Self::check_plan(&mut tx, owner, plans).await?;
+                        let taken: Vec<String> = sqlx::query_scalar(sql::AGENT_IDS_LIKE)
+                            .bind(owner.as_str())
+                            .bind(format!("{}%", agent.id))
+                            .fetch_all(&mut *tx)
+                            .await?;
+                        let id = agent.id.first_free(&taken).map_err(Error::internal)?;
+                        Self::write_agent(
+                            &mut tx,
+                            owner,
+                            agent,
+                            &id,
+                            task.created_at,
+                            agent_activity,
+                        )
+                        .await?;
+                        let task = Task { agent_id: id.clone(), ..task.clone() };
+                        Self::write_task(&mut tx, owner, &task, task_activity).await?;
+                        let agent = Self::select_agent_in(&mut tx, owner, &id).await?;
+                        tx.commit().await?;
+                        Ok(AgentWithTask { agent, task })
+                    })
+                    .await
+                }
+
+                async fn list_agents(
+                    &self,
+                    owner: &UserId,
+                    filter: &AgentFilter,
+                ) -> Result<Vec<Agent>> {
+                    let rows: Vec<AgentRow> = sqlx::query_as(&sql::select_agents())
+                        .bind(owner.as_str())
+                        .bind(&filter.workspace)
+                        .bind(filter.status.map(|s| s.as_str()))
+                        .fetch_all(self.reader())
+                        .await?;
+                    rows::convert(rows)
+                }
+
+                async fn agent(&self, owner: &UserId, id: &AgentId) -> Result<Agent> {
+                    let row: Option<AgentRow> = sqlx::query_as(&sql::select_agent())
+                        .bind(owner.as_str())
+                        .bind(id.as_str())
+                        .fetch_optional(self.reader())
+                        .await?;
+                    row.ok_or_else(|| Error::not_found(Resource::Agent, id.as_str()))?.try_into()
+                }
+
+                async fn update_agent(
+                    &self,
+                    owner: &UserId,
+                    id: &AgentId,
+                    decide: AgentDecision<'_>,
+                ) -> Result<Agent> {
+                    watched(self.storage_health(), async {
+                        let mut tx = self.begin_write().await?;
+                        Self::lock_agent(&mut tx, owner, id).await?;
+                        let row: AgentRow = sqlx::query_as(&sql::select_agent())
+                            .bind(owner.as_str())
+                            .bind(id.as_str())
+                            .fetch_one(&mut *tx)
+                            .await?;
+                        let current = Agent::try_from(row)?;
+                        let Some(change) = decide(&current)? else {
+                            return Ok(current);
+                        };
+                        let next = &change.agent;
+                        sqlx::query(sql::UPDATE_AGENT)
+                            .bind(owner.as_str())
+                            .bind(id.as_str())
+                            .bind(&next.name)
+                            .bind(next.status.as_str())
+                            .bind(next.status_before_vacation.map(|s| s.as_str()))
+                            .bind(&next.channel)
+                            .bind(&next.role_prompt)
+                            .bind(next.throttle_seconds)
+                            .bind(&next.workspace)
+                            .bind(&next.model)
+                            .bind(next.updated_at)
+                            .execute(&mut *tx)
+                            .await?;
+                        for (nth, entry) in change.activity.iter().enumerate() {
+                            Self::insert_activity(
+                                &mut tx,
+                                owner,
+                                id,
+                                entry,
+                                nth_instant(next.updated_at, nth),
+                            )
+                            .await?;
+                        }
+                        if let Some(post) = &change.post {
+                            Self::queue_post(
+                                &mut tx,
+                                owner.as_str(),
+                                id.as_str(),
+                                post,
+                                next.updated_at,
+                            )
+                            .await?;
+                        }
+                        // The node running the agent must hear of any move, also away from `active`.
+                        if next.status == AgentStatus::Active || next.status != current.status {
+                            Self::notify(&mut tx, &AgentKey::new(owner.as_str(), id.as_str()))
+                                .await?;
+                        }
+                        tx.commit().await?;
+                        Ok(change.agent)
+                    })
+                    .await
+                }
+
+                async fn delete_agent(&self, owner: &UserId, id: &AgentId) -> Result<()> {
+                    watched(self.storage_health(), async {
+                        let mut tx = self.begin_write().await?;
+                        Self::lock_agent(&mut tx, owner, id).await?;
+                        sqlx::query(sql::DELETE_AGENT)
+                            .bind(owner.as_str())
+                            .bind(id.as_str())
+                            .execute(&mut *tx)
+                            .await?;
+                        Self::notify(&mut tx, &AgentKey::new(owner.as_str(), id.as_str())).await?;
+                        tx.commit().await?;
+                        Ok(())
+                    })
+                    .await
+                }
+
+                async fn activity(
+                    &self,
+                    owner: &UserId,
+                    agent: &AgentId,
+                    query: &ActivityQuery,
+                ) -> Result<Vec<ActivityEntry>> {
+                    let mut conn = self.reader().acquire().await?;
+                    Self::require_agent(&mut conn, owner, agent, "").await?;
+                    let rows: Vec<ActivityRow> = sqlx::query_as(sql::SELECT_ACTIVITY)
+                        .bind(owner.as_str())
+                        .bind(agent.as_str())
+                        .bind(query.before)
+                        .bind(i64::from(query.limit))
+                        .fetch_all(&mut *conn)
+                        .await?;
+                    rows::convert(rows)
+                }
+
+                async fn log_activity(
+                    &self,
+                    owner: &UserId,
+                    agent: &AgentId,
+                    entry: &NewActivity,
+                ) -> Result<()> {
+                    watched(self.storage_health(), async {
+                        let mut tx = self.begin_write().await?;
+                        Self::lock_agent(&mut tx, owner, agent).await?;
+                        Self::insert_activity(&mut tx, owner, agent, entry, $crate::domain::now())
+                            .await?;
+                        tx.commit().await?;
+                        Ok(())
+                    })
+                    .await
+                }
+            }
+
+            impl $store {
+                /// Locks the owner's row (so creations of one user queue up) and fails with
+                /// `plan_limit_reached` when the plan allows no more agents.
+                async fn check_plan(
+                    tx: &mut sqlx::Transaction<'static, $db>,
+                    owner: &UserId,
+                    plans: &$crate::domain::billing::Plans,
+                ) -> Result<()> {
+                    let plan: Option<String> = sqlx::query_scalar(&sql::user_plan(<$store>::LOCK))
+                        .bind(owner.as_str())
+                        .fetch_optional(&mut **tx)
+                        .await?;
+                    let plan = plan.ok_or(Error::Unauthorized)?;
+                    let used: i64 = sqlx::query_scalar(sql::COUNT_AGENTS)
+                        .bind(owner.as_str())
+                        .fetch_one(&mut **tx)
+                        .await?;
+                    let limit = plans.limit(&plan);
+                    if used >= i64::from(limit) {
+                        return Err(Error::PlanLimitReached { plan, limit });
+                    }
+                    Ok(())
+                }
+
+                /// Inserts the agent under `id` with its `agent_created` entry.
+                async fn write_agent(
+                    tx: &mut sqlx::Transaction<'static, $db>,
+                    owner: &UserId,
+                    agent: &NewAgent,
+                    id: &AgentId,
+                    at: DateTime<Utc>,
+                    activity: &NewActivity,
+                ) -> Result<()> {
+                    sqlx::query(sql::INSERT_AGENT)
+                        .bind(owner.as_str())
+                        .bind(id.as_str())
+                        .bind(agent.name.as_str())
+                        .bind(agent.channel.as_str())
+                        .bind(agent.role_prompt.as_str())
+                        .bind(agent.throttle_seconds.get())
+                        .bind(agent.workspace.as_ref().map(|w| w.as_str()))
+                        .bind(agent.model.as_ref().map(|m| m.as_str()))
+                        .bind(at)
+                        .execute(&mut **tx)
+                        .await
+                        .map_err(|e| {
+                            db_error(
+                                e,
+                                Some(Error::conflict(
+                                    Conflict::AgentExists,
+                                    format!("You already have an agent with id '{id}'."),
+                                )),
+                            )
+                        })?;
+                    Self::insert_activity(tx, owner, id, activity, at).await
+                }
+
+                async fn select_agent_in(
+                    tx: &mut sqlx::Transaction<'static, $db>,
+                    owner: &UserId,
+                    id: &AgentId,
+                ) -> Result<Agent> {
+                    let row: AgentRow = sqlx::query_as(&sql::select_agent())
+                        .bind(owner.as_str())
+                        .bind(id.as_str())
+                        .fetch_one(&mut **tx)
+                        .await?;
+                    Agent::try_from(row)
+                }
+            }
+        };
+    };
+}
+pub(super) use agent_store;
+
+/// The statements of this area, the same on both backends.
+pub(super) mod sql {
+    pub(crate) const INSERT_AGENT: &str = "INSERT INTO agents \
+        (owner_id, id, name, status, channel, role_prompt, throttle_seconds, workspace, model, \
+        created_at, updated_at) VALUES ($1, $2, $3, 'idle', $4, $5, $6, $7, $8, $9, $9)";
+    /// Agents with the counts of their backlog; callers add conditions on `a` after `WHERE`.
+    /// Only columns of `tasks_by_agent_status` are read from `tasks`, so the counts come from the
+    /// index alone (no table row per task: with thousands of finished tasks that was most of the
+    /// cost of listing agents). An agent without tasks joins one row of NULLs, which no filter
+    /// counts.
+    pub(crate) const AGENT_WITH_SUMMARY: &str = "SELECT a.id, a.name, a.status, a.status_before_vacation, \
+        a.channel, a.role_prompt, a.throttle_seconds, a.workspace, a.model, a.created_at, \
+        a.updated_at, \
+        COUNT(*) FILTER (WHERE t.status = 'queued') AS queued, \
+        COUNT(*) FILTER (WHERE t.status = 'in_progress') AS in_progress, \
+        COUNT(*) FILTER (WHERE t.status = 'complete') AS complete, \
+        COUNT(*) FILTER (WHERE t.status = 'failed') AS failed \
+        FROM agents a LEFT JOIN tasks t ON t.owner_id = a.owner_id AND t.agent_id = a.id \
+        WHERE a.owner_id = $1";
+    pub(crate) fn select_agents() -> String {
+        format!(
+            "{AGENT_WITH_SUMMARY} AND ($2 IS NULL OR a.workspace = $2) AND ($3 IS NULL OR a.status = $3) \
+             GROUP BY a.owner_id, a.id ORDER BY a.created_at, a.id"
+        )
+    }
+    pub(crate) fn select_agent() -> String {
+        format!("{AGENT_WITH_SUMMARY} AND a.id = $2 GROUP BY a.owner_id, a.id")
+    }
+    /// Moving into `active` clears the failure streak and the throttle wait: a start resumes at once.
+    pub(crate) const UPDATE_AGENT: &str = "UPDATE agents SET name = $3, status = $4, \
+        status_before_vacation = $5, channel = $6, role_prompt = $7, throttle_seconds = $8, \
+        workspace = $9, model = $10, updated_at = $11, \
+        failure_streak = CASE WHEN $4 = 'active' AND status <> 'active' THEN 0 ELSE failure_streak END, \
+        next_run_at = CASE WHEN $4 = 'active' AND status <> 'active' THEN NULL ELSE next_run_at END \
+        WHERE owner_id = $1 AND id = $2";
+    pub(crate) const DELETE_AGENT: &str = "DELETE FROM agents WHERE owner_id = $1 AND id = $2";
+    pub(crate) const SELECT_ACTIVITY: &str = "SELECT action, details, task_id, created_at \
+        FROM activity WHERE owner_id = $1 AND agent_id = $2 AND ($3 IS NULL OR created_at < $3) \
+        ORDER BY id DESC LIMIT $4";
+    /// The owner's plan, locking the user row so agent creations of one user queue up.
+    pub(crate) fn user_plan(lock: &str) -> String {
+        format!("SELECT plan FROM users WHERE id = $1{lock}")
+    }
+    pub(crate) const COUNT_AGENTS: &str = "SELECT COUNT(*) FROM agents WHERE owner_id = $1";
+    /// The owner's agent ids starting with `$2` (a prefix followed by `%`), to number a new one.
+    pub(crate) const AGENT_IDS_LIKE: &str =
+        "SELECT id FROM agents WHERE owner_id = $1 AND id LIKE $2";
+}

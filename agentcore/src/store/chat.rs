@@ -1,0 +1,215 @@
+//! Discord: the owner's connections to servers (guilds) and the agent-to-channel mappings.
+
+use async_trait::async_trait;
+
+use crate::domain::agent::AgentId;
+use crate::domain::chat::{Connection, Mapping};
+use crate::domain::user::UserId;
+use crate::error::Result;
+
+/// Connections and mappings, each scoped to its owner.
+#[async_trait]
+pub trait ChatStore: Send + Sync {
+    /// Stores a connection, replacing the credentials of an earlier one to the same guild.
+    async fn upsert_connection(
+        &self,
+        owner: &UserId,
+        record: &ConnectionRecord,
+    ) -> Result<Connection>;
+    async fn connections(&self, owner: &UserId) -> Result<Vec<Connection>>;
+    /// Fails with `connection_not_found`.
+    async fn connection(&self, owner: &UserId, guild_id: &str) -> Result<ConnectionRecord>;
+    async fn set_channel_count(&self, owner: &UserId, guild_id: &str, count: i64) -> Result<()>;
+    /// Removes the connection with its mappings and pending posts.
+    async fn delete_connection(&self, owner: &UserId, guild_id: &str) -> Result<()>;
+    /// Maps the agent, replacing its earlier mapping.
+    async fn upsert_mapping(&self, owner: &UserId, mapping: &Mapping) -> Result<Mapping>;
+    async fn mappings(&self, owner: &UserId) -> Result<Vec<Mapping>>;
+    /// Fails with `mapping_not_found`.
+    async fn delete_mapping(&self, owner: &UserId, agent: &AgentId) -> Result<()>;
+}
+
+/// A connection row with its sealed bot token (`None` for OAuth connections).
+#[derive(Debug, Clone)]
+pub struct ConnectionRecord {
+    pub connection: Connection,
+    pub sealed_token: Option<String>,
+}
+
+/// Implements [`ChatStore`] for a backend (see [`super::shared`]).
+macro_rules! chat_store {
+    ($store:ty, $db:ty) => {
+        const _: () = {
+            use crate::domain::agent::AgentId;
+            use crate::domain::chat::{Connection, Mapping};
+            use crate::domain::user::UserId;
+            use crate::error::{Error, Resource, Result};
+            use crate::store::ConnectionRecord;
+            use crate::store::chat::sql;
+            use crate::store::rows::{self, ConnectionRow, MappingRow};
+            use crate::store::shared::watched;
+
+            #[async_trait::async_trait]
+            impl $crate::store::ChatStore for $store {
+                async fn upsert_connection(
+                    &self,
+                    owner: &UserId,
+                    record: &ConnectionRecord,
+                ) -> Result<Connection> {
+                    watched(self.storage_health(), async {
+                        let c = &record.connection;
+                        let row: ConnectionRow = sqlx::query_as(sql::UPSERT_CONNECTION)
+                            .bind(owner.as_str())
+                            .bind(&c.guild_id)
+                            .bind(&c.id)
+                            .bind(&c.guild_name)
+                            .bind(c.kind.as_str())
+                            .bind(&record.sealed_token)
+                            .bind(c.channel_count)
+                            .bind(c.connected_at)
+                            .fetch_one(self.writer())
+                            .await?;
+                        row.try_into()
+                    })
+                    .await
+                }
+
+                async fn connections(&self, owner: &UserId) -> Result<Vec<Connection>> {
+                    let rows: Vec<ConnectionRow> = sqlx::query_as(&sql::select_connections())
+                        .bind(owner.as_str())
+                        .fetch_all(self.reader())
+                        .await?;
+                    rows::convert(rows)
+                }
+
+                async fn connection(
+                    &self,
+                    owner: &UserId,
+                    guild_id: &str,
+                ) -> Result<ConnectionRecord> {
+                    let row: Option<ConnectionRow> = sqlx::query_as(&sql::select_connection())
+                        .bind(owner.as_str())
+                        .bind(guild_id)
+                        .fetch_optional(self.reader())
+                        .await?;
+                    row.ok_or_else(|| Error::not_found(Resource::Connection, guild_id))?.try_into()
+                }
+
+                async fn set_channel_count(
+                    &self,
+                    owner: &UserId,
+                    guild_id: &str,
+                    count: i64,
+                ) -> Result<()> {
+                    watched(self.storage_health(), async {
+                        sqlx::query(sql::UPDATE_CHANNEL_COUNT)
+                            .bind(owner.as_str())
+                            .bind(guild_id)
+                            .bind(count)
+                            .execute(self.writer())
+                            .await?;
+                        Ok(())
+                    })
+                    .await
+                }
+
+                async fn delete_connection(&self, owner: &UserId, guild_id: &str) -> Result<()> {
+                    watched(self.storage_health(), async {
+                        let done = sqlx::query(sql::DELETE_CONNECTION)
+                            .bind(owner.as_str())
+                            .bind(guild_id)
+                            .execute(self.writer())
+                            .await?;
+                        if done.rows_affected() == 0 {
+                            return Err(Error::not_found(Resource::Connection, guild_id));
+                        }
+                        Ok(())
+                    })
+                    .await
+                }
+
+                async fn upsert_mapping(
+                    &self,
+                    owner: &UserId,
+                    mapping: &Mapping,
+                ) -> Result<Mapping> {
+                    watched(self.storage_health(), async {
+                        let mut tx = self.begin_write().await?;
+                        Self::lock_agent(&mut tx, owner, &mapping.agent_id).await?;
+                        let row: MappingRow = sqlx::query_as(sql::UPSERT_MAPPING)
+                            .bind(owner.as_str())
+                            .bind(mapping.agent_id.as_str())
+                            .bind(&mapping.id)
+                            .bind(&mapping.guild_id)
+                            .bind(&mapping.channel_id)
+                            .bind(&mapping.channel_name)
+                            .bind(mapping.created_at)
+                            .fetch_one(&mut *tx)
+                            .await?;
+                        tx.commit().await?;
+                        row.try_into()
+                    })
+                    .await
+                }
+
+                async fn mappings(&self, owner: &UserId) -> Result<Vec<Mapping>> {
+                    let rows: Vec<MappingRow> = sqlx::query_as(sql::SELECT_MAPPINGS)
+                        .bind(owner.as_str())
+                        .fetch_all(self.reader())
+                        .await?;
+                    rows::convert(rows)
+                }
+
+                async fn delete_mapping(&self, owner: &UserId, agent: &AgentId) -> Result<()> {
+                    watched(self.storage_health(), async {
+                        let done = sqlx::query(sql::DELETE_MAPPING)
+                            .bind(owner.as_str())
+                            .bind(agent.as_str())
+                            .execute(self.writer())
+                            .await?;
+                        if done.rows_affected() == 0 {
+                            return Err(Error::not_found(Resource::Mapping, agent.as_str()));
+                        }
+                        Ok(())
+                    })
+                    .await
+                }
+            }
+        };
+    };
+}
+pub(super) use chat_store;
+
+/// The statements of this area, the same on both backends.
+pub(super) mod sql {
+    pub(crate) const UPSERT_CONNECTION: &str = "INSERT INTO chat_connections \
+        (owner_id, guild_id, id, guild_name, kind, bot_token, channel_count, connected_at) \
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+        ON CONFLICT (owner_id, guild_id) DO UPDATE SET guild_name = excluded.guild_name, \
+        kind = excluded.kind, bot_token = excluded.bot_token, \
+        channel_count = excluded.channel_count, connected_at = excluded.connected_at \
+        RETURNING id, guild_id, guild_name, kind, bot_token, channel_count, connected_at";
+    pub(crate) const CONNECTION_COLUMNS: &str = "SELECT id, guild_id, guild_name, kind, bot_token, channel_count, \
+        connected_at FROM chat_connections WHERE owner_id = $1";
+    pub(crate) fn select_connections() -> String {
+        format!("{CONNECTION_COLUMNS} ORDER BY connected_at, guild_id")
+    }
+    pub(crate) fn select_connection() -> String {
+        format!("{CONNECTION_COLUMNS} AND guild_id = $2")
+    }
+    pub(crate) const UPDATE_CHANNEL_COUNT: &str =
+        "UPDATE chat_connections SET channel_count = $3 WHERE owner_id = $1 AND guild_id = $2";
+    pub(crate) const DELETE_CONNECTION: &str =
+        "DELETE FROM chat_connections WHERE owner_id = $1 AND guild_id = $2";
+    pub(crate) const UPSERT_MAPPING: &str = "INSERT INTO chat_mappings \
+        (owner_id, agent_id, id, guild_id, channel_id, channel_name, created_at) \
+        VALUES ($1, $2, $3, $4, $5, $6, $7) \
+        ON CONFLICT (owner_id, agent_id) DO UPDATE SET id = excluded.id, \
+        guild_id = excluded.guild_id, channel_id = excluded.channel_id, \
+        channel_name = excluded.channel_name, created_at = excluded.created_at \
+        RETURNING id, agent_id, guild_id, channel_id, channel_name, created_at";
+    pub(crate) const SELECT_MAPPINGS: &str = "SELECT id, agent_id, guild_id, channel_id, channel_name, \
+        created_at FROM chat_mappings WHERE owner_id = $1 ORDER BY created_at, agent_id";
+    pub(crate) const DELETE_MAPPING: &str =
+        "DELETE FROM chat_mappings WHERE owner_id = $1 AND agent_id = $2";
+}

@@ -1,0 +1,435 @@
+//! The runtime's leases: live nodes, agents leased to a node, tasks claimed and finished.
+//!
+//! Leases name the node (`lease_owner`) and expire (`lease_until`); every statement that acts on a
+//! lease checks the owner, so a node that lost one changes nothing. Every time another node also
+//! relies on (a lease's end, a due time, a throttle) is the database's: [`Clock`](super::sql::Clock)
+//! writes "now" and "now plus $n seconds" in the backend's SQL, so nodes whose own clocks disagree
+//! still agree on who holds what.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use crate::domain::runtime::{AgentKey, Claim, Outcome};
+use crate::domain::task::TaskId;
+use crate::error::Result;
+
+/// Leases of agents and tasks to nodes; every time here is the database's.
+#[async_trait]
+pub trait RuntimeStore: Send + Sync {
+    /// Keeps `node` counted as alive and renews every lease it holds (agents and tasks in
+    /// progress) for `lease` from now. Returns the agents it still holds.
+    async fn heartbeat(&self, node: &str, lease: Duration) -> Result<Vec<AgentKey>>;
+    /// Work waiting across all users: tasks queued and in progress, posts not yet delivered.
+    async fn backlogs(&self) -> Result<Backlogs>;
+    /// How many agents are active, and how many nodes are alive now.
+    async fn runtime_load(&self) -> Result<RuntimeLoad>;
+    /// The database's clock, which judges every lease and due time.
+    async fn database_time(&self) -> Result<DateTime<Utc>>;
+    /// Leases up to `limit` active agents that nobody holds to `node`, for `lease`.
+    async fn claim_agents(&self, node: &str, lease: Duration, limit: i64) -> Result<Vec<AgentKey>>;
+    /// Gives up `node`'s lease on the agent, if it still holds it.
+    async fn release_agent(&self, agent: &AgentKey, node: &str) -> Result<()>;
+    /// Gives up everything `node` holds; its tasks in progress go back to the queue.
+    async fn release_node(&self, node: &str) -> Result<()>;
+    /// Puts tasks whose lease ran out back in the queue; returns how many.
+    async fn requeue_expired_tasks(&self) -> Result<u64>;
+    /// Takes the agent's next task for `node` (leased for `lease`), if the agent is active,
+    /// leased by `node`, past its throttle, and has no task in progress elsewhere. Tasks left
+    /// in progress by a node that lost them are queued again first. A task whose `attempts`
+    /// (runs claimed and never finished) reached `max_attempts` is failed instead of run, with
+    /// its activity and post.
+    async fn claim_task(
+        &self,
+        agent: &AgentKey,
+        node: &str,
+        lease: Duration,
+        max_attempts: i32,
+    ) -> Result<Claim>;
+    /// Writes the outcome of a task with its activity, posts and the agent's next run, only
+    /// while `node` still holds the task. `false`: the lease was lost or the task or agent was
+    /// deleted, and nothing was written.
+    async fn finish_task(
+        &self,
+        agent: &AgentKey,
+        task: &TaskId,
+        node: &str,
+        outcome: &Outcome,
+        calls: i32,
+    ) -> Result<bool>;
+    /// Active agents `node` holds that have a queued task and may run it now.
+    async fn agents_with_work(&self, node: &str) -> Result<Vec<AgentKey>>;
+}
+
+/// Work waiting in the database, for metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, sqlx::FromRow)]
+pub struct Backlogs {
+    pub queued_tasks: i64,
+    pub tasks_in_progress: i64,
+    pub outbox_pending: i64,
+}
+
+/// The numbers behind each node's fair share of agents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, sqlx::FromRow)]
+pub struct RuntimeLoad {
+    pub active: i64,
+    pub nodes: i64,
+}
+
+impl RuntimeLoad {
+    /// The agents one node should hold: the active ones spread over the live nodes, rounded up
+    /// so every agent has a place.
+    pub fn fair_share(&self) -> usize {
+        let nodes = self.nodes.max(1);
+        usize::try_from((self.active.max(0) + nodes - 1) / nodes).unwrap_or(usize::MAX)
+    }
+}
+
+/// Implements [`RuntimeStore`] for a backend (see [`super::shared`]).
+macro_rules! runtime_store {
+    ($store:ty, $db:ty) => {
+        const _: () = {
+            use std::time::Duration;
+
+            use chrono::{DateTime, Utc};
+
+            use crate::store::runtime::sql;
+            use crate::store::tasks::sql as task_sql;
+            use crate::store::rows::{AgentKeyRow, AgentRunRow, TaskRow};
+            use crate::store::shared::{chrono_duration, housekeeping, nth_instant, watched};
+            use crate::store::{Backlogs, RuntimeLoad};
+            use crate::domain::activity::{Action, NewActivity};
+            use crate::domain::agent::AgentStatus;
+            use crate::domain::runtime::{AgentKey, AgentRun, Claim, ClaimedTask, Outcome, finish};
+            use crate::domain::task::{Task, TaskId, TaskStatus};
+            use crate::domain::user::UserId;
+            use crate::error::Result;
+
+            #[async_trait::async_trait]
+            impl $crate::store::RuntimeStore for $store {
+                async fn heartbeat(
+                    &self,
+                    node: &str,
+                    lease: Duration,
+                ) -> Result<Vec<AgentKey>> {
+                    housekeeping(self.storage_health(), async {
+                        let clock = <$store>::CLOCK;
+                        let lease = lease.as_secs_f64();
+                        let mut tx = self.begin_write().await?;
+                        sqlx::query(&sql::upsert_node(clock))
+                            .bind(node)
+                            .bind(lease)
+                            .execute(&mut *tx)
+                            .await?;
+                        let held: Vec<AgentKeyRow> = sqlx::query_as(&sql::renew_agent_leases(clock))
+                            .bind(node)
+                            .bind(lease)
+                            .fetch_all(&mut *tx)
+                            .await?;
+                        sqlx::query(&sql::renew_task_leases(clock))
+                            .bind(node)
+                            .bind(lease)
+                            .execute(&mut *tx)
+                            .await?;
+                        // Nodes silent for an hour are gone; live counting only looks at `alive_until`.
+                        sqlx::query(&sql::forget_dead_nodes(clock))
+                            .bind(-3600.0_f64)
+                            .execute(&mut *tx)
+                            .await?;
+                        tx.commit().await?;
+                        Ok(held.into_iter().map(AgentKey::from).collect())
+                    }).await
+                }
+
+                async fn backlogs(&self) -> Result<Backlogs> {
+                    Ok(sqlx::query_as(sql::BACKLOGS).fetch_one(self.reader()).await?)
+                }
+
+                async fn runtime_load(&self) -> Result<RuntimeLoad> {
+                    let statement = sql::runtime_load(<$store>::CLOCK);
+                    Ok(sqlx::query_as(&statement).fetch_one(self.reader()).await?)
+                }
+
+                async fn database_time(&self) -> Result<DateTime<Utc>> {
+                    let statement = format!("SELECT {}", <$store>::CLOCK.now);
+                    Ok(sqlx::query_scalar(&statement).fetch_one(self.reader()).await?)
+                }
+
+                async fn claim_agents(
+                    &self,
+                    node: &str,
+                    lease: Duration,
+                    limit: i64,
+                ) -> Result<Vec<AgentKey>> {
+                    housekeeping(self.storage_health(), async {
+                        let statement = sql::claim_agents(<$store>::CLOCK, <$store>::SKIP_LOCKED);
+                        let claimed: Vec<AgentKeyRow> = sqlx::query_as(&statement)
+                            .bind(node)
+                            .bind(lease.as_secs_f64())
+                            .bind(limit)
+                            .fetch_all(self.writer())
+                            .await?;
+                        Ok(claimed.into_iter().map(AgentKey::from).collect())
+                    }).await
+                }
+
+                async fn release_agent(&self, agent: &AgentKey, node: &str) -> Result<()> {
+                    housekeeping(self.storage_health(), async {
+                        let mut tx = self.begin_write().await?;
+                        let released = sqlx::query(sql::RELEASE_AGENT)
+                            .bind(&agent.owner_id)
+                            .bind(&agent.agent_id)
+                            .bind(node)
+                            .execute(&mut *tx)
+                            .await?;
+                        if released.rows_affected() > 0 {
+                            Self::publish(&mut tx, "").await?;
+                        }
+                        tx.commit().await?;
+                        Ok(())
+                    }).await
+                }
+
+                async fn release_node(&self, node: &str) -> Result<()> {
+                    let now = $crate::domain::now();
+                    housekeeping(self.storage_health(), async {
+                        let mut tx = self.begin_write().await?;
+                        // Agents before tasks, the lock order of every writer.
+                        sqlx::query(sql::RELEASE_AGENTS_OF_NODE).bind(node).execute(&mut *tx).await?;
+                        sqlx::query(sql::REQUEUE_TASKS_OF_NODE)
+                            .bind(node)
+                            .bind(now)
+                            .execute(&mut *tx)
+                            .await?;
+                        sqlx::query(sql::DELETE_NODE).bind(node).execute(&mut *tx).await?;
+                        Self::publish(&mut tx, "").await?;
+                        tx.commit().await?;
+                        Ok(())
+                    }).await
+                }
+
+                async fn requeue_expired_tasks(&self) -> Result<u64> {
+                    housekeeping(self.storage_health(), async {
+                        let done = sqlx::query(&sql::requeue_expired_tasks(<$store>::CLOCK))
+                            .bind($crate::domain::now())
+                            .execute(self.writer())
+                            .await?;
+                        Ok(done.rows_affected())
+                    }).await
+                }
+
+                async fn claim_task(
+                    &self,
+                    agent: &AgentKey,
+                    node: &str,
+                    lease: Duration,
+                    max_attempts: i32,
+                ) -> Result<Claim> {
+                    housekeeping(self.storage_health(), async {
+                        let (owner, id) = (agent.owner_id.as_str(), agent.agent_id.as_str());
+                        let mut tx = self.begin_write().await?;
+                        let Some((run, now)) = Self::lock_agent_run(&mut tx, agent).await? else {
+                            return Ok(Claim::Lost);
+                        };
+                        if run.status != AgentStatus::Active || run.lease_owner.as_deref() != Some(node) {
+                            return Ok(Claim::Lost);
+                        }
+                        // Throttles and leases are judged by the database's clock (`now`, read
+                        // with the lock), which every node shares; waits go back as durations,
+                        // which need no clock at all.
+                        let until = now + chrono_duration(lease);
+                        let wait_until = |at: DateTime<Utc>| {
+                            Claim::Wait(Some((at - now).to_std().unwrap_or(Duration::ZERO)))
+                        };
+                        if let Some(at) = run.next_run_at.filter(|at| *at > now) {
+                            return Ok(wait_until(at));
+                        }
+                        let running: Vec<(String, Option<String>, Option<DateTime<Utc>>)> =
+                            sqlx::query_as(sql::SELECT_TASKS_IN_PROGRESS)
+                                .bind(owner)
+                                .bind(id)
+                                .fetch_all(&mut *tx)
+                                .await?;
+                        for (task_id, holder, lease_until) in running {
+                            match (holder, lease_until) {
+                                // Another node still runs it: one task at a time, so wait for it.
+                                (Some(holder), Some(lease_until))
+                                    if holder != node && lease_until >= now =>
+                                {
+                                    return Ok(wait_until(lease_until));
+                                }
+                                // Expired, or left behind by this node's own failed write: run it again.
+                                _ => {
+                                    sqlx::query(sql::REQUEUE_TASK)
+                                        .bind(&task_id)
+                                        .bind(now)
+                                        .execute(&mut *tx)
+                                        .await?;
+                                }
+                            }
+                        }
+                        let next: Option<TaskRow> = sqlx::query_as(&sql::select_next_task())
+                            .bind(owner)
+                            .bind(id)
+                            .fetch_optional(&mut *tx)
+                            .await?;
+                        let Some(next) = next else {
+                            tx.commit().await?;
+                            return Ok(Claim::Wait(None));
+                        };
+                        let mut task = Task::try_from(next)?;
+                        if task.attempts >= max_attempts {
+                            // Every earlier run was cut off (each claim counts one attempt, and a
+                            // run that ends writes its outcome): this task may be what kills the
+                            // process. Fail it and let the agent go on with its next one.
+                            let error = format!(
+                                "Interrupted {} times: each run of this task stopped before it \
+                                 finished (the server stopped or lost the task), so it is not run \
+                                 again. Retry it to run it once more.",
+                                task.attempts
+                            );
+                            let outcome = Outcome::Failed { error, permanent: false };
+                            let done = finish(&run, &task, &outcome, 1, now);
+                            sqlx::query(sql::FAIL_QUEUED_TASK)
+                                .bind(task.id.as_str())
+                                .bind(&done.task.error)
+                                .bind(now)
+                                .execute(&mut *tx)
+                                .await?;
+                            Self::write_after_task(&mut tx, agent, &done, now).await?;
+                            tx.commit().await?;
+                            return Ok(wait_until(done.agent.next_run_at));
+                        }
+                        sqlx::query(sql::START_TASK)
+                            .bind(task.id.as_str())
+                            .bind(node)
+                            .bind(until)
+                            .bind(now)
+                            .execute(&mut *tx)
+                            .await?;
+                        task.status = TaskStatus::InProgress;
+                        task.attempts += 1;
+                        task.started_at = Some(now);
+                        task.updated_at = now;
+                        let owner = UserId::from_trusted(owner.to_owned());
+                        let entry = NewActivity::for_task(
+                            Action::TaskStarted,
+                            task.id.as_str(),
+                            format!("Task '{}' started.", task.title),
+                        );
+                        Self::insert_activity(&mut tx, &owner, &task.agent_id, &entry, now).await?;
+                        tx.commit().await?;
+                        Ok(Claim::Task(Box::new(ClaimedTask { task, agent: run })))
+                    }).await
+                }
+
+                async fn finish_task(
+                    &self,
+                    agent: &AgentKey,
+                    task: &TaskId,
+                    node: &str,
+                    outcome: &Outcome,
+                    calls: i32,
+                ) -> Result<bool> {
+                    watched(self.storage_health(), async {
+                        let (owner, id) = (agent.owner_id.as_str(), agent.agent_id.as_str());
+                        let mut tx = self.begin_write().await?;
+                        // The throttle (`next_run_at`) is judged by other nodes: the database's
+                        // time, read with the lock.
+                        let Some((run, at)) = Self::lock_agent_run(&mut tx, agent).await? else {
+                            return Ok(false);
+                        };
+                        let current: Option<TaskRow> = sqlx::query_as(&task_sql::select_task(<$store>::LOCK))
+                            .bind(owner)
+                            .bind(id)
+                            .bind(task.as_str())
+                            .fetch_optional(&mut *tx)
+                            .await?;
+                        let Some(current) = current else { return Ok(false) };
+                        let done = finish(&run, &Task::try_from(current)?, outcome, calls, at);
+                        let written = sqlx::query(sql::FINISH_TASK)
+                            .bind(task.as_str())
+                            .bind(node)
+                            .bind(done.task.status.as_str())
+                            .bind(&done.task.result)
+                            .bind(&done.task.error)
+                            .bind(done.task.attempts)
+                            .bind(done.task.usage.map(|u| u.input_tokens))
+                            .bind(done.task.usage.map(|u| u.output_tokens))
+                            .bind(at)
+                            .execute(&mut *tx)
+                            .await?;
+                        if written.rows_affected() == 0 {
+                            return Ok(false);
+                        }
+                        Self::write_after_task(&mut tx, agent, &done, at).await?;
+                        tx.commit().await?;
+                        Ok(true)
+                    }).await
+                }
+
+                async fn agents_with_work(&self, node: &str) -> Result<Vec<AgentKey>> {
+                    let rows: Vec<AgentKeyRow> = sqlx::query_as(&sql::agents_with_work(<$store>::CLOCK))
+                        .bind(node)
+                        .fetch_all(self.reader())
+                        .await?;
+                    Ok(rows.into_iter().map(AgentKey::from).collect())
+                }
+            }
+
+            impl $store {
+                /// What a finished task writes besides the task row: the agent's run state, the
+                /// activity entries and the posts to its channel.
+                async fn write_after_task(
+                    tx: &mut sqlx::Transaction<'static, $db>,
+                    agent: &AgentKey,
+                    done: &$crate::domain::runtime::Finish,
+                    at: DateTime<Utc>,
+                ) -> Result<()> {
+                    let (owner, id) = (agent.owner_id.as_str(), agent.agent_id.as_str());
+                    sqlx::query(sql::UPDATE_AGENT_AFTER_TASK)
+                        .bind(owner)
+                        .bind(id)
+                        .bind(done.agent.status.as_str())
+                        .bind(done.agent.status_before_vacation.map(|s| s.as_str()))
+                        .bind(done.agent.failure_streak)
+                        .bind(done.agent.next_run_at)
+                        .bind(at)
+                        .execute(&mut **tx)
+                        .await?;
+                    let owner_id = UserId::from_trusted(owner.to_owned());
+                    for (nth, entry) in done.activity.iter().enumerate() {
+                        Self::insert_activity(tx, &owner_id, &done.task.agent_id, entry, nth_instant(at, nth))
+                            .await?;
+                    }
+                    for post in &done.posts {
+                        Self::queue_post(tx, owner, id, post, at).await?;
+                    }
+                    Ok(())
+                }
+
+                /// Locks the agent row and reads its run state; `None` when the agent is gone.
+                async fn lock_agent_run(
+                    tx: &mut sqlx::Transaction<'static, $db>,
+                    agent: &AgentKey,
+                ) -> Result<Option<(AgentRun, DateTime<Utc>)>> {
+                    let statement = sql::select_agent_run(<$store>::LOCK, <$store>::CLOCK);
+                    let row: Option<AgentRunRow> = sqlx::query_as(&statement)
+                        .bind(&agent.owner_id)
+                        .bind(&agent.agent_id)
+                        .fetch_optional(&mut **tx)
+                        .await?;
+                    row.map(|row| {
+                        let now = row.db_now;
+                        AgentRun::try_from(row).map(|run| (run, now))
+                    })
+                    .transpose()
+                }
+            }
+        };
+    };
+}
+pub(super) use runtime_store;
+
+pub(super) mod sql;

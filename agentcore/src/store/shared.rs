@@ -1,0 +1,203 @@
+//! What every area of the store shares: the [`Store`](super::Store) methods that are not
+//! about one area, the transaction helpers the areas call, and the plain functions they use.
+//!
+//! sqlx's traits make code that is generic over the database need a where-clause per function
+//! that restates half of sqlx, while the SQL and its bindings are the same for both backends.
+//! So each area writes its implementation once, in a macro that takes the backend's store type
+//! and sqlx database (`user_store!(SqliteStore, Sqlite)`), and the backend module instantiates
+//! them all. Each macro brings its own imports (its body is a `const _: () = { ... };` block),
+//! so it depends on nothing at the call site. The store type provides:
+//!
+//! - `fn reader(&self) -> &Pool<DB>`: the pool for plain reads, and `fn writer(&self)`;
+//! - `async fn begin_write(&self) -> Result<Transaction<'static, DB>>`: a transaction that
+//!   may write (on SQLite it takes the write lock up front);
+//! - `fn storage_health(&self)`, `fn listener(..)`, `async fn close_pools(&self)`;
+//! - the constants `BACKEND`, `CLOCK`, `LOCK` (the suffix that locks a selected row),
+//!   `SKIP_LOCKED`, `NOTIFY`, `SERIALIZE_BILLING` and `INSERT_ACTIVITY`.
+//!
+//! The helpers below are associated functions of the store type (`Self::lock_agent(..)`),
+//! so an area calls them by an explicit path.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use super::StorageHealth;
+use crate::error::Result;
+
+pub(super) fn chrono_duration(duration: Duration) -> chrono::Duration {
+    chrono::Duration::from_std(duration).unwrap_or(chrono::Duration::MAX)
+}
+
+/// Runs one write of data, reporting its outcome to the store's storage health.
+pub(super) async fn watched<T>(
+    health: &StorageHealth,
+    write: impl std::future::Future<Output = Result<T>>,
+) -> Result<T> {
+    health.watch(write.await, true)
+}
+
+/// Runs one write of the runtime's bookkeeping (leases, heartbeats, pruning). Its
+/// faults count, but its success proves little: updating a few bytes in place can
+/// still work on a disk too full for anything new.
+pub(super) async fn housekeeping<T>(
+    health: &StorageHealth,
+    write: impl std::future::Future<Output = Result<T>>,
+) -> Result<T> {
+    health.watch(write.await, false)
+}
+
+/// The time of the `nth` entry of one change: a microsecond apart each, so entries keep
+/// their order and paging by `before` never splits a change ambiguously.
+pub(super) fn nth_instant(at: DateTime<Utc>, nth: usize) -> DateTime<Utc> {
+    at + chrono::Duration::microseconds(i64::try_from(nth).unwrap_or(0))
+}
+
+/// Implements [`Store`](super::Store) and the shared transaction helpers for a backend.
+macro_rules! shared_store {
+    ($store:ty, $db:ty) => {
+        const _: () = {
+            use chrono::{DateTime, Utc};
+
+            use crate::domain::activity::NewActivity;
+            use crate::domain::agent::AgentId;
+            use crate::domain::chat::NewPost;
+            use crate::domain::runtime::AgentKey;
+            use crate::domain::user::UserId;
+            use crate::error::{Error, Resource, Result};
+            use crate::store::shared::housekeeping;
+            use crate::store::sql;
+
+            #[async_trait::async_trait]
+            impl $crate::store::Store for $store {
+                fn backend(&self) -> $crate::store::Backend {
+                    <$store>::BACKEND
+                }
+
+                fn health(&self) -> &$crate::store::StorageHealth {
+                    self.storage_health()
+                }
+
+                async fn ping(&self) -> Result<()> {
+                    sqlx::query("SELECT 1").execute(self.reader()).await?;
+                    Ok(())
+                }
+
+                async fn close(&self) {
+                    self.close_pools().await;
+                }
+
+                async fn secret_or_insert(&self, name: &str, candidate: &str) -> Result<String> {
+                    housekeeping(self.storage_health(), async {
+                        sqlx::query(sql::INSERT_SECRET)
+                            .bind(name)
+                            .bind(candidate)
+                            .bind($crate::domain::now())
+                            .execute(self.writer())
+                            .await?;
+                        let value: String = sqlx::query_scalar(sql::SELECT_SECRET)
+                            .bind(name)
+                            .fetch_one(self.writer())
+                            .await?;
+                        Ok(value)
+                    })
+                    .await
+                }
+
+                fn listen(
+                    &self,
+                    wake: $crate::store::Wake,
+                    stop: tokio::sync::watch::Receiver<bool>,
+                ) -> Option<tokio::task::JoinHandle<()>> {
+                    self.listener(wake, stop)
+                }
+            }
+
+            impl $store {
+                /// Tells every node that the agent may have work, when the transaction commits.
+                async fn notify(
+                    tx: &mut sqlx::Transaction<'static, $db>,
+                    agent: &AgentKey,
+                ) -> Result<()> {
+                    Self::publish(tx, &agent.to_payload()).await
+                }
+
+                /// Publishes `payload` on the wake-up channel at commit (a no-op without notifications).
+                async fn publish(
+                    tx: &mut sqlx::Transaction<'static, $db>,
+                    payload: &str,
+                ) -> Result<()> {
+                    if let Some(statement) = <$store>::NOTIFY {
+                        sqlx::query(statement).bind(payload).execute(&mut **tx).await?;
+                    }
+                    Ok(())
+                }
+
+                /// Locks the agent row for the transaction, or fails with `agent_not_found`.
+                async fn lock_agent(
+                    tx: &mut sqlx::Transaction<'static, $db>,
+                    owner: &UserId,
+                    id: &AgentId,
+                ) -> Result<()> {
+                    Self::require_agent(&mut **tx, owner, id, <$store>::LOCK).await
+                }
+
+                /// Fails with `agent_not_found` unless the owner has this agent; `lock` is appended to
+                /// the query (the backend's row lock, or nothing for a plain read).
+                async fn require_agent(
+                    conn: &mut <$db as sqlx::Database>::Connection,
+                    owner: &UserId,
+                    id: &AgentId,
+                    lock: &str,
+                ) -> Result<()> {
+                    let found: Option<i32> = sqlx::query_scalar(&sql::agent_exists(lock))
+                        .bind(owner.as_str())
+                        .bind(id.as_str())
+                        .fetch_optional(&mut *conn)
+                        .await?;
+                    found.map(|_| ()).ok_or_else(|| Error::not_found(Resource::Agent, id.as_str()))
+                }
+
+                async fn insert_activity(
+                    tx: &mut sqlx::Transaction<'static, $db>,
+                    owner: &UserId,
+                    agent: &AgentId,
+                    entry: &NewActivity,
+                    at: DateTime<Utc>,
+                ) -> Result<()> {
+                    sqlx::query(<$store>::INSERT_ACTIVITY)
+                        .bind(owner.as_str())
+                        .bind(agent.as_str())
+                        .bind(entry.action.as_str())
+                        .bind(&entry.details)
+                        .bind(&entry.task_id)
+                        .bind(at)
+                        .execute(&mut **tx)
+                        .await?;
+                    Ok(())
+                }
+
+                /// Queues `post` to the agent's mapped channel (nothing when it is unmapped).
+                async fn queue_post(
+                    tx: &mut sqlx::Transaction<'static, $db>,
+                    owner: &str,
+                    agent: &str,
+                    post: &NewPost,
+                    at: DateTime<Utc>,
+                ) -> Result<()> {
+                    let payload = serde_json::to_string(&post.body).map_err(Error::internal)?;
+                    sqlx::query(&sql::insert_post_for_mapping(<$store>::CLOCK))
+                        .bind(owner)
+                        .bind(agent)
+                        .bind(&post.nonce)
+                        .bind(payload)
+                        .bind(at)
+                        .execute(&mut **tx)
+                        .await?;
+                    Ok(())
+                }
+            }
+        };
+    };
+}
+pub(super) use shared_store;

@@ -1,0 +1,120 @@
+//! Accounts: users, their password hashes and token versions.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use crate::domain::user::UserId;
+use crate::error::Result;
+
+/// The users of the service.
+#[async_trait]
+pub trait UserStore: Send + Sync {
+    /// Fails with `email_taken` when the email key exists.
+    async fn insert_user(&self, user: &UserRecord) -> Result<()>;
+    async fn user_by_email_key(&self, email_key: &str) -> Result<Option<UserRecord>>;
+    async fn user_by_id(&self, id: &UserId) -> Result<Option<UserRecord>>;
+    /// Invalidates every token issued so far; returns the new version.
+    async fn bump_token_version(&self, id: &UserId) -> Result<i64>;
+}
+
+/// A user row, with what only the service may see.
+#[derive(Debug, Clone)]
+pub struct UserRecord {
+    pub id: UserId,
+    pub email: String,
+    pub email_key: String,
+    pub name: String,
+    pub password_hash: String,
+    pub token_version: i64,
+    pub created_at: DateTime<Utc>,
+}
+
+/// Implements [`UserStore`] for a backend (see [`super::shared`]).
+macro_rules! user_store {
+    ($store:ty, $db:ty) => {
+        const _: () = {
+            use crate::domain::user::UserId;
+            use crate::error::{Conflict, Error, Result};
+            use crate::store::UserRecord;
+            use crate::store::db_error;
+            use crate::store::rows::UserRow;
+            use crate::store::shared::watched;
+            use crate::store::users::sql;
+
+            #[async_trait::async_trait]
+            impl $crate::store::UserStore for $store {
+                async fn insert_user(&self, user: &UserRecord) -> Result<()> {
+                    watched(self.storage_health(), async {
+                        sqlx::query(sql::INSERT_USER)
+                            .bind(user.id.as_str())
+                            .bind(&user.email)
+                            .bind(&user.email_key)
+                            .bind(&user.name)
+                            .bind(&user.password_hash)
+                            .bind(user.token_version)
+                            .bind(user.created_at)
+                            .execute(self.writer())
+                            .await
+                            .map_err(|e| {
+                                db_error(
+                                    e,
+                                    Some(Error::conflict(
+                                        Conflict::EmailTaken,
+                                        "An account with this email already exists.",
+                                    )),
+                                )
+                            })?;
+                        Ok(())
+                    })
+                    .await
+                }
+
+                async fn user_by_email_key(&self, email_key: &str) -> Result<Option<UserRecord>> {
+                    let row: Option<UserRow> = sqlx::query_as(&sql::select_user_by_email())
+                        .bind(email_key)
+                        .fetch_optional(self.reader())
+                        .await?;
+                    Ok(row.map(UserRecord::from))
+                }
+
+                async fn user_by_id(&self, id: &UserId) -> Result<Option<UserRecord>> {
+                    let row: Option<UserRow> = sqlx::query_as(&sql::select_user_by_id())
+                        .bind(id.as_str())
+                        .fetch_optional(self.reader())
+                        .await?;
+                    Ok(row.map(UserRecord::from))
+                }
+
+                async fn bump_token_version(&self, id: &UserId) -> Result<i64> {
+                    watched(self.storage_health(), async {
+                        let version: Option<i64> = sqlx::query_scalar(sql::BUMP_TOKEN_VERSION)
+                            .bind(id.as_str())
+                            .bind($crate::domain::now())
+                            .fetch_optional(self.writer())
+                            .await?;
+                        version.ok_or(Error::Unauthorized)
+                    })
+                    .await
+                }
+            }
+        };
+    };
+}
+pub(super) use user_store;
+
+/// The statements of this area, the same on both backends.
+pub(super) mod sql {
+    pub(crate) const INSERT_USER: &str = "INSERT INTO users \
+        (id, email, email_key, name, password_hash, token_version, created_at, updated_at) \
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $7)";
+    pub(crate) const USER_COLUMNS: &str =
+        "SELECT id, email, email_key, name, password_hash, token_version, created_at FROM users";
+    pub(crate) fn select_user_by_email() -> String {
+        format!("{USER_COLUMNS} WHERE email_key = $1")
+    }
+    pub(crate) fn select_user_by_id() -> String {
+        format!("{USER_COLUMNS} WHERE id = $1")
+    }
+    pub(crate) const BUMP_TOKEN_VERSION: &str = "UPDATE users SET token_version = token_version + 1, \
+        updated_at = $2 WHERE id = $1 RETURNING token_version";
+}

@@ -1,0 +1,6 @@
+//! The background work of a node, as clients of [`Core`](crate::Core): the agent runtime and
+//! the outbox's delivery to Discord. Each is started by its own `start` and stopped by its
+//! `shutdown`; neither is known to the facade.
+
+pub mod outbox;
+pub mod runtime;

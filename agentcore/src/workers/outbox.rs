@@ -1,0 +1,214 @@
+//! Delivery of queued agent posts to Discord.
+//!
+//! Posts are rows of the `outbox` table, written in the same transaction as the change they
+//! report. One lane per channel delivers that channel's posts oldest first, one at a time, so
+//! order holds per channel while channels proceed in parallel. A delivered post keeps Discord's
+//! message id for a week. A lane leases the head post
+//! before sending it (several nodes never send the same post at once) and sends it with a
+//! nonce and `enforce_nonce`, so a retry after a lost answer cannot post twice. Transient
+//! failures (429 beyond the limiter's waits, 5xx, timeouts, connection errors) reschedule the
+//! post with exponential backoff; permanent ones (unknown channel, missing access, revoked
+//! token) drop it and log `post_failed` for its agent.
+
+use std::collections::HashSet;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use crate::core::Core;
+use crate::domain::activity::{Action, NewActivity};
+use crate::domain::chat::{OutboxLane, OutboxPost};
+use crate::domain::now;
+use crate::domain::user::UserId;
+use crate::error::Error;
+
+/// The running delivery worker. Dropping it leaves the worker running; call
+/// [`OutboxWorker::shutdown`] to stop it.
+#[derive(Debug)]
+pub struct OutboxWorker {
+    stop: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl OutboxWorker {
+    /// Stops taking posts and waits for the sends in flight to finish.
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        let _ = self.task.await;
+    }
+}
+
+type Lanes = Arc<Mutex<HashSet<OutboxLane>>>;
+
+/// Delivered posts are kept this long, with Discord's message id, for tracing.
+const KEEP_DELIVERED_DAYS: i64 = 7;
+const PRUNE_EVERY: Duration = Duration::from_secs(3600);
+
+impl OutboxWorker {
+    /// Starts delivering the outbox in the background.
+    pub fn start(core: &Core) -> OutboxWorker {
+        let (stop, stopped) = watch::channel(false);
+        let task = tokio::spawn(dispatch(core.clone(), stopped));
+        OutboxWorker { stop, task }
+    }
+}
+
+/// Starts a lane for every user and channel with posts, on each wake-up and at least every poll.
+async fn dispatch(core: Core, mut stop: watch::Receiver<bool>) {
+    let lanes: Lanes = Arc::default();
+    let mut running = JoinSet::new();
+    let mut pruned_at: Option<tokio::time::Instant> = None;
+    loop {
+        if pruned_at.is_none_or(|at| at.elapsed() >= PRUNE_EVERY) {
+            let week_ago = now() - chrono::Duration::days(KEEP_DELIVERED_DAYS);
+            match core.store().prune_delivered(week_ago).await {
+                Ok(0) => {}
+                Ok(count) => tracing::debug!(count, "forgot delivered posts"),
+                Err(error) => tracing::warn!(%error, "cannot prune the outbox"),
+            }
+            pruned_at = Some(tokio::time::Instant::now());
+        }
+        match core.store().outbox_lanes().await {
+            Ok(waiting) => {
+                for queue in waiting {
+                    if lock(&lanes).insert(queue.clone()) {
+                        running.spawn(lane(core.clone(), queue, lanes.clone(), stop.clone()));
+                    }
+                }
+            }
+            Err(error) => tracing::warn!(%error, "cannot read the outbox"),
+        }
+        while running.try_join_next().is_some() {}
+        tokio::select! {
+            () = core.wakeups().outbox.notified() => {}
+            () = tokio::time::sleep(core.outbox_config().poll) => {}
+            _ = stop.changed() => break,
+        }
+    }
+    while running.join_next().await.is_some() {}
+}
+
+/// Delivers one lane's posts in order until none is left.
+async fn lane(core: Core, queue: OutboxLane, lanes: Lanes, mut stop: watch::Receiver<bool>) {
+    let channel = queue.channel_id.as_str();
+    let config = core.outbox_config();
+    while !*stop.borrow() {
+        let wait = match core.store().claim_post(&queue, core.node_id(), config.lease).await {
+            Ok(Some(post)) => {
+                deliver(&core, post).await;
+                continue;
+            }
+            Ok(None) => match core.store().next_post_due(&queue).await {
+                Ok(Some(due)) => due.min(config.poll),
+                Ok(None) => {
+                    // Leave, unless a post arrived between the check and leaving.
+                    lock(&lanes).remove(&queue);
+                    match core.store().next_post_due(&queue).await {
+                        Ok(Some(_)) if lock(&lanes).insert(queue.clone()) => continue,
+                        _ => return,
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(%error, channel, "cannot read the outbox");
+                    config.poll
+                }
+            },
+            Err(error) => {
+                tracing::warn!(%error, channel, "cannot claim a post");
+                config.poll
+            }
+        };
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            _ = stop.changed() => {}
+        }
+    }
+    lock(&lanes).remove(&queue);
+}
+
+async fn deliver(core: &Core, post: OutboxPost) {
+    let store = core.store();
+    let node = core.node_id();
+    let owner = UserId::from_trusted(post.owner_id.clone());
+    let token = match store.connection(&owner, &post.guild_id).await {
+        Ok(record) => core.token_of(&post.owner_id, &record),
+        Err(error) => Err(error),
+    };
+    let outcome = match token {
+        Ok(token) => {
+            let body = post.body.clone().with_nonce(post.nonce.clone());
+            let send = core.discord().create_message(&token, &post.channel_id, &body);
+            keeping_lease(core, post.id, send).await.map(|message| message.id).map_err(|e| {
+                let permanent = !e.is_transient();
+                (e.to_string(), permanent)
+            })
+        }
+        Err(Error::NotFound { .. }) => Err(("the server is no longer connected".to_owned(), true)),
+        // The stored token cannot be opened (the server key changed): it never will be.
+        Err(error @ Error::Internal(_)) => Err((error.public_message(), true)),
+        // A missing setting (the service's bot token) may be fixed by the operator.
+        Err(error) => Err((error.to_string(), false)),
+    };
+    let written = match outcome {
+        Ok(message_id) => store.finish_post(post.id, node, &message_id).await.map(|held| {
+            if !held {
+                // The lease ran out during the send; whoever takes the post next sends it with
+                // the same nonce, and Discord answers with this message instead of a new one.
+                tracing::warn!(post_id = post.id, "delivered a post after its lease ran out");
+            }
+        }),
+        Err((reason, false)) => {
+            let delay = backoff(core, post.attempts);
+            tracing::info!(channel = %post.channel_id, attempts = post.attempts + 1, ?delay, %reason, "post will be retried");
+            store.retry_post(post.id, node, delay, &reason).await
+        }
+        Err((reason, true)) => {
+            tracing::warn!(channel = %post.channel_id, agent_id = %post.agent_id, %reason, "post dropped");
+            let details = format!(
+                "A post to channel {} could not be delivered and was dropped: {reason}.",
+                post.channel_id
+            );
+            store.drop_post(&post, node, &NewActivity::new(Action::PostFailed, details)).await
+        }
+    };
+    if let Err(error) = written {
+        // The lease runs out and the post is tried again; the nonce keeps it from doubling.
+        tracing::warn!(%error, post_id = post.id, "cannot record a delivery outcome");
+    }
+}
+
+/// Runs `send` while renewing this node's lease on the post every third of the lease, so a send
+/// that waits long on Discord's rate limits is never taken over and sent by another node too.
+async fn keeping_lease<T>(core: &Core, post_id: i64, send: impl Future<Output = T>) -> T {
+    let lease = core.outbox_config().lease;
+    let mut renew = tokio::time::interval_at(tokio::time::Instant::now() + lease / 3, lease / 3);
+    renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tokio::pin!(send);
+    loop {
+        tokio::select! {
+            sent = &mut send => return sent,
+            _ = renew.tick() => {
+                match core.store().renew_post_lease(post_id, core.node_id(), lease).await {
+                    Ok(true) => {}
+                    // Taken over after all (this node stalled past the lease): the nonce still
+                    // keeps Discord from posting it twice.
+                    Ok(false) => tracing::warn!(post_id, "lost the lease of a post while sending it"),
+                    Err(error) => tracing::warn!(%error, post_id, "cannot renew the lease of a post"),
+                }
+            }
+        }
+    }
+}
+
+fn backoff(core: &Core, attempts: i32) -> Duration {
+    let config = core.outbox_config();
+    let factor = 2u32.saturating_pow(u32::try_from(attempts).unwrap_or(0).min(20));
+    config.base_backoff.saturating_mul(factor).min(config.max_backoff)
+}
+
+fn lock(lanes: &Lanes) -> std::sync::MutexGuard<'_, HashSet<OutboxLane>> {
+    lanes.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}

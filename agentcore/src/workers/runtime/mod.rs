@@ -1,0 +1,106 @@
+//! The agent runtime: every active agent works through its backlog, one task at a time.
+//!
+//! Each process is a node with a fresh id. A node holds a lease on each agent it runs and on
+//! each task in progress; one heartbeat renews them all (every third of the lease), so a long
+//! model call keeps its task. A node takes a fair share of the active agents (the active count
+//! over the live nodes, rounded up) and lets go of agents above its share between tasks, so work
+//! spreads as nodes come and go. An agent this node runs gets a worker: a task that waits on a
+//! wake-up or its throttle timer, claims the next task in one fenced transaction, calls the
+//! model (bounded by a node-wide semaphore, 3 attempts with backoff for transient failures) and
+//! writes the outcome fenced on the task's lease, with its activity and channel posts.
+//!
+//! Wake-ups reach workers through `wakeups.rs`; a slow fallback poll covers the rest
+//! (missed notifications, expired leases, takeovers). An idle agent costs a parked task, not a
+//! polling loop. The runtime is a client of [`Core`]: `dispatch.rs` is the node's main loop,
+//! `worker.rs` one agent's loop, `model.rs` the model call with its retries.
+//!
+//! See docs/decisions.md and ARCHITECTURE.md for the reasoning.
+
+mod dispatch;
+mod model;
+mod worker;
+
+use std::sync::Arc;
+
+use tokio::sync::{Semaphore, watch};
+
+use crate::core::{Core, RuntimeConfig};
+use crate::wakeups::Wakeups;
+
+/// Model calls per task before it fails.
+pub const ATTEMPTS_PER_TASK: i32 = 3;
+/// Agents claimed in one statement.
+pub(super) const CLAIM_BATCH: usize = 500;
+/// Tries at writing a task's outcome before leaving it to lease expiry.
+pub(super) const FINISH_TRIES: u32 = 5;
+
+#[derive(Debug)]
+pub struct Runtime {
+    stop: Arc<watch::Sender<bool>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// Stops a runtime from taking new tasks, from anywhere (a signal handler, a shutdown hook).
+#[derive(Debug, Clone)]
+pub struct RuntimeStopper(Arc<watch::Sender<bool>>);
+
+impl RuntimeStopper {
+    /// Stops claiming tasks; tasks in progress go on. [`Runtime::shutdown`] waits for them.
+    pub fn stop(&self) {
+        let _ = self.0.send(true);
+    }
+}
+
+impl Runtime {
+    pub fn stopper(&self) -> RuntimeStopper {
+        RuntimeStopper(self.stop.clone())
+    }
+
+    /// Stops claiming, lets tasks in progress finish within the grace period, gives back
+    /// every lease (unfinished tasks go back to the queue for another node) and returns.
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        let _ = self.task.await;
+    }
+}
+
+impl Runtime {
+    /// Starts running active agents in the background. Start it once per `Core`.
+    pub fn start(core: &Core) -> Runtime {
+        let (stop, stopped) = watch::channel(false);
+        let node = Arc::new(Node {
+            core: core.clone(),
+            config: core.runtime_config(),
+            calls: Semaphore::new(core.runtime_config().max_concurrent_calls.max(1)),
+            membership: tokio::sync::Mutex::new(()),
+            stopped: stopped.clone(),
+        });
+        let task = tokio::spawn(dispatch::dispatch(node, stopped));
+        Runtime { stop: Arc::new(stop), task }
+    }
+}
+
+/// What the dispatcher and the workers of this node share.
+pub(super) struct Node {
+    pub(super) core: Core,
+    pub(super) config: RuntimeConfig,
+    pub(super) calls: Semaphore,
+    /// Held while agents are claimed, released or adopted, so a worker leaving and the
+    /// dispatcher claiming never disagree about which agents have a worker.
+    pub(super) membership: tokio::sync::Mutex<()>,
+    pub(super) stopped: watch::Receiver<bool>,
+}
+
+impl Node {
+    pub(super) fn id(&self) -> &str {
+        self.core.node_id()
+    }
+
+    pub(super) fn wakeups(&self) -> &Wakeups {
+        self.core.wakeups()
+    }
+
+    pub(super) fn stopping(&self) -> bool {
+        *self.stopped.borrow()
+    }
+}

@@ -1,0 +1,79 @@
+//! One agent's worker: waits for a wake-up or its throttle, claims the next task, runs it and
+//! writes the outcome fenced on the task's lease.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use super::{FINISH_TRIES, Node};
+use crate::domain::runtime::{AgentKey, Claim, ClaimedTask, Outcome};
+use crate::wakeups::{Worker, lock};
+
+/// Runs one agent's tasks until it stops being this node's to run.
+pub(super) async fn work(node: Arc<Node>, agent: AgentKey, worker: Arc<Worker>) {
+    let store = node.core.store();
+    while !worker.is_leaving() && !node.stopping() {
+        let max_attempts = i32::try_from(node.config.max_attempts).unwrap_or(i32::MAX);
+        let claim = store.claim_task(&agent, node.id(), node.config.lease, max_attempts);
+        let wait = match claim.await {
+            Ok(Claim::Task(claimed)) => {
+                run_task(&node, &agent, *claimed).await;
+                continue;
+            }
+            Ok(Claim::Wait(wait)) => wait,
+            Ok(Claim::Lost) => break,
+            Err(error) => {
+                tracing::warn!(%error, agent = %agent.agent_id, "cannot claim a task");
+                Some(node.config.poll)
+            }
+        };
+        match wait {
+            Some(wait) => {
+                tokio::select! {
+                    () = worker.wake.notified() => {}
+                    () = tokio::time::sleep(wait) => {}
+                }
+            }
+            None => worker.wake.notified().await,
+        }
+    }
+    let _membership = node.membership.lock().await;
+    if let Err(error) = store.release_agent(&agent, node.id()).await {
+        tracing::warn!(%error, agent = %agent.agent_id, "cannot release an agent; its lease expires on its own");
+    }
+    lock(&node.wakeups().workers).remove(&agent);
+    // The agent may be active again already (stopped and started during its last task).
+    node.wakeups().dispatcher.notify_one();
+}
+
+/// Calls the model for one task and writes what came of it.
+async fn run_task(node: &Node, agent: &AgentKey, claimed: ClaimedTask) {
+    let task_id = claimed.task.id.clone();
+    let (outcome, calls) = super::model::call_model(node, &claimed).await;
+    let store = node.core.store();
+    for attempt in 1..=FINISH_TRIES {
+        match store.finish_task(agent, &task_id, node.id(), &outcome, calls).await {
+            Ok(true) => {
+                let counter = match outcome {
+                    Outcome::Complete { .. } => &node.core.counters().completed,
+                    Outcome::Failed { .. } => &node.core.counters().failed,
+                };
+                counter.fetch_add(1, Ordering::Relaxed);
+                break;
+            }
+            Ok(false) => {
+                tracing::info!(agent = %agent.agent_id, task = %task_id, "result dropped: the task, its agent or its lease is gone");
+                node.core.counters().dropped.fetch_add(1, Ordering::Relaxed);
+                break;
+            }
+            Err(error) if attempt < FINISH_TRIES => {
+                tracing::warn!(%error, task = %task_id, "cannot write a task's outcome; retrying");
+                tokio::time::sleep(node.config.retry_base * attempt).await;
+            }
+            Err(error) => {
+                // The lease runs out and the task runs again, on this node or another.
+                tracing::error!(%error, task = %task_id, "cannot write a task's outcome");
+            }
+        }
+    }
+    node.core.wake_outbox();
+}

@@ -1,0 +1,276 @@
+//! The service's operations as typed calls: each takes its request type from
+//! [`agentcore::api`] and answers with the service's own response type, keeping the body as it
+//! came (for `-o json`, which prints it unchanged). `agentctl` speaks the API through these,
+//! and the integration tests check every one against a running server.
+
+use axum::http::Method;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use agentcore::Session;
+use agentcore::api::{
+    ActivityList, AgentList, AgentStatusResponse, CallbackRequest, ChannelList, ConnectRequest,
+    ConnectionList, ConnectionTest, CreateAgentRequest, CreateTaskRequest, Deleted, Disconnected,
+    LoginRequest, MapRequest, Mapped, MappingList, RegisterRequest, SendRequest, SetupRequest,
+    StatusResponse, TaskList, TemplateList, Unmapped, UpdateAgentRequest, UpdateTaskRequest,
+    VacationRequest,
+};
+use agentcore::domain::agent::{Agent, AgentDetail};
+use agentcore::domain::billing::Billing;
+use agentcore::domain::onboarding::Onboarded;
+use agentcore::domain::task::Task;
+use agentcore::domain::user::User;
+use agentcore::{Connected, OauthUrl, Sent};
+
+use crate::client::{Answer, Client, segment};
+use crate::failure::Failure;
+
+/// A typed answer, and the body it was read from.
+#[derive(Debug, Clone)]
+pub struct Reply<T> {
+    pub body: T,
+    pub answer: Answer,
+}
+
+/// The filters of `GET /api/agents`.
+#[derive(Debug, Clone, Default)]
+pub struct AgentQuery {
+    pub workspace: Option<String>,
+    pub status: Option<String>,
+}
+
+/// The page of `GET /api/agents/{id}/activity`.
+#[derive(Debug, Clone, Default)]
+pub struct ActivityQuery {
+    pub limit: Option<u32>,
+    pub before: Option<String>,
+}
+
+fn agent_path(id: &str, rest: &str) -> String {
+    format!("/api/agents/{}{rest}", segment(id))
+}
+
+fn task_path(agent: &str, task: &str, rest: &str) -> String {
+    agent_path(agent, &format!("/backlog/{}{rest}", segment(task)))
+}
+
+/// `?a=1&b=2` of the given pairs, percent-encoded; empty when none is given.
+pub(crate) fn query(pairs: &[(&str, Option<String>)]) -> String {
+    let given: Vec<String> = pairs
+        .iter()
+        .filter_map(|(key, value)| value.as_ref().map(|v| format!("{key}={}", segment(v))))
+        .collect();
+    if given.is_empty() { String::new() } else { format!("?{}", given.join("&")) }
+}
+
+impl Client {
+    async fn typed<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&impl Serialize>,
+    ) -> Result<Reply<T>, Failure> {
+        let body = body.map(serde_json::to_value).transpose().map_err(Failure::internal)?;
+        let answer = self.call(method, path, body).await?;
+        let body = serde_json::from_value(answer.value.clone()).map_err(|e| {
+            Failure::network(format!(
+                "{} answered {path} with a body this agentctl does not understand ({e}); \
+                 are both the same version?",
+                self.transport.describe()
+            ))
+        })?;
+        Ok(Reply { body, answer })
+    }
+
+    async fn get_as<T: DeserializeOwned>(&self, path: &str) -> Result<Reply<T>, Failure> {
+        self.typed(Method::GET, path, None::<&()>).await
+    }
+
+    async fn post_as<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: Option<&impl Serialize>,
+    ) -> Result<Reply<T>, Failure> {
+        self.typed(Method::POST, path, body).await
+    }
+
+    async fn delete_as<T: DeserializeOwned>(&self, path: &str) -> Result<Reply<T>, Failure> {
+        self.typed(Method::DELETE, path, None::<&()>).await
+    }
+
+    // Accounts.
+
+    pub async fn register(&self, request: &RegisterRequest) -> Result<Reply<Session>, Failure> {
+        self.post_as("/auth/register", Some(request)).await
+    }
+
+    pub async fn login(&self, request: &LoginRequest) -> Result<Reply<Session>, Failure> {
+        self.post_as("/auth/login", Some(request)).await
+    }
+
+    pub async fn me(&self) -> Result<Reply<User>, Failure> {
+        self.get_as("/auth/me").await
+    }
+
+    pub async fn logout(&self) -> Result<Reply<StatusResponse>, Failure> {
+        self.post_as("/auth/logout", None::<&()>).await
+    }
+
+    // Agents.
+
+    pub async fn list_agents(&self, filter: &AgentQuery) -> Result<Reply<AgentList>, Failure> {
+        let query =
+            query(&[("workspace", filter.workspace.clone()), ("status", filter.status.clone())]);
+        self.get_as(&format!("/api/agents{query}")).await
+    }
+
+    pub async fn create_agent(
+        &self,
+        request: &CreateAgentRequest,
+    ) -> Result<Reply<Agent>, Failure> {
+        self.post_as("/api/agents", Some(request)).await
+    }
+
+    pub async fn agent(&self, id: &str) -> Result<Reply<AgentDetail>, Failure> {
+        self.get_as(&agent_path(id, "")).await
+    }
+
+    pub async fn update_agent(
+        &self,
+        id: &str,
+        request: &UpdateAgentRequest,
+    ) -> Result<Reply<Agent>, Failure> {
+        self.typed(Method::PATCH, &agent_path(id, ""), Some(request)).await
+    }
+
+    pub async fn delete_agent(&self, id: &str) -> Result<Reply<Deleted>, Failure> {
+        self.delete_as(&agent_path(id, "")).await
+    }
+
+    pub async fn start_agent(&self, id: &str) -> Result<Reply<AgentStatusResponse>, Failure> {
+        self.post_as(&agent_path(id, "/start"), None::<&()>).await
+    }
+
+    pub async fn stop_agent(&self, id: &str) -> Result<Reply<AgentStatusResponse>, Failure> {
+        self.post_as(&agent_path(id, "/stop"), None::<&()>).await
+    }
+
+    /// Sets vacation, or toggles it when `request` is `None`.
+    pub async fn vacation(
+        &self,
+        id: &str,
+        request: Option<&VacationRequest>,
+    ) -> Result<Reply<AgentStatusResponse>, Failure> {
+        self.post_as(&agent_path(id, "/vacation"), request).await
+    }
+
+    pub async fn activity(
+        &self,
+        id: &str,
+        page: &ActivityQuery,
+    ) -> Result<Reply<ActivityList>, Failure> {
+        let query =
+            query(&[("limit", page.limit.map(|l| l.to_string())), ("before", page.before.clone())]);
+        self.get_as(&agent_path(id, &format!("/activity{query}"))).await
+    }
+
+    // Backlog.
+
+    pub async fn add_task(
+        &self,
+        agent: &str,
+        request: &CreateTaskRequest,
+    ) -> Result<Reply<Task>, Failure> {
+        self.post_as(&agent_path(agent, "/backlog"), Some(request)).await
+    }
+
+    pub async fn tasks(
+        &self,
+        agent: &str,
+        status: Option<String>,
+    ) -> Result<Reply<TaskList>, Failure> {
+        let query = query(&[("status", status)]);
+        self.get_as(&agent_path(agent, &format!("/backlog{query}"))).await
+    }
+
+    pub async fn task(&self, agent: &str, task: &str) -> Result<Reply<Task>, Failure> {
+        self.get_as(&task_path(agent, task, "")).await
+    }
+
+    pub async fn update_task(
+        &self,
+        agent: &str,
+        task: &str,
+        request: &UpdateTaskRequest,
+    ) -> Result<Reply<Task>, Failure> {
+        self.typed(Method::PATCH, &task_path(agent, task, ""), Some(request)).await
+    }
+
+    pub async fn delete_task(&self, agent: &str, task: &str) -> Result<Reply<Deleted>, Failure> {
+        self.delete_as(&task_path(agent, task, "")).await
+    }
+
+    pub async fn retry_task(&self, agent: &str, task: &str) -> Result<Reply<Task>, Failure> {
+        self.post_as(&task_path(agent, task, "/retry"), None::<&()>).await
+    }
+
+    // Chat.
+
+    pub async fn oauth_url(&self) -> Result<Reply<OauthUrl>, Failure> {
+        self.get_as("/api/chat/oauth-url").await
+    }
+
+    pub async fn callback(&self, request: &CallbackRequest) -> Result<Reply<Connected>, Failure> {
+        self.post_as("/api/chat/callback", Some(request)).await
+    }
+
+    pub async fn connect(&self, request: &ConnectRequest) -> Result<Reply<Connected>, Failure> {
+        self.post_as("/api/chat/connect", Some(request)).await
+    }
+
+    pub async fn connections(&self) -> Result<Reply<ConnectionList>, Failure> {
+        self.get_as("/api/chat/connections").await
+    }
+
+    pub async fn test_connection(&self, guild: &str) -> Result<Reply<ConnectionTest>, Failure> {
+        self.post_as(&format!("/api/chat/test/{}", segment(guild)), None::<&()>).await
+    }
+
+    pub async fn disconnect(&self, guild: &str) -> Result<Reply<Disconnected>, Failure> {
+        self.delete_as(&format!("/api/chat/connections/{}", segment(guild))).await
+    }
+
+    pub async fn channels(&self, guild: &str) -> Result<Reply<ChannelList>, Failure> {
+        self.get_as(&format!("/api/chat/connections/{}/channels", segment(guild))).await
+    }
+
+    pub async fn map(&self, guild: &str, request: &MapRequest) -> Result<Reply<Mapped>, Failure> {
+        self.post_as(&format!("/api/chat/mappings/{}", segment(guild)), Some(request)).await
+    }
+
+    pub async fn unmap(&self, agent: &str) -> Result<Reply<Unmapped>, Failure> {
+        self.delete_as(&format!("/api/chat/mappings/{}", segment(agent))).await
+    }
+
+    pub async fn mappings(&self) -> Result<Reply<MappingList>, Failure> {
+        self.get_as("/api/chat/mappings").await
+    }
+
+    pub async fn send(&self, guild: &str, request: &SendRequest) -> Result<Reply<Sent>, Failure> {
+        self.post_as(&format!("/api/chat/send/{}", segment(guild)), Some(request)).await
+    }
+
+    // Billing and onboarding.
+
+    pub async fn billing(&self) -> Result<Reply<Billing>, Failure> {
+        self.get_as("/api/billing").await
+    }
+
+    pub async fn templates(&self) -> Result<Reply<TemplateList>, Failure> {
+        self.get_as("/api/onboarding/templates").await
+    }
+
+    pub async fn setup(&self, request: &SetupRequest) -> Result<Reply<Onboarded>, Failure> {
+        self.post_as("/api/onboarding/setup", Some(request)).await
+    }
+}

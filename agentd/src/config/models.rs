@@ -1,0 +1,98 @@
+//! `[models]`: the default model, what every call shares, and the providers by name.
+//!
+//! `[models.providers.<name>]` (`AGENTD_MODELS__PROVIDERS__<NAME>__KIND`, `__BASE_URL`,
+//! `__API_KEY`) configures a provider; model names then read `<name>:<model>`. The providers
+//! `openai` and `anthropic` exist without being configured, and the settings from before the
+//! registry still configure them: `models.openai_base_url`, `models.openai_api_key` (else
+//! `OPENAI_API_KEY`), and the same for `anthropic`. A field set in the provider's own table
+//! wins over them.
+
+use agentcore::domain::agent::provider_name;
+use agentcore::models::{ModelsConfig, ProviderConfig};
+use secrecy::{ExposeSecret, SecretString};
+
+use super::ConfigError;
+use super::settings::{insert, number, seconds};
+use super::sources::Sources;
+
+const PROVIDERS: &str = "AGENTD_MODELS__PROVIDERS__";
+
+pub(super) fn models(src: &Sources<'_>) -> Result<ModelsConfig, ConfigError> {
+    let defaults = ModelsConfig::default();
+    let mut providers = defaults.providers;
+    // The settings from before the registry, for the default providers.
+    for (name, provider) in &mut providers {
+        let upper = name.to_uppercase();
+        if let Some(url) = src.get(&format!("AGENTD_MODELS__{upper}_BASE_URL")) {
+            provider.base_url = Some(url);
+        }
+        provider.api_key = match src.secret(&format!("AGENTD_MODELS__{upper}_API_KEY"))? {
+            Some(key) => Some(key),
+            None => src.get(&format!("{upper}_API_KEY")).map(SecretString::from),
+        };
+    }
+    let named = src.names_under(PROVIDERS);
+    let names = named.iter().filter_map(|rest| rest.split_once("__").map(|(name, _)| name));
+    for upper in names.collect::<std::collections::BTreeSet<_>>() {
+        let name = upper.to_lowercase();
+        let setting = format!("models.providers.{name}");
+        provider_name(&name).map_err(|e| ConfigError(format!("{setting}: {e}")))?;
+        let prefix = format!("{PROVIDERS}{upper}__");
+        let kind = src.get(&format!("{prefix}KIND"));
+        let provider = match (providers.get_mut(&name), kind) {
+            (Some(provider), Some(kind)) => {
+                provider.kind = kind;
+                provider
+            }
+            (Some(provider), None) => provider,
+            (None, Some(kind)) => providers.entry(name).or_insert(ProviderConfig::of_kind(&kind)),
+            (None, None) => {
+                return Err(ConfigError(format!(
+                    "{setting}.kind: missing; say which API the provider speaks: {}",
+                    agentcore::models::kind_names().join(" or ")
+                )));
+            }
+        };
+        if let Some(url) = src.get(&format!("{prefix}BASE_URL")) {
+            provider.base_url = Some(url);
+        }
+        if let Some(key) = src.secret(&format!("{prefix}API_KEY"))? {
+            provider.api_key = Some(key);
+        }
+    }
+    for (name, provider) in &providers {
+        let url = provider.base_url.as_deref().unwrap_or("https://");
+        if !(url.starts_with("https://") || url.starts_with("http://")) {
+            return Err(ConfigError(format!(
+                "models.providers.{name}.base_url: '{url}' is not an http(s) URL"
+            )));
+        }
+    }
+    Ok(ModelsConfig {
+        default: src.get("AGENTD_MODELS__DEFAULT").unwrap_or(defaults.default),
+        providers,
+        timeout: src.seconds("AGENTD_MODELS__TIMEOUT_SECONDS", false)?.unwrap_or(defaults.timeout),
+        max_tokens: src.count("AGENTD_MODELS__MAX_TOKENS", false)?.unwrap_or(defaults.max_tokens),
+    })
+}
+
+/// `[models]` and `[models.providers.<name>]` for `agentd config`.
+pub(super) fn show(models: &ModelsConfig, root: &mut toml::Table) {
+    use toml::Value;
+    insert(root, "models.default", Value::String(models.default.clone()));
+    insert(root, "models.timeout_seconds", seconds(models.timeout));
+    insert(root, "models.max_tokens", number(models.max_tokens));
+    let mut providers = toml::Table::new();
+    for (name, provider) in &models.providers {
+        let mut table = toml::Table::new();
+        table.insert("kind".into(), Value::String(provider.kind.clone()));
+        if let Some(url) = provider.effective_base_url() {
+            table.insert("base_url".into(), Value::String(url.to_owned()));
+        }
+        if provider.api_key.as_ref().is_some_and(|k| !k.expose_secret().is_empty()) {
+            table.insert("api_key".into(), Value::String("<redacted>".into()));
+        }
+        providers.insert(name.clone(), Value::Table(table));
+    }
+    insert(root, "models.providers", Value::Table(providers));
+}

@@ -1,0 +1,95 @@
+//! A log that cannot be written never costs a request: standard error on a full disk, or a
+//! pipe whose reader is gone, and every request is still answered.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::process::{Child, Command};
+
+use super::{Tmpfs, free_port, get_text};
+use crate::helpers::{TestDb, backend_tests, eventually};
+
+/// Starts agentd on a port of the test's choosing with standard error going to `stderr`,
+/// and waits until it answers.
+async fn start(db: &TestDb, data_dir: &std::path::Path, stderr: Stdio) -> (Child, String) {
+    agentcore::install_tls_provider();
+    let port = free_port();
+    let child = Command::new(env!("CARGO_BIN_EXE_agentd-under-test"))
+        .args(["--bind", &format!("127.0.0.1:{port}")])
+        .env("AGENTD_LOG", "debug")
+        .env("AGENTD_DATA_DIR", data_dir)
+        .env("AGENTD_DATABASE_URL", db.url_for_process())
+        .stdout(Stdio::null())
+        .stderr(stderr)
+        .kill_on_drop(true)
+        .spawn()
+        .expect("agentd starts");
+    let address = format!("http://127.0.0.1:{port}");
+    eventually(Duration::from_secs(30), "agentd answers", || async {
+        reqwest::get(format!("{address}/healthz")).await.is_ok_and(|r| r.status() == 200)
+    })
+    .await;
+    (child, address)
+}
+
+/// Registers, creates agents and reads them back: every request must get its answer.
+async fn exercise(address: &str) {
+    let client = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().unwrap();
+    let registered: serde_json::Value = client
+        .post(format!("{address}/auth/register"))
+        .json(&json!({"email": "logs@example.com", "password": "correct horse", "name": "Logs"}))
+        .send()
+        .await
+        .expect("register is answered")
+        .json()
+        .await
+        .unwrap();
+    let token = registered["access_token"].as_str().expect("a token").to_owned();
+    for n in 0..20 {
+        let agent = json!({"id": format!("agent-{n}"), "name": "A", "role_prompt": "Work.", "channel": "c"});
+        let response = client
+            .post(format!("{address}/api/agents"))
+            .bearer_auth(&token)
+            .json(&agent)
+            .send()
+            .await
+            .expect("every request is answered");
+        assert!(response.status() == 201 || response.status() == 402, "{}", response.status());
+        let missing =
+            client.get(format!("{address}/api/agents/nobody")).bearer_auth(&token).send().await;
+        assert_eq!(missing.expect("an error is answered too").status(), 404);
+    }
+    let (status, _) = get_text(address, "/metrics", None).await;
+    assert_eq!(status, 200);
+}
+
+backend_tests! { db;
+    requests_are_answered_when_standard_error_is_a_closed_pipe,
+    requests_are_answered_when_the_log_file_disk_is_full,
+}
+
+async fn requests_are_answered_when_standard_error_is_a_closed_pipe(db: TestDb) {
+    let data_dir = tempfile::tempdir().unwrap();
+    let (mut child, address) = start(&db, data_dir.path(), Stdio::piped()).await;
+    // The reader goes away: every later log line meets a broken pipe.
+    drop(child.stderr.take());
+    exercise(&address).await;
+    let (_, metrics) = get_text(&address, "/metrics", None).await;
+    let dropped = crate::helpers::sample(
+        &crate::helpers::metric_samples(&metrics),
+        "agentd_log_lines_dropped_total",
+    );
+    assert!(dropped > 0.0, "the lost lines are counted");
+    assert!(child.try_wait().unwrap().is_none(), "agentd still runs");
+}
+
+async fn requests_are_answered_when_the_log_file_disk_is_full(db: TestDb) {
+    let Some(disk) = Tmpfs::mount("1m") else { return };
+    let log = std::fs::File::create(disk.path().join("agentd.log")).unwrap();
+    disk.fill();
+    let data_dir = tempfile::tempdir().unwrap();
+    let (mut child, address) = start(&db, data_dir.path(), Stdio::from(log)).await;
+    exercise(&address).await;
+    assert!(child.try_wait().unwrap().is_none(), "agentd still runs");
+}

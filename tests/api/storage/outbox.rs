@@ -1,0 +1,153 @@
+//! The outbox's storage: lanes, leases on posts, delivery records and pruning, on both
+//! backends.
+
+use super::*;
+use agentcore::discord::MessageBody;
+use agentcore::domain::chat::{Connection, ConnectionKind, Mapping, NewPost, OutboxLane};
+use agentcore::store::ConnectionRecord;
+
+/// An owner with agent `a` mapped to channel 71 of guild 7, and `count` status posts queued.
+fn lane(owner: &UserId) -> OutboxLane {
+    OutboxLane { owner_id: owner.as_str().to_owned(), channel_id: "71".into() }
+}
+
+async fn queued(s: &std::sync::Arc<dyn agentcore::store::Store>, count: usize) -> UserId {
+    let owner = user("outbox@example.com");
+    s.insert_user(&owner).await.unwrap();
+    s.insert_agent(
+        &owner.id,
+        &new_agent("a", None),
+        agentcore::domain::now(),
+        &created(),
+        &unlimited(),
+    )
+    .await
+    .unwrap();
+    let connection = Connection {
+        id: "c1".into(),
+        guild_id: "7".into(),
+        guild_name: "G".into(),
+        kind: ConnectionKind::Oauth,
+        connected_at: agentcore::domain::now(),
+        channel_count: 1,
+    };
+    s.upsert_connection(&owner.id, &ConnectionRecord { connection, sealed_token: None })
+        .await
+        .unwrap();
+    let mapping = Mapping {
+        id: "m1".into(),
+        agent_id: id("a"),
+        guild_id: "7".into(),
+        channel_id: "71".into(),
+        channel_name: "c".into(),
+        created_at: agentcore::domain::now(),
+    };
+    s.upsert_mapping(&owner.id, &mapping).await.unwrap();
+    for i in 0..count {
+        s.update_agent(&owner.id, &id("a"), &|current| {
+            Ok(Some(AgentChange {
+                agent: Agent { name: format!("n{i}"), ..current.clone() },
+                activity: vec![],
+                post: Some(NewPost::new(MessageBody::new(Some(format!("post {i}")), None))),
+            }))
+        })
+        .await
+        .unwrap();
+    }
+    owner.id
+}
+
+backend_tests! { store;
+    only_the_oldest_post_of_a_channel_can_be_claimed_and_only_once,
+    a_post_lease_is_judged_and_renewed_by_the_database_clock,
+    a_dropped_post_logs_for_its_agent_and_removing_the_connection_clears_the_channel,
+}
+
+async fn only_the_oldest_post_of_a_channel_can_be_claimed_and_only_once(store: TestStore) {
+    let s = &store.store;
+    let owner = queued(s, 2).await;
+    let lane = &lane(&owner);
+    assert_eq!(s.outbox_lanes().await.unwrap(), std::slice::from_ref(lane));
+    let lease = StdDuration::from_secs(30);
+    let first = s.claim_post(lane, "node-a", lease).await.unwrap().unwrap();
+    assert_eq!(first.body.content.as_deref(), Some("post 0"));
+    assert!(s.claim_post(lane, "node-b", lease).await.unwrap().is_none(), "the head is leased");
+    let due = s.next_post_due(lane).await.unwrap().unwrap();
+    assert!(due > StdDuration::from_secs(28) && due <= lease, "{due:?}: the lease's end");
+
+    let retry = StdDuration::from_secs(5);
+    s.retry_post(first.id, "node-b", retry, "not the holder").await.unwrap();
+    assert!(
+        s.next_post_due(lane).await.unwrap().unwrap() > StdDuration::from_secs(28),
+        "only the holder can release"
+    );
+    s.retry_post(first.id, "node-a", retry, "500").await.unwrap();
+    assert!(
+        s.claim_post(lane, "node-b", lease).await.unwrap().is_none(),
+        "the head waits for its retry"
+    );
+    let due = s.next_post_due(lane).await.unwrap().unwrap();
+    assert!(due > StdDuration::from_secs(3) && due <= retry, "{due:?}: the retry's time");
+    store.db.travel(6).await;
+    assert_eq!(s.next_post_due(lane).await.unwrap(), Some(StdDuration::ZERO));
+    let again = s.claim_post(lane, "node-b", lease).await.unwrap().unwrap();
+    assert_eq!((again.id, again.attempts), (first.id, 1));
+
+    assert!(s.finish_post(again.id, "node-b", "999").await.unwrap());
+    let second = s.claim_post(lane, "node-a", lease).await.unwrap().unwrap();
+    assert_eq!(second.body.content.as_deref(), Some("post 1"));
+    assert_eq!(
+        store.db.count("SELECT COUNT(*) FROM outbox WHERE message_id = '999'", &[]).await,
+        1
+    );
+
+    assert!(
+        !s.finish_post(second.id, "node-b", "1000").await.unwrap(),
+        "only the holder records delivery"
+    );
+    assert!(s.finish_post(second.id, "node-a", "1000").await.unwrap());
+    assert!(s.outbox_lanes().await.unwrap().is_empty());
+    assert_eq!(s.next_post_due(lane).await.unwrap(), None);
+    assert_eq!(
+        s.prune_delivered(agentcore::domain::now() + Duration::seconds(1)).await.unwrap(),
+        2
+    );
+}
+
+async fn a_post_lease_is_judged_and_renewed_by_the_database_clock(store: TestStore) {
+    let s = &store.store;
+    let owner = queued(s, 1).await;
+    let lane = &lane(&owner);
+    let post = s.claim_post(lane, "node-a", StdDuration::from_secs(10)).await.unwrap().unwrap();
+    store.db.travel(8).await;
+    // Still 2 s to go by the database's clock: nobody takes it over.
+    assert!(s.claim_post(lane, "node-b", StdDuration::from_secs(10)).await.unwrap().is_none());
+    assert!(s.renew_post_lease(post.id, "node-a", StdDuration::from_secs(10)).await.unwrap());
+    assert!(
+        !s.renew_post_lease(post.id, "node-b", StdDuration::from_secs(10)).await.unwrap(),
+        "only the holder renews"
+    );
+    store.db.travel(8).await;
+    assert!(
+        s.claim_post(lane, "node-b", StdDuration::from_secs(10)).await.unwrap().is_none(),
+        "renewed: 2 s to go again"
+    );
+    store.db.travel(3).await;
+    let taken = s.claim_post(lane, "node-b", StdDuration::from_secs(10)).await.unwrap().unwrap();
+    assert_eq!(taken.id, post.id, "past its lease, another node takes it");
+}
+
+async fn a_dropped_post_logs_for_its_agent_and_removing_the_connection_clears_the_channel(
+    store: TestStore,
+) {
+    let s = &store.store;
+    let owner = queued(s, 2).await;
+    let post = s.claim_post(&lane(&owner), "n", StdDuration::from_secs(30)).await.unwrap().unwrap();
+    s.drop_post(&post, "n", &NewActivity::new(Action::PostFailed, "gone")).await.unwrap();
+    let log = s.activity(&owner, &id("a"), &ActivityQuery::default()).await.unwrap();
+    assert_eq!(log[0].action, Action::PostFailed);
+    assert_eq!(store.db.count("SELECT COUNT(*) FROM outbox", &[]).await, 1);
+    s.delete_connection(&owner, "7").await.unwrap();
+    assert_eq!(store.db.count("SELECT COUNT(*) FROM outbox", &[]).await, 0);
+    assert_eq!(store.db.count("SELECT COUNT(*) FROM chat_mappings", &[]).await, 0);
+}
