@@ -148,6 +148,15 @@ async fn login_returns_a_working_token_and_every_failure_looks_the_same(app: Tes
     wrong_password.assert_error(401, "unauthorized");
     unknown_email.assert_error(401, "unauthorized");
     assert_eq!(wrong_password.body["error"]["message"], unknown_email.body["error"]["message"]);
+    let nul_email = app
+        .request(
+            Method::POST,
+            "/auth/login",
+            None,
+            Some(json!({"email": "alan\0@example.com", "password": "correct horse"})),
+        )
+        .await;
+    nul_email.assert_error(401, "unauthorized");
 
     let missing = app
         .request(Method::POST, "/auth/login", None, Some(json!({"email": "alan@example.com"})))

@@ -160,6 +160,13 @@ async fn the_list_holds_only_the_callers_agents_oldest_first_with_filters(app: T
     );
     assert!(ids(&app.get("/api/agents?workspace=none", &user).await).is_empty());
     app.get("/api/agents?status=sleeping", &user).await.assert_error(400, "validation_failed");
+    // A workspace no agent can have is refused by the same rules as on create, not sent to
+    // the database (PostgreSQL cannot even compare a text with a NUL in it).
+    for bad in ["%00", "a%00b", "", "a%0Ab"] {
+        let reply = app.get(&format!("/api/agents?workspace={bad}"), &user).await;
+        reply.assert_error(400, "validation_failed");
+        assert!(reply.body["error"]["details"]["workspace"].is_string(), "{bad}: {}", reply.body);
+    }
 }
 
 async fn backlog_summary_counts_tasks_in_each_state(app: TestApp) {

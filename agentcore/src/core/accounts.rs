@@ -40,7 +40,12 @@ impl Core {
     /// as long whether or not the email exists.
     pub async fn login(&self, credentials: Credentials) -> Result<Session> {
         let key = credentials.email.trim().to_lowercase();
-        let record = self.store().user_by_email_key(&key).await?;
+        // No registered email holds a NUL (registration refuses it), and PostgreSQL cannot
+        // even compare such a text: it is simply no one's.
+        let record = match key.contains('\0') {
+            true => None,
+            false => self.store().user_by_email_key(&key).await?,
+        };
         let hash = record.as_ref().map(|r| r.password_hash.clone());
         if !self.auth().verify_password(&credentials.password, hash).await? {
             return Err(Error::Unauthorized);

@@ -219,7 +219,7 @@ pub struct AgentPatch {
 /// Filters for listing agents.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AgentFilter {
-    pub workspace: Option<String>,
+    pub workspace: Option<Workspace>,
     pub status: Option<AgentStatus>,
 }
 

@@ -157,7 +157,7 @@ macro_rules! agent_store {
                 ) -> Result<Vec<Agent>> {
                     let rows: Vec<AgentRow> = sqlx::query_as(&sql::select_agents())
                         .bind(owner.as_str())
-                        .bind(&filter.workspace)
+                        .bind(filter.workspace.as_ref().map(|w| w.as_str()))
                         .bind(filter.status.map(|s| s.as_str()))
                         .fetch_all(self.reader())
                         .await?;

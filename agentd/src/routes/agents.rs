@@ -11,7 +11,7 @@ use agentcore::api::{
     VacationRequest,
 };
 use agentcore::domain::activity::ActivityQuery;
-use agentcore::domain::agent::{Agent, AgentDetail, AgentFilter, AgentStatus};
+use agentcore::domain::agent::{Agent, AgentDetail, AgentFilter, AgentStatus, Workspace};
 
 use crate::AppState;
 use crate::error::ApiError;
@@ -34,7 +34,7 @@ pub(super) async fn list(
 ) -> Result<Reply<AgentList>, ApiError> {
     let mut errors = ValidationErrors::new();
     let filter = AgentFilter {
-        workspace: params.workspace,
+        workspace: params.workspace.and_then(|w| errors.check("workspace", Workspace::parse(&w))),
         status: params.status.and_then(|s| errors.check("status", s.parse())),
     };
     errors.into_result()?;

@@ -156,7 +156,7 @@ async fn listing_orders_by_creation_and_applies_filters(store: TestStore) {
         ids(s.list_agents(&owner.id, &AgentFilter::default()).await.unwrap()),
         ["zeta", "alpha", "mid"]
     );
-    let in_a = AgentFilter { workspace: Some("a".into()), status: None };
+    let in_a = AgentFilter { workspace: Some(Workspace::parse("a").unwrap()), status: None };
     assert_eq!(ids(s.list_agents(&owner.id, &in_a).await.unwrap()), ["zeta", "mid"]);
     let active = AgentFilter { workspace: None, status: Some(AgentStatus::Active) };
     assert!(s.list_agents(&owner.id, &active).await.unwrap().is_empty());
