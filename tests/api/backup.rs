@@ -55,30 +55,8 @@ async fn backup_copies_a_running_database_with_its_key_and_restore_brings_it_bac
     ];
     let server = Server::start(&env).await;
     let token = server.register("backup@example.com").await;
-    server
-        .post(
-            "/api/chat/connect",
-            &token,
-            json!({"bot_token": "backup-bot.1", "guild_id": "222"}),
-            200,
-        )
-        .await;
-    server
-        .post(
-            "/api/agents",
-            &token,
-            json!({"id": "kept", "name": "Kept", "role_prompt": "Stay.", "channel": "c"}),
-            201,
-        )
-        .await;
-    server
-        .post(
-            "/api/chat/mappings/222",
-            &token,
-            json!({"agent_id": "kept", "channel_id": "2221"}),
-            200,
-        )
-        .await;
+    server.connect(&token, "backup-bot.1", "222").await;
+    server.mapped_agent(&token, ("kept", "Kept"), "222", "2221").await;
     let backups = tempfile::tempdir().unwrap();
     let file = backups.path().join("agentd-backup.db");
     let file_arg = file.display().to_string();

@@ -72,23 +72,10 @@ impl Cluster {
         let node = &self.nodes[0];
         let token = node.register("clocks@example.com").await;
         self.db.execute("UPDATE users SET plan = 'team'", &[]).await;
-        node.post(
-            "/api/chat/connect",
-            &token,
-            json!({"bot_token": "clock-bot.1", "guild_id": "666"}),
-            200,
-        )
-        .await;
+        node.connect(&token, "clock-bot.1", "666").await;
         for a in 0..AGENTS {
             let id = format!("agent-{a:02}");
-            node.post("/api/agents", &token, json!({"id": id, "name": id, "role_prompt": format!("You are {id}."), "channel": "c"}), 201).await;
-            node.post(
-                "/api/chat/mappings/666",
-                &token,
-                json!({"agent_id": id, "channel_id": "6661"}),
-                200,
-            )
-            .await;
+            node.mapped_agent(&token, (&id, &id), "666", "6661").await;
             node.post(
                 &format!("/api/agents/{id}/backlog"),
                 &token,

@@ -25,30 +25,8 @@ async fn a_discord_outage_during_a_burst_delivers_every_post_once_and_in_order(d
     env.push(("AGENTD_DISCORD__API_BASE", discord.api_base.clone()));
     let server = Server::start(&env).await;
     let token = server.register("outage@example.com").await;
-    server
-        .post(
-            "/api/chat/connect",
-            &token,
-            json!({"bot_token": "outage-bot.1", "guild_id": "555"}),
-            200,
-        )
-        .await;
-    server
-        .post(
-            "/api/agents",
-            &token,
-            json!({"id": "herald", "name": "Herald", "role_prompt": "Announce.", "channel": "c"}),
-            201,
-        )
-        .await;
-    server
-        .post(
-            "/api/chat/mappings/555",
-            &token,
-            json!({"agent_id": "herald", "channel_id": "5551"}),
-            200,
-        )
-        .await;
+    server.connect(&token, "outage-bot.1", "555").await;
+    server.mapped_agent(&token, ("herald", "Herald"), "555", "5551").await;
     for n in 0..TASKS {
         server
             .post(

@@ -27,24 +27,8 @@ async fn a_full_disk_refuses_writes_with_507_and_they_work_again_once_space_is_f
     ];
     let server = Server::start(&env).await;
     let token = server.register("disk@example.com").await;
-    server
-        .post(
-            "/api/chat/connect",
-            &token,
-            json!({"bot_token": "disk-bot.1", "guild_id": "777"}),
-            200,
-        )
-        .await;
-    let agent = json!({"id": "writer", "name": "Writer", "role_prompt": "Write.", "channel": "c"});
-    server.post("/api/agents", &token, agent, 201).await;
-    server
-        .post(
-            "/api/chat/mappings/777",
-            &token,
-            json!({"agent_id": "writer", "channel_id": "7771"}),
-            200,
-        )
-        .await;
+    server.connect(&token, "disk-bot.1", "777").await;
+    server.mapped_agent(&token, ("writer", "Writer"), "777", "7771").await;
     server.post("/api/agents/writer/start", &token, Value::Null, 200).await;
     let mut acknowledged = vec!["Before".to_owned()];
     server.post("/api/agents/writer/backlog", &token, json!({"title": "Before"}), 201).await;

@@ -141,20 +141,10 @@ async fn a_postgresql_restart_mid_run_loses_nothing_and_repeats_nothing() {
     ];
     let server = Server::start(&env).await;
     let token = server.register("restart@example.com").await;
-    server
-        .post("/api/chat/connect", &token, json!({"bot_token": "pg-bot.1", "guild_id": "333"}), 200)
-        .await;
+    server.connect(&token, "pg-bot.1", "333").await;
     for a in 0..AGENTS {
         let id = format!("agent-{a}");
-        server.post("/api/agents", &token, json!({"id": id, "name": id, "role_prompt": format!("You are {id}."), "channel": "c"}), 201).await;
-        server
-            .post(
-                "/api/chat/mappings/333",
-                &token,
-                json!({"agent_id": id, "channel_id": "3331"}),
-                200,
-            )
-            .await;
+        server.mapped_agent(&token, (&id, &id), "333", "3331").await;
         for t in 0..TASKS {
             server
                 .post(

@@ -18,52 +18,13 @@ async fn a_killed_process_loses_no_pending_post(db: TestDb) {
         ("AGENTD_DISCORD__API_BASE", discord.api_base.clone()),
     ];
     let server = Server::start(&env).await;
-    let post = reqwest::Method::POST;
-    let body = json!({"email": "kill@example.com", "password": "correct horse", "name": "K"});
-    let (_, registered) = server.send(post.clone(), "/auth/register", None, body).await;
-    let token = registered["access_token"].as_str().unwrap().to_owned();
-    let token = Some(token.as_str());
-    assert_eq!(
-        server
-            .send(
-                post.clone(),
-                "/api/chat/connect",
-                token,
-                json!({"bot_token": "kill-bot.1", "guild_id": "777"})
-            )
-            .await
-            .0,
-        200
-    );
-    let agent = json!({"id": "poster", "name": "Poster", "role_prompt": "Post.", "channel": "c"});
-    assert_eq!(server.send(post.clone(), "/api/agents", token, agent).await.0, 201);
-    assert_eq!(
-        server
-            .send(
-                post.clone(),
-                "/api/chat/mappings/777",
-                token,
-                json!({"agent_id": "poster", "channel_id": "7771"})
-            )
-            .await
-            .0,
-        200
-    );
+    let token = server.register("kill@example.com").await;
+    server.connect(&token, "kill-bot.1", "777").await;
+    server.mapped_agent(&token, ("poster", "Poster"), "777", "7771").await;
 
     discord.fail_next(&[Failure::ServerError; 10_000]);
     for status in ["active", "idle", "active"] {
-        assert_eq!(
-            server
-                .send(
-                    reqwest::Method::PATCH,
-                    "/api/agents/poster",
-                    token,
-                    json!({"status": status})
-                )
-                .await
-                .0,
-            200
-        );
+        server.patch("/api/agents/poster", &token, json!({"status": status}), 200).await;
     }
     let attempts = || discord.requests().iter().filter(|r| r.path.ends_with("/messages")).count();
     eventually(Duration::from_secs(20), "delivery was attempted", || async { attempts() > 0 })
@@ -103,53 +64,17 @@ async fn two_processes_on_one_database_deliver_each_post_once_and_in_order(db: T
     ];
     let first = Server::start(&env).await;
     let second = Server::start(&env).await;
-    let post = reqwest::Method::POST;
-    let body = json!({"email": "nodes@example.com", "password": "correct horse", "name": "N"});
-    let (_, registered) = first.send(post.clone(), "/auth/register", None, body).await;
-    let token = registered["access_token"].as_str().unwrap().to_owned();
-    let token = Some(token.as_str());
-    assert_eq!(
-        second
-            .send(
-                post.clone(),
-                "/api/chat/connect",
-                token,
-                json!({"bot_token": "shared-bot.1", "guild_id": "888"})
-            )
-            .await
-            .0,
-        200
-    );
-    let agent = json!({"id": "poster", "name": "Poster", "role_prompt": "Post.", "channel": "c"});
-    assert_eq!(first.send(post.clone(), "/api/agents", token, agent).await.0, 201);
-    assert_eq!(
-        second
-            .send(
-                post.clone(),
-                "/api/chat/mappings/888",
-                token,
-                json!({"agent_id": "poster", "channel_id": "8881"})
-            )
-            .await
-            .0,
-        200
-    );
+    let token = first.register("nodes@example.com").await;
+    // The guild is connected through one node and the agent created through the other.
+    second.connect(&token, "shared-bot.1", "888").await;
+    first.mapped_agent(&token, ("poster", "Poster"), "888", "8881").await;
 
     let mut expected = Vec::new();
     for i in 0..40 {
         let (name, status) = (format!("p{i:02}"), if i % 2 == 0 { "active" } else { "idle" });
         let node = if i % 3 == 0 { &second } else { &first };
-        assert_eq!(
-            node.send(
-                reqwest::Method::PATCH,
-                "/api/agents/poster",
-                token,
-                json!({"name": name, "status": status})
-            )
-            .await
-            .0,
-            200
-        );
+        node.patch("/api/agents/poster", &token, json!({"name": name, "status": status}), 200)
+            .await;
         expected.push(format!("{name} is {status}"));
     }
     eventually(Duration::from_secs(60), "40 posts delivered", || async {

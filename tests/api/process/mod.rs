@@ -71,10 +71,46 @@ impl Server {
         registered["access_token"].as_str().unwrap().to_owned()
     }
 
+    /// Connects `guild` through the bot whose token is `bot`.
+    pub(crate) async fn connect(&self, token: &str, bot: &str, guild: &str) {
+        let body = json!({"bot_token": bot, "guild_id": guild});
+        self.post("/api/chat/connect", token, body, 200).await;
+    }
+
+    /// Creates the agent `id` called `name` and maps it to `channel` of the connected `guild`.
+    pub(crate) async fn mapped_agent(
+        &self,
+        token: &str,
+        (id, name): (&str, &str),
+        guild: &str,
+        channel: &str,
+    ) {
+        let agent = json!({"id": id, "name": name, "role_prompt": format!("You are {name}."), "channel": "c"});
+        self.post("/api/agents", token, agent, 201).await;
+        let mapping = json!({"agent_id": id, "channel_id": channel});
+        self.post(&format!("/api/chat/mappings/{guild}"), token, mapping, 200).await;
+    }
+
     /// POSTs `body` and asserts the status.
     pub(crate) async fn post(&self, path: &str, token: &str, body: Value, status: u16) -> Value {
-        let (got, reply) = self.send(reqwest::Method::POST, path, Some(token), body).await;
-        assert_eq!(got, status, "POST {path}: {reply}");
+        self.expect(reqwest::Method::POST, path, token, body, status).await
+    }
+
+    /// PATCHes with `body` and asserts the status.
+    pub(crate) async fn patch(&self, path: &str, token: &str, body: Value, status: u16) -> Value {
+        self.expect(reqwest::Method::PATCH, path, token, body, status).await
+    }
+
+    async fn expect(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        token: &str,
+        body: Value,
+        status: u16,
+    ) -> Value {
+        let (got, reply) = self.send(method.clone(), path, Some(token), body).await;
+        assert_eq!(got, status, "{method} {path}: {reply}");
         reply
     }
 
@@ -144,11 +180,7 @@ async fn agentd_creates_its_database_exits_cleanly_on_sigterm_and_keeps_tokens_a
         data_dir.path().join("agentd.db").exists(),
         "the default database lives in the data directory"
     );
-    let body = json!({"email": "ops@example.com", "password": "correct horse", "name": "Ops"});
-    let (status, registered) =
-        server.send(reqwest::Method::POST, "/auth/register", None, body).await;
-    assert_eq!(status, 201);
-    let token = registered["access_token"].as_str().unwrap().to_owned();
+    let token = server.register("ops@example.com").await;
     // No model provider is configured: agents answer with `echo`.
     server
         .post(
@@ -226,8 +258,7 @@ impl Cluster {
         let token = nodes[0].register(email).await;
         // More agents than `free` allows: the `team` plan (billing moves users between plans).
         db.execute("UPDATE users SET plan = 'team'", &[]).await;
-        let connect = json!({"bot_token": bot, "guild_id": guild});
-        nodes[0].post("/api/chat/connect", &token, connect, 200).await;
+        nodes[0].connect(&token, &bot, guild).await;
         Self { models, discord, env, nodes, token, guild: guild.to_owned(), _data_dir: data_dir }
     }
 
@@ -235,11 +266,7 @@ impl Cluster {
     pub(crate) async fn add_mapped_agent(&self, a: usize, channel: &str) -> String {
         let (node, token) = (&self.nodes[a % 3], &self.token);
         let id = format!("agent-{a:02}");
-        let agent =
-            json!({"id": id, "name": id, "role_prompt": format!("You are {id}."), "channel": "c"});
-        node.post("/api/agents", token, agent, 201).await;
-        let mapping = json!({"agent_id": id, "channel_id": channel});
-        node.post(&format!("/api/chat/mappings/{}", self.guild), token, mapping, 200).await;
+        node.mapped_agent(token, (&id, &id), &self.guild, channel).await;
         id
     }
 
