@@ -26,6 +26,7 @@ mod faults;
 mod limits;
 mod metrics;
 mod models;
+mod nul;
 mod onboarding;
 mod openapi;
 mod process;
