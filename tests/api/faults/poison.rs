@@ -3,8 +3,6 @@
 
 use std::time::Duration;
 
-use serde_json::{Value, json};
-
 use crate::fake_models::{FakeModels, Script};
 use crate::helpers::{TestDb, backend_tests, eventually};
 use crate::process::{Server, runtime_env};
@@ -28,21 +26,7 @@ async fn a_task_that_crashes_its_process_every_time_fails_after_max_attempts_and
     env.push(("AGENTD_RUNTIME__MAX_ATTEMPTS", "3".into()));
     let mut server = Server::start(&env).await;
     let token = server.register("poison@example.com").await;
-    server
-        .post(
-            "/api/agents",
-            &token,
-            json!({"id": "worker", "name": "Worker", "role_prompt": "Work.", "channel": "c"}),
-            201,
-        )
-        .await;
-    server
-        .post("/api/agents/worker/backlog", &token, json!({"title": "Poison", "priority": 9}), 201)
-        .await;
-    server
-        .post("/api/agents/worker/backlog", &token, json!({"title": "Next", "priority": 1}), 201)
-        .await;
-    server.post("/api/agents/worker/start", &token, Value::Null, 200).await;
+    server.started_worker(&token, &[("Poison".into(), 9), ("Next".into(), 1)]).await;
     for run in 1..=3 {
         eventually(Duration::from_secs(30), "the poison task's run reaches the model", || async {
             models.calls().len() == run

@@ -91,6 +91,18 @@ impl Server {
         self.post(&format!("/api/chat/mappings/{guild}"), token, mapping, 200).await;
     }
 
+    /// Creates the agent `worker`, queues `tasks` (title, priority) and starts it.
+    pub(crate) async fn started_worker(&self, token: &str, tasks: &[(String, i64)]) {
+        let agent =
+            json!({"id": "worker", "name": "Worker", "role_prompt": "Work.", "channel": "c"});
+        self.post("/api/agents", token, agent, 201).await;
+        for (title, priority) in tasks {
+            let task = json!({"title": title, "priority": priority});
+            self.post("/api/agents/worker/backlog", token, task, 201).await;
+        }
+        self.post("/api/agents/worker/start", token, Value::Null, 200).await;
+    }
+
     /// POSTs `body` and asserts the status.
     pub(crate) async fn post(&self, path: &str, token: &str, body: Value, status: u16) -> Value {
         self.expect(reqwest::Method::POST, path, token, body, status).await

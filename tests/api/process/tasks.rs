@@ -17,25 +17,8 @@ async fn a_process_killed_during_a_task_loses_no_task_and_writes_no_result_twice
     let env = runtime_env(&db, &data_dir, &models);
     let server = Server::start(&env).await;
     let token = server.register("crash@example.com").await;
-    server
-        .post(
-            "/api/agents",
-            &token,
-            json!({"id": "worker", "name": "Worker", "role_prompt": "Work.", "channel": "c"}),
-            201,
-        )
-        .await;
-    for n in 0..3 {
-        server
-            .post(
-                "/api/agents/worker/backlog",
-                &token,
-                json!({"title": format!("Task {n}"), "priority": 3 - n}),
-                201,
-            )
-            .await;
-    }
-    server.post("/api/agents/worker/start", &token, Value::Null, 200).await;
+    let tasks: Vec<(String, i64)> = (0..3).map(|n| (format!("Task {n}"), 3 - n)).collect();
+    server.started_worker(&token, &tasks).await;
     eventually(Duration::from_secs(20), "the first call arrives", || async {
         !models.calls().is_empty()
     })
@@ -70,25 +53,8 @@ async fn sigterm_lets_the_task_in_progress_finish_then_gives_everything_back(db:
     let env = runtime_env(&db, &data_dir, &models);
     let server = Server::start(&env).await;
     let token = server.register("term@example.com").await;
-    server
-        .post(
-            "/api/agents",
-            &token,
-            json!({"id": "worker", "name": "Worker", "role_prompt": "Work.", "channel": "c"}),
-            201,
-        )
-        .await;
-    for n in 0..2 {
-        server
-            .post(
-                "/api/agents/worker/backlog",
-                &token,
-                json!({"title": format!("Task {n}"), "priority": 2 - n}),
-                201,
-            )
-            .await;
-    }
-    server.post("/api/agents/worker/start", &token, Value::Null, 200).await;
+    let tasks: Vec<(String, i64)> = (0..2).map(|n| (format!("Task {n}"), 2 - n)).collect();
+    server.started_worker(&token, &tasks).await;
     eventually(Duration::from_secs(20), "the first call arrives", || async {
         !models.calls().is_empty()
     })
@@ -121,16 +87,7 @@ async fn a_task_longer_than_the_grace_period_goes_back_to_the_queue_at_shutdown(
     env.push(("AGENTD_RUNTIME__LEASE_SECONDS", "600".into()));
     let server = Server::start(&env).await;
     let token = server.register("grace@example.com").await;
-    server
-        .post(
-            "/api/agents",
-            &token,
-            json!({"id": "worker", "name": "Worker", "role_prompt": "Work.", "channel": "c"}),
-            201,
-        )
-        .await;
-    server.post("/api/agents/worker/backlog", &token, json!({"title": "Endless"}), 201).await;
-    server.post("/api/agents/worker/start", &token, Value::Null, 200).await;
+    server.started_worker(&token, &[("Endless".into(), 0)]).await;
     eventually(Duration::from_secs(20), "the call arrives", || async {
         !models.calls().is_empty()
     })
