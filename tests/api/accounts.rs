@@ -27,11 +27,9 @@ backend_tests! { app;
 
 async fn registering_returns_a_token_and_the_user_and_me_returns_the_same_user(app: TestApp) {
     let reply = app
-        .request(
-            Method::POST,
+        .post_anonymous(
             "/auth/register",
-            None,
-            Some(register_body("  Ada@Example.com ", "correct horse", "Ada Lovelace")),
+            register_body("  Ada@Example.com ", "correct horse", "Ada Lovelace"),
         )
         .await;
     let body = reply.assert_status(201).clone();
@@ -64,7 +62,7 @@ async fn registration_refuses_each_invalid_field(app: TestApp) {
         ),
     ];
     for (body, field) in cases {
-        let reply = app.request(Method::POST, "/auth/register", None, Some(body.clone())).await;
+        let reply = app.post_anonymous("/auth/register", body.clone()).await;
         reply.assert_error(400, "validation_failed");
         assert!(reply.body["error"]["details"][field].is_string(), "{body} -> {}", reply.body);
     }
@@ -83,11 +81,9 @@ async fn malformed_and_empty_bodies_are_invalid_json(app: TestApp) {
 async fn an_email_registers_once_whatever_its_letter_case(app: TestApp) {
     app.register("grace@example.com").await;
     let reply = app
-        .request(
-            Method::POST,
+        .post_anonymous(
             "/auth/register",
-            None,
-            Some(register_body("GRACE@example.COM", "another pass", "Grace")),
+            register_body("GRACE@example.COM", "another pass", "Grace"),
         )
         .await;
     reply.assert_error(409, "email_taken");
@@ -95,11 +91,9 @@ async fn an_email_registers_once_whatever_its_letter_case(app: TestApp) {
 
 async fn concurrent_registrations_of_one_email_create_exactly_one_account(app: TestApp) {
     let attempts = (0..10).map(|i| {
-        app.request(
-            Method::POST,
+        app.post_anonymous(
             "/auth/register",
-            None,
-            Some(register_body("race@example.com", "correct horse", &format!("Racer {i}"))),
+            register_body("race@example.com", "correct horse", &format!("Racer {i}")),
         )
     });
     let replies = futures::future::join_all(attempts).await;
@@ -117,11 +111,9 @@ async fn concurrent_registrations_of_one_email_create_exactly_one_account(app: T
 async fn login_returns_a_working_token_and_every_failure_looks_the_same(app: TestApp) {
     let user = app.register("alan@example.com").await;
     let reply = app
-        .request(
-            Method::POST,
+        .post_anonymous(
             "/auth/login",
-            None,
-            Some(json!({"email": " ALAN@example.com", "password": "correct horse"})),
+            json!({"email": " ALAN@example.com", "password": "correct horse"}),
         )
         .await;
     let body = reply.assert_status(200).clone();
@@ -130,37 +122,29 @@ async fn login_returns_a_working_token_and_every_failure_looks_the_same(app: Tes
     assert_eq!(me.assert_status(200)["email"], "alan@example.com");
 
     let wrong_password = app
-        .request(
-            Method::POST,
+        .post_anonymous(
             "/auth/login",
-            None,
-            Some(json!({"email": "alan@example.com", "password": "wrong horse"})),
+            json!({"email": "alan@example.com", "password": "wrong horse"}),
         )
         .await;
     let unknown_email = app
-        .request(
-            Method::POST,
+        .post_anonymous(
             "/auth/login",
-            None,
-            Some(json!({"email": "nobody@example.com", "password": "correct horse"})),
+            json!({"email": "nobody@example.com", "password": "correct horse"}),
         )
         .await;
     wrong_password.assert_error(401, "unauthorized");
     unknown_email.assert_error(401, "unauthorized");
     assert_eq!(wrong_password.body["error"]["message"], unknown_email.body["error"]["message"]);
     let nul_email = app
-        .request(
-            Method::POST,
+        .post_anonymous(
             "/auth/login",
-            None,
-            Some(json!({"email": "alan\0@example.com", "password": "correct horse"})),
+            json!({"email": "alan\0@example.com", "password": "correct horse"}),
         )
         .await;
     nul_email.assert_error(401, "unauthorized");
 
-    let missing = app
-        .request(Method::POST, "/auth/login", None, Some(json!({"email": "alan@example.com"})))
-        .await;
+    let missing = app.post_anonymous("/auth/login", json!({"email": "alan@example.com"})).await;
     missing.assert_error(400, "validation_failed");
     assert_eq!(missing.body["error"]["details"]["password"], "is required");
 }
@@ -216,11 +200,9 @@ async fn missing_garbage_and_foreign_tokens_are_unauthorized(app: TestApp) {
 async fn logout_revokes_every_token_of_the_user(app: TestApp) {
     let user = app.register("logout@example.com").await;
     let second = app
-        .request(
-            Method::POST,
+        .post_anonymous(
             "/auth/login",
-            None,
-            Some(json!({"email": "logout@example.com", "password": "correct horse"})),
+            json!({"email": "logout@example.com", "password": "correct horse"}),
         )
         .await;
     let second_token = second.body["access_token"].as_str().unwrap().to_owned();
@@ -241,11 +223,9 @@ async fn logout_revokes_every_token_of_the_user(app: TestApp) {
     app.get("/auth/me", &other).await.assert_status(200);
 
     let again = app
-        .request(
-            Method::POST,
+        .post_anonymous(
             "/auth/login",
-            None,
-            Some(json!({"email": "logout@example.com", "password": "correct horse"})),
+            json!({"email": "logout@example.com", "password": "correct horse"}),
         )
         .await;
     let fresh = again.body["access_token"].as_str().unwrap();

@@ -59,11 +59,9 @@ async fn sign_ins_are_limited_per_client_address(db: TestDb) {
     retry_after(&refused);
     // Registering counts against the same budget; other routes do not.
     let register = app
-        .request(
-            Method::POST,
+        .post_anonymous(
             "/auth/register",
-            None,
-            Some(json!({"email": "new@example.com", "password": "correct horse", "name": "N"})),
+            json!({"email": "new@example.com", "password": "correct horse", "name": "N"}),
         )
         .await;
     retry_after(&register);

@@ -154,11 +154,9 @@ async fn bad_setups_are_refused_and_create_nothing(app: TestApp) {
     let reply = app.post("/api/onboarding/setup", &user, json!({"company_name": "Acme"})).await;
     assert_eq!(reply.body["error"]["details"]["role_template"], "is required");
     let reply = app
-        .request(
-            Method::POST,
+        .post_anonymous(
             "/api/onboarding/setup",
-            None,
-            Some(json!({"company_name": "Acme", "role_template": "sales"})),
+            json!({"company_name": "Acme", "role_template": "sales"}),
         )
         .await;
     reply.assert_error(401, "unauthorized");

@@ -278,6 +278,11 @@ impl TestApp {
         read(request.send().await.expect("request sent")).await
     }
 
+    /// POSTs `body` without a token (sign-up, sign-in, public routes).
+    pub async fn post_anonymous(&self, path: &str, body: Value) -> Reply {
+        self.request(Method::POST, path, None, Some(body)).await
+    }
+
     pub async fn get(&self, path: &str, user: &User) -> Reply {
         self.request(Method::GET, path, Some(&user.token), None).await
     }

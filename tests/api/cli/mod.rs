@@ -276,6 +276,25 @@ async fn agents_and_tasks_print_the_same_json_in_both_modes(app: TestApp) {
     assert_eq!(remote.run(&["agents", "show", "writer"]).await.code, 4);
 }
 
+/// `onboard` for a new account, with every answer given as a flag but the password.
+const ONBOARD_NEW_USER: &[&str] = &[
+    "-o",
+    "json",
+    "onboard",
+    "--email",
+    "new@example.com",
+    "--register",
+    "--name",
+    "New",
+    "--template",
+    "support",
+    "--company",
+    "Acme",
+    "--task",
+    "Answer the first ticket",
+    "--start",
+];
+
 async fn limits_billing_and_onboarding_from_the_terminal(app: TestApp) {
     let ctl = Ctl::remote(&app);
     // Onboarding without a terminal needs its answers as flags, and creates nothing without them.
@@ -289,49 +308,12 @@ async fn limits_billing_and_onboarding_from_the_terminal(app: TestApp) {
     );
     assert_eq!(app.db.count("SELECT COUNT(*) FROM users", &[]).await, 0);
 
-    let onboarded = ctl
-        .run(&[
-            "-o",
-            "json",
-            "onboard",
-            "--email",
-            "new@example.com",
-            "--register",
-            "--name",
-            "New",
-            "--template",
-            "support",
-            "--company",
-            "Acme",
-            "--task",
-            "Answer the first ticket",
-            "--start",
-        ])
-        .await;
+    let onboarded = ctl.run(ONBOARD_NEW_USER).await;
     // No password flag: it comes from the environment.
     assert_eq!(onboarded.code, 2, "no password without a terminal: {}", onboarded.stderr);
     let mut with_password = Ctl::remote(&app);
     with_password.env.push(("AGENTCTL_PASSWORD", PASSWORD.into()));
-    let onboarded = with_password
-        .run(&[
-            "-o",
-            "json",
-            "onboard",
-            "--email",
-            "new@example.com",
-            "--register",
-            "--name",
-            "New",
-            "--template",
-            "support",
-            "--company",
-            "Acme",
-            "--task",
-            "Answer the first ticket",
-            "--start",
-        ])
-        .await
-        .ok();
+    let onboarded = with_password.run(ONBOARD_NEW_USER).await.ok();
     assert_eq!(onboarded.json()["agent"]["id"], "support-lead");
     let tasks = with_password.run(&["-o", "json", "tasks", "list", "support-lead"]).await.ok();
     assert_eq!(tasks.json()["tasks"].as_array().unwrap().len(), 2);
