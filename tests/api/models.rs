@@ -1,9 +1,14 @@
-//! The model providers against the fake model server: both wire formats, usage, and how
-//! each failure is sorted.
+//! The model providers against the fake model server: both wire formats, tool calls, usage,
+//! and how each failure is sorted.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use agentcore::models::{CompletionRequest, ModelError, Models, ModelsConfig};
+use agentcore::models::{
+    Completion, CompletionRequest, Message, ModelError, ModelProvider, Models, ModelsConfig,
+    ToolCall, ToolSpec,
+};
+use serde_json::json;
 
 use crate::fake_models::{ANTHROPIC_KEY, FakeModels, OPENAI_KEY, Script};
 
@@ -19,7 +24,7 @@ fn config(fake: &FakeModels) -> ModelsConfig {
     config
 }
 
-async fn call(models: &Models, model: &str) -> Result<agentcore::models::Completion, ModelError> {
+async fn call(models: &Models, model: &str) -> Result<Completion, ModelError> {
     let (provider, request): (_, CompletionRequest) =
         models.resolve(Some(model), "You are a writer.", "Write a haiku").unwrap();
     provider.complete(&request).await
@@ -114,4 +119,170 @@ async fn echo_needs_no_provider_at_all() {
     let models = Models::new(&ModelsConfig::default()).unwrap();
     let done = call(&models, "echo").await.unwrap();
     assert!(done.text.contains("No model was called"));
+}
+
+/// The weather tool, offered to `model`; the task asks for Paris.
+fn weather_request(models: &Models, model: &str) -> (Arc<dyn ModelProvider>, CompletionRequest) {
+    let (provider, mut request) =
+        models.resolve(Some(model), "You are a forecaster.", "Weather in Paris?").unwrap();
+    request.tools = vec![ToolSpec {
+        name: "weather".into(),
+        description: "Today's weather in a city.".into(),
+        parameters: json!({"type": "object", "properties": {"city": {"type": "string"}}}),
+    }];
+    (provider, request)
+}
+
+/// The answer's calls and their results appended to the conversation.
+fn answered(request: &mut CompletionRequest, done: Completion, results: &[&str]) {
+    let ids: Vec<String> = done.tool_calls.iter().map(|c| c.id.clone()).collect();
+    request.messages.push(Message::Assistant { text: done.text, tool_calls: done.tool_calls });
+    for (call_id, content) in ids.into_iter().zip(results) {
+        request.messages.push(Message::ToolResult {
+            call_id,
+            content: (*content).to_owned(),
+            is_error: false,
+        });
+    }
+}
+
+#[tokio::test]
+async fn openai_tool_calls_round_trip_through_their_results() {
+    let fake = FakeModels::start().await;
+    let models = Models::new(&config(&fake)).unwrap();
+    fake.script_for(
+        "tooluser",
+        [
+            Script::Call { name: "weather".into(), arguments: json!({"city": "Paris"}) },
+            Script::AnswerFromToolResult,
+        ],
+    );
+    let (provider, mut request) = weather_request(&models, "openai:tooluser");
+    let done = provider.complete(&request).await.unwrap();
+    assert_eq!(done.text, "");
+    assert_eq!(
+        done.tool_calls,
+        [ToolCall {
+            id: "call_1".into(),
+            name: "weather".into(),
+            arguments: r#"{"city":"Paris"}"#.into()
+        }]
+    );
+    let sent = &fake.calls()[0];
+    assert_eq!(sent.tools(), ["weather"]);
+    assert_eq!(
+        sent.body["tools"],
+        json!([{"type": "function", "function": {
+            "name": "weather",
+            "description": "Today's weather in a city.",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+        }}])
+    );
+
+    answered(&mut request, done, &["12°C, light rain"]);
+    let done = provider.complete(&request).await.unwrap();
+    assert_eq!(done.text, "Done: 12°C, light rain");
+    assert!(done.tool_calls.is_empty());
+    let sent = &fake.calls()[1];
+    assert_eq!(sent.user(), "Weather in Paris?");
+    assert_eq!(sent.assistant_calls(), [("call_1".to_owned(), "weather".to_owned())]);
+    assert_eq!(sent.tool_results(), [("call_1".to_owned(), "12°C, light rain".to_owned())]);
+    assert_eq!(
+        sent.body["messages"][2],
+        json!({"role": "assistant", "content": null, "tool_calls": [{
+            "id": "call_1",
+            "type": "function",
+            "function": {"name": "weather", "arguments": r#"{"city":"Paris"}"#},
+        }]})
+    );
+}
+
+#[tokio::test]
+async fn anthropic_tool_calls_round_trip_through_their_results() {
+    let fake = FakeModels::start().await;
+    let models = Models::new(&config(&fake)).unwrap();
+    fake.script_for(
+        "tooluser",
+        [
+            Script::Calls(vec![
+                ("weather".into(), json!({"city": "Paris"})),
+                ("weather".into(), json!({"city": "Lyon"})),
+            ]),
+            Script::AnswerFromToolResult,
+        ],
+    );
+    let (provider, mut request) = weather_request(&models, "anthropic:tooluser");
+    let done = provider.complete(&request).await.unwrap();
+    let calls: Vec<(&str, &str)> =
+        done.tool_calls.iter().map(|c| (c.id.as_str(), c.arguments.as_str())).collect();
+    assert_eq!(calls, [("toolu_1", r#"{"city":"Paris"}"#), ("toolu_2", r#"{"city":"Lyon"}"#)]);
+    let sent = &fake.calls()[0];
+    assert_eq!(sent.tools(), ["weather"]);
+    assert_eq!(
+        sent.body["tools"],
+        json!([{
+            "name": "weather",
+            "description": "Today's weather in a city.",
+            "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}},
+        }])
+    );
+
+    answered(&mut request, done, &["12°C", "15°C"]);
+    let done = provider.complete(&request).await.unwrap();
+    assert_eq!(done.text, "Done: 15°C");
+    let sent = &fake.calls()[1];
+    assert_eq!(sent.user(), "Weather in Paris?");
+    let ids =
+        |pairs: Vec<(String, String)>| pairs.into_iter().map(|(id, _)| id).collect::<Vec<_>>();
+    assert_eq!(ids(sent.assistant_calls()), ["toolu_1", "toolu_2"]);
+    assert_eq!(
+        sent.tool_results(),
+        [("toolu_1".to_owned(), "12°C".to_owned()), ("toolu_2".to_owned(), "15°C".to_owned())]
+    );
+    // Both results travel in one user turn, right after the answer that called for them.
+    assert_eq!(sent.body["messages"].as_array().map(Vec::len), Some(3));
+}
+
+#[tokio::test]
+async fn no_tools_field_is_sent_when_none_are_offered() {
+    let fake = FakeModels::start().await;
+    let models = Models::new(&config(&fake)).unwrap();
+    call(&models, "openai:m").await.unwrap();
+    call(&models, "anthropic:m").await.unwrap();
+    for sent in fake.calls() {
+        assert!(!sent.has_tools(), "{}: {}", sent.format, sent.body);
+        assert!(sent.tools().is_empty());
+    }
+}
+
+#[tokio::test]
+async fn malformed_arguments_come_back_verbatim_from_the_openai_format() {
+    let fake = FakeModels::start().await;
+    let models = Models::new(&config(&fake)).unwrap();
+    let raw = Script::RawCall { name: "weather".into(), arguments: r#"{"city": "Par"#.into() };
+    fake.script([raw.clone(), raw]);
+    let (provider, request) = weather_request(&models, "openai:m");
+    let done = provider.complete(&request).await.unwrap();
+    assert_eq!(done.tool_calls[0].arguments, r#"{"city": "Par"#);
+    // Anthropic's arguments are an object: the fake sends the text as a JSON string instead,
+    // and it comes back as that string's JSON text.
+    let (provider, request) = weather_request(&models, "anthropic:m");
+    let done = provider.complete(&request).await.unwrap();
+    assert_eq!(done.tool_calls[0].arguments, r#""{\"city\": \"Par""#);
+}
+
+#[tokio::test]
+async fn a_model_with_its_own_script_leaves_the_shared_one_to_the_others() {
+    let fake = FakeModels::start().await;
+    let models = Models::new(&config(&fake)).unwrap();
+    fake.repeat_for("looper", Script::Call { name: "weather".into(), arguments: json!({}) });
+    fake.script([Script::Answer("shared".into())]);
+    let (provider, request) = weather_request(&models, "openai:looper");
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        ids.push(provider.complete(&request).await.unwrap().tool_calls[0].id.clone());
+    }
+    assert_eq!(ids, ["call_1", "call_2", "call_3"]);
+    assert_eq!(call(&models, "openai:other").await.unwrap().text, "shared");
+    assert_eq!(call(&models, "openai:other").await.unwrap().text, "Answer to: Write a haiku");
 }

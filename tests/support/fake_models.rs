@@ -1,10 +1,10 @@
 //! A fake model server speaking both wire formats: OpenAI chat completions
-//! (`POST /v1/chat/completions`) and Anthropic Messages (`POST /v1/messages`). Answers are
-//! scripted, or derived from the request; 429 with `Retry-After`, 500, 401 and hangs are
-//! available on demand, and a latency for every answer. Every request is recorded with when it
-//! arrived and when it was answered.
+//! (`POST /v1/chat/completions`) and Anthropic Messages (`POST /v1/messages`), tool calls
+//! included. Answers are scripted, for every request or per model, or derived from the request;
+//! 429 with `Retry-After`, 500, 401 and hangs are available on demand, and a latency for every
+//! answer. Every request is recorded with when it arrived and when it was answered.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -26,6 +26,21 @@ pub enum Script {
     Status(u16, Option<u64>),
     /// Hold the request this long before answering normally.
     Hang(Duration),
+    /// Call one tool with these arguments.
+    Call {
+        name: String,
+        arguments: Value,
+    },
+    /// Call several tools in one answer, in this order.
+    Calls(Vec<(String, Value)>),
+    /// Call one tool with this arguments text, sent verbatim (malformed JSON, say). Anthropic
+    /// sends arguments as an object, so there `input` is this text as a JSON string.
+    RawCall {
+        name: String,
+        arguments: String,
+    },
+    /// Answer `Done: <content of the last tool result in the request>`.
+    AnswerFromToolResult,
 }
 
 #[derive(Debug, Clone)]
@@ -47,18 +62,74 @@ impl Call {
         }
     }
 
-    /// The user message, in either format.
+    /// The first user message (the task), in either format.
     pub fn user(&self) -> &str {
-        let messages = self.body["messages"].as_array().unwrap();
-        messages.last().unwrap()["content"].as_str().unwrap_or_default()
+        first_user(&self.body)
+    }
+
+    /// The last user message's text (a text block of it, in Anthropic's blocks), in either
+    /// format: after tool results, what the caller asked last.
+    pub fn last_user(&self) -> String {
+        last_user(&self.body)
+    }
+
+    /// Whether the request has a `tools` field at all.
+    pub fn has_tools(&self) -> bool {
+        self.body.get("tools").is_some()
+    }
+
+    /// The names of the tools offered; empty when none are.
+    pub fn tools(&self) -> Vec<String> {
+        let name = |tool: &Value| {
+            let name =
+                if self.format == "openai" { &tool["function"]["name"] } else { &tool["name"] };
+            name.as_str().unwrap_or_default().to_owned()
+        };
+        blocks(&self.body["tools"]).iter().map(name).collect()
+    }
+
+    /// Every tool result in the request, in order: the call's id and the content.
+    pub fn tool_results(&self) -> Vec<(String, String)> {
+        tool_results(self.format, &self.body)
+    }
+
+    /// Every tool call of the earlier answers in the request, in order: its id and tool name.
+    pub fn assistant_calls(&self) -> Vec<(String, String)> {
+        let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+        let mut calls = Vec::new();
+        for message in messages(&self.body).iter().filter(|m| m["role"] == "assistant") {
+            match self.format {
+                "openai" => calls.extend(
+                    blocks(&message["tool_calls"])
+                        .iter()
+                        .map(|c| (text(&c["id"]), text(&c["function"]["name"]))),
+                ),
+                _ => calls.extend(
+                    blocks(&message["content"])
+                        .iter()
+                        .filter(|b| b["type"] == "tool_use")
+                        .map(|b| (text(&b["id"]), text(&b["name"]))),
+                ),
+            }
+        }
+        calls
     }
 }
 
 #[derive(Debug, Default)]
 struct ModelState {
     script: VecDeque<Script>,
+    /// Steps for requests naming one model, by the request's `model`.
+    scripts: HashMap<String, VecDeque<Script>>,
+    /// The step for every request naming one model once its own steps are taken.
+    repeats: HashMap<String, Script>,
+    /// Steps by how far a conversation is: the nth answer of every conversation with one model
+    /// is its nth step (the last one repeats); conversations may interleave.
+    plans: HashMap<String, Vec<Script>>,
     calls: Vec<Call>,
     latency: Duration,
+    /// Tool call ids given so far, so each is unique on this server.
+    call_ids: u64,
 }
 
 #[derive(Clone)]
@@ -85,8 +156,27 @@ impl FakeModels {
         format!("{}/v1", self.base)
     }
 
+    /// Steps for the next requests that name a model with no script of its own.
     pub fn script(&self, steps: impl IntoIterator<Item = Script>) {
         self.state.lock().unwrap().script.extend(steps);
+    }
+
+    /// Steps for the next requests naming `model` (the provider's model name, as sent). A model
+    /// with a script never takes the shared steps: once its own are taken, it answers by its
+    /// [repeated step](Self::repeat_for), else by the derived answer.
+    pub fn script_for(&self, model: &str, steps: impl IntoIterator<Item = Script>) {
+        self.state.lock().unwrap().scripts.entry(model.to_owned()).or_default().extend(steps);
+    }
+
+    /// `step` for every request naming `model` once its scripted steps are taken.
+    pub fn repeat_for(&self, model: &str, step: Script) {
+        self.state.lock().unwrap().repeats.insert(model.to_owned(), step);
+    }
+
+    /// `steps` for every conversation with `model`: a request with n earlier answers of the
+    /// model in it gets step n, so any number of runs may go on at once.
+    pub fn plan_for(&self, model: &str, steps: Vec<Script>) {
+        self.state.lock().unwrap().plans.insert(model.to_owned(), steps);
     }
 
     pub fn calls(&self) -> Vec<Call> {
@@ -101,7 +191,7 @@ impl FakeModels {
 
 type Shared = State<Arc<Mutex<ModelState>>>;
 
-/// Records the call and takes the next scripted step and the latency.
+/// Records the call and takes its step and the latency.
 fn begin(
     state: &Shared,
     format: &'static str,
@@ -116,11 +206,36 @@ fn begin(
         received: Instant::now(),
         answered: None,
     });
-    (s.calls.len() - 1, s.script.pop_front(), s.latency)
+    let model = body["model"].as_str().unwrap_or_default();
+    let answered = messages(body).iter().filter(|m| m["role"] == "assistant").count();
+    // Asked for no tool call (a stopped run's summary), a model answers in text, as providers
+    // do, whatever its script says; the script is kept for later requests.
+    let step = if tool_choice_none(body) {
+        Some(Script::Answer(format!("Summary: {}", last_user(body))))
+    } else if let Some(plan) = s.plans.get(model).filter(|p| !p.is_empty()) {
+        plan.get(answered).or(plan.last()).cloned()
+    } else if s.scripts.contains_key(model) || s.repeats.contains_key(model) {
+        let own = s.scripts.get_mut(model).and_then(VecDeque::pop_front);
+        own.or_else(|| s.repeats.get(model).cloned())
+    } else {
+        s.script.pop_front()
+    };
+    (s.calls.len() - 1, step, s.latency)
 }
 
 fn end(state: &Shared, index: usize) {
     state.lock().unwrap().calls[index].answered = Some(Instant::now());
+}
+
+/// The next `count` tool call numbers of this server.
+fn call_numbers(state: &Shared, count: usize) -> Vec<u64> {
+    let mut s = state.lock().unwrap();
+    (0..count)
+        .map(|_| {
+            s.call_ids += 1;
+            s.call_ids
+        })
+        .collect()
 }
 
 fn failure(status: u16, retry_after: Option<u64>, body: Value) -> Response {
@@ -131,28 +246,57 @@ fn failure(status: u16, retry_after: Option<u64>, body: Value) -> Response {
     response
 }
 
-/// The scripted answer, or one derived from the task so each task's answer is its own.
-async fn answer_for(step: Option<Script>, user: &str) -> Result<String, (u16, Option<u64>)> {
+/// What a step makes of a request, in neither format yet.
+enum Reply {
+    Text(String),
+    /// Tool calls: the name, the arguments as Anthropic's `input`, and as OpenAI's text.
+    Calls(Vec<(String, Value, String)>),
+    Failure(u16, Option<u64>),
+}
+
+/// The step's reply, or one derived from the task so each task's answer is its own.
+async fn reply_for(step: Option<Script>, format: &str, body: &Value) -> Reply {
+    let derived = || Reply::Text(format!("Answer to: {}", first_user(body)));
+    let call = |name: String, arguments: Value| {
+        let text = arguments.to_string();
+        (name, arguments, text)
+    };
     match step {
-        Some(Script::Answer(text)) => Ok(text),
-        Some(Script::Status(status, retry_after)) => Err((status, retry_after)),
+        Some(Script::Answer(text)) => Reply::Text(text),
+        Some(Script::Status(status, retry_after)) => Reply::Failure(status, retry_after),
         Some(Script::Hang(duration)) => {
             tokio::time::sleep(duration).await;
-            Ok(format!("Answer to: {user}"))
+            derived()
         }
-        None => Ok(format!("Answer to: {user}")),
+        Some(Script::Call { name, arguments }) => Reply::Calls(vec![call(name, arguments)]),
+        Some(Script::Calls(calls)) => {
+            Reply::Calls(calls.into_iter().map(|(name, arguments)| call(name, arguments)).collect())
+        }
+        Some(Script::RawCall { name, arguments }) => {
+            Reply::Calls(vec![(name, Value::String(arguments.clone()), arguments)])
+        }
+        Some(Script::AnswerFromToolResult) => {
+            let last = tool_results(format, body).pop().map(|(_, content)| content);
+            Reply::Text(format!("Done: {}", last.unwrap_or_default()))
+        }
+        None => derived(),
     }
 }
 
 async fn openai(state: Shared, headers: HeaderMap, Json(body): Json<Value>) -> Response {
     let (index, step, latency) = begin(&state, "openai", &headers, &body);
     tokio::time::sleep(latency).await;
-    let response = openai_reply(step, &headers, &body).await;
+    let response = openai_reply(&state, step, &headers, &body).await;
     end(&state, index);
     response
 }
 
-async fn openai_reply(step: Option<Script>, headers: &HeaderMap, body: &Value) -> Response {
+async fn openai_reply(
+    state: &Shared,
+    step: Option<Script>,
+    headers: &HeaderMap,
+    body: &Value,
+) -> Response {
     let bearer = headers.get("authorization").and_then(|v| v.to_str().ok());
     if bearer != Some(&*format!("Bearer {OPENAI_KEY}")) {
         return failure(
@@ -168,27 +312,50 @@ async fn openai_reply(step: Option<Script>, headers: &HeaderMap, body: &Value) -
             json!({"error": {"message": "The model `missing` does not exist.", "type": "invalid_request_error", "code": "model_not_found"}}),
         );
     }
-    let user = body["messages"][1]["content"].as_str().unwrap_or_default().to_owned();
-    match answer_for(step, &user).await {
-        Ok(text) => Json(json!({
-            "id": "chatcmpl-1", "object": "chat.completion", "model": body["model"],
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 11, "completion_tokens": 22, "total_tokens": 33}
-        }))
-        .into_response(),
-        Err((status, retry_after)) => failure(status, retry_after, json!({"error": {"message": format!("scripted {status}"), "type": "server_error"}})),
-    }
+    let (message, finish) = match reply_for(step, "openai", body).await {
+        Reply::Text(text) => (json!({"role": "assistant", "content": text}), "stop"),
+        Reply::Calls(calls) => {
+            let numbers = call_numbers(state, calls.len());
+            let calls: Vec<Value> = calls
+                .into_iter()
+                .zip(numbers)
+                .map(|((name, _, arguments), n)| {
+                    json!({"id": format!("call_{n}"), "type": "function",
+                           "function": {"name": name, "arguments": arguments}})
+                })
+                .collect();
+            (json!({"role": "assistant", "content": null, "tool_calls": calls}), "tool_calls")
+        }
+        Reply::Failure(status, retry_after) => {
+            return failure(
+                status,
+                retry_after,
+                json!({"error": {"message": format!("scripted {status}"), "type": "server_error"}}),
+            );
+        }
+    };
+    Json(json!({
+        "id": "chatcmpl-1", "object": "chat.completion", "model": body["model"],
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 11, "completion_tokens": 22, "total_tokens": 33}
+    }))
+    .into_response()
 }
 
 async fn anthropic(state: Shared, headers: HeaderMap, Json(body): Json<Value>) -> Response {
     let (index, step, latency) = begin(&state, "anthropic", &headers, &body);
     tokio::time::sleep(latency).await;
-    let response = anthropic_reply(step, &headers, &body).await;
+    let response = anthropic_reply(&state, step, &headers, &body).await;
     end(&state, index);
     response
 }
 
-async fn anthropic_reply(step: Option<Script>, headers: &HeaderMap, body: &Value) -> Response {
+async fn anthropic_reply(
+    state: &Shared,
+    step: Option<Script>,
+    headers: &HeaderMap,
+    body: &Value,
+) -> Response {
     if headers.get("x-api-key").and_then(|v| v.to_str().ok()) != Some(ANTHROPIC_KEY) {
         return failure(
             401,
@@ -203,18 +370,91 @@ async fn anthropic_reply(step: Option<Script>, headers: &HeaderMap, body: &Value
             json!({"type": "error", "error": {"type": "invalid_request_error", "message": "anthropic-version header is required"}}),
         );
     }
-    let user = body["messages"][0]["content"].as_str().unwrap_or_default().to_owned();
-    match answer_for(step, &user).await {
-        Ok(text) => Json(json!({
-            "id": "msg_1", "type": "message", "role": "assistant", "model": body["model"],
-            "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
-            "usage": {"input_tokens": 13, "output_tokens": 24}
-        }))
-        .into_response(),
-        Err((status, retry_after)) => failure(
-            status,
-            retry_after,
-            json!({"type": "error", "error": {"type": "overloaded_error", "message": format!("scripted {status}")}}),
-        ),
+    let (content, stop) = match reply_for(step, "anthropic", body).await {
+        Reply::Text(text) => (json!([{"type": "text", "text": text}]), "end_turn"),
+        Reply::Calls(calls) => {
+            let numbers = call_numbers(state, calls.len());
+            let blocks: Vec<Value> = calls
+                .into_iter()
+                .zip(numbers)
+                .map(|((name, input, _), n)| {
+                    json!({"type": "tool_use", "id": format!("toolu_{n}"), "name": name, "input": input})
+                })
+                .collect();
+            (Value::Array(blocks), "tool_use")
+        }
+        Reply::Failure(status, retry_after) => {
+            return failure(
+                status,
+                retry_after,
+                json!({"type": "error", "error": {"type": "overloaded_error", "message": format!("scripted {status}")}}),
+            );
+        }
+    };
+    Json(json!({
+        "id": "msg_1", "type": "message", "role": "assistant", "model": body["model"],
+        "content": content, "stop_reason": stop,
+        "usage": {"input_tokens": 13, "output_tokens": 24}
+    }))
+    .into_response()
+}
+
+fn messages(body: &Value) -> &[Value] {
+    blocks(&body["messages"])
+}
+
+/// An array's items; none when it is not an array.
+fn blocks(value: &Value) -> &[Value] {
+    value.as_array().map(Vec::as_slice).unwrap_or_default()
+}
+
+/// The first user message with text, in either format: Anthropic's tool results are user
+/// messages too, with blocks for content.
+fn first_user(body: &Value) -> &str {
+    messages(body)
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .find_map(|m| m["content"].as_str())
+        .unwrap_or_default()
+}
+
+/// The last user message's text, in either format.
+fn last_user(body: &Value) -> String {
+    let Some(last) = messages(body).iter().rev().find(|m| m["role"] == "user") else {
+        return String::new();
+    };
+    match &last["content"] {
+        Value::String(text) => text.clone(),
+        content => blocks(content)
+            .iter()
+            .rev()
+            .find(|b| b["type"] == "text")
+            .and_then(|b| b["text"].as_str())
+            .unwrap_or_default()
+            .to_owned(),
+    }
+}
+
+/// Whether the request forbids tool calls: OpenAI's `"none"`, Anthropic's `{"type": "none"}`.
+fn tool_choice_none(body: &Value) -> bool {
+    body["tool_choice"] == "none" || body["tool_choice"]["type"] == "none"
+}
+
+/// Every tool result in the request, in order: the call's id and the content.
+fn tool_results(format: &str, body: &Value) -> Vec<(String, String)> {
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+    match format {
+        "openai" => messages(body)
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .map(|m| (text(&m["tool_call_id"]), text(&m["content"])))
+            .collect(),
+        _ => messages(body)
+            .iter()
+            .filter(|m| m["role"] == "user")
+            .flat_map(|m| blocks(&m["content"]))
+            .filter(|b| b["type"] == "tool_result")
+            .map(|b| (text(&b["tool_use_id"]), text(&b["content"])))
+            .collect(),
     }
 }

@@ -2,20 +2,26 @@
 
 use async_trait::async_trait;
 
-use super::{Completion, CompletionRequest, ModelError, ModelProvider};
+use super::{Completion, CompletionRequest, Message, ModelError, ModelProvider};
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct EchoProvider;
 
 #[async_trait]
 impl ModelProvider for EchoProvider {
+    /// Offers no tool calls, whatever tools the request offers: it answers the task, the first
+    /// user message.
     async fn complete(&self, request: &CompletionRequest) -> Result<Completion, ModelError> {
+        let task = request.messages.iter().find_map(|message| match message {
+            Message::User(text) => Some(text.as_str()),
+            _ => None,
+        });
         let text = format!(
             "[echo] No model was called: this agent uses the offline `echo` model. \
              Configure a model provider to get real answers.\n\nTask received:\n{}",
-            request.user
+            task.unwrap_or_default()
         );
-        Ok(Completion { text, usage: None })
+        Ok(Completion { text, tool_calls: Vec::new(), usage: None })
     }
 }
 
@@ -28,7 +34,9 @@ mod tests {
         let request = CompletionRequest {
             model: "echo".into(),
             system: "s".into(),
-            user: "Write a haiku".into(),
+            messages: vec![Message::User("Write a haiku".into())],
+            tools: Vec::new(),
+            tool_choice: Default::default(),
             max_tokens: 10,
         };
         let first = EchoProvider.complete(&request).await.unwrap();

@@ -7,11 +7,17 @@
 //! semantics matter to the runtime (which failures to retry, how long `Retry-After` says to
 //! wait, which ones mean the agent can never succeed), so both are written here over `reqwest`
 //! rather than through a general LLM client; see docs/decisions.md.
+//!
+//! Both formats carry function calling: a request offers [`ToolSpec`]s and carries the
+//! conversation so far as [`Message`]s (earlier answers with their [`ToolCall`]s, and the
+//! results of those calls); an answer is text, tool calls, or both.
 
 mod anthropic;
 mod echo;
 mod openai;
 mod registry;
+#[cfg(test)]
+mod wire_tests;
 
 use std::fmt;
 use std::time::Duration;
@@ -25,20 +31,73 @@ pub use registry::{Endpoint, KINDS, Kind, Models, ModelsConfig, ProviderConfig, 
 
 use crate::domain::task::Usage;
 
-/// One call: the agent's role prompt, the task, and a bound on the answer's length.
+/// One call: system prompt, the conversation so far, the tools offered, a bound on the answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompletionRequest {
     /// The provider's own model name (`gpt-4o-mini`, `claude-sonnet-4-5`, `llama3.1`).
     pub model: String,
     pub system: String,
-    pub user: String,
+    /// The conversation after the system prompt; the task is the first `User` message.
+    pub messages: Vec<Message>,
+    /// The tools the model may call; empty: none offered (no `tools` field is sent at all).
+    pub tools: Vec<ToolSpec>,
+    /// `None`: the tools are shown but may not be called (the summary at the end of a
+    /// stopped run).
+    pub tool_choice: ToolChoice,
     pub max_tokens: u32,
 }
 
-/// The model's answer and what it cost, when the provider says.
+/// Whether the model may call the tools offered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ToolChoice {
+    #[default]
+    Auto,
+    None,
+}
+
+/// One turn of the conversation after the system prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Message {
+    User(String),
+    /// An earlier answer of the model, with the tool calls it made.
+    Assistant {
+        text: String,
+        tool_calls: Vec<ToolCall>,
+    },
+    /// The result of one tool call. Consecutive results are sent back together.
+    /// `content` already says when it is an error; `is_error` is for formats that mark it.
+    ToolResult {
+        call_id: String,
+        content: String,
+        is_error: bool,
+    },
+}
+
+/// A tool offered to the model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    pub parameters: serde_json::Value,
+}
+
+/// A call of a tool the model asked for.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ToolCall {
+    /// The provider's id for the call, echoed back with its result.
+    pub id: String,
+    pub name: String,
+    /// The arguments as JSON text, exactly as the model sent them: possibly not valid JSON.
+    pub arguments: String,
+}
+
+/// The model's answer, the tools it wants called, and what it cost, when the provider says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Completion {
     pub text: String,
+    /// Calls to run, in the order given; empty when the model answered.
+    pub tool_calls: Vec<ToolCall>,
     pub usage: Option<Usage>,
 }
 

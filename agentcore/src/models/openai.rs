@@ -4,9 +4,12 @@
 use async_trait::async_trait;
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
-use serde_json::json;
+use serde_json::{Value, json};
 
-use super::{Completion, CompletionRequest, Endpoint, Kind, ModelError, ModelProvider, send_json};
+use super::{
+    Completion, CompletionRequest, Endpoint, Kind, Message, ModelError, ModelProvider, ToolCall,
+    ToolChoice, send_json,
+};
 use crate::domain::task::Usage;
 
 const NAME: &str = "the OpenAI-compatible provider";
@@ -33,7 +36,7 @@ pub struct OpenAiProvider {
 }
 
 #[derive(Debug, Deserialize)]
-struct Answer {
+pub(super) struct Answer {
     choices: Vec<Choice>,
     #[serde(default)]
     usage: Option<TokenCounts>,
@@ -41,13 +44,31 @@ struct Answer {
 
 #[derive(Debug, Deserialize)]
 struct Choice {
-    message: Message,
+    message: AnswerMessage,
 }
 
 #[derive(Debug, Deserialize)]
-struct Message {
+struct AnswerMessage {
+    /// `null` when the model only calls tools.
     #[serde(default)]
     content: Option<String>,
+    #[serde(default)]
+    tool_calls: Option<Vec<WireCall>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireCall {
+    #[serde(default)]
+    id: String,
+    function: WireFunction,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireFunction {
+    name: String,
+    /// JSON text as OpenAI sends it; some compatible servers (older Ollama) send the object.
+    #[serde(default)]
+    arguments: Value,
 }
 
 #[derive(Debug, Deserialize)]
@@ -65,28 +86,93 @@ impl OpenAiProvider {
 #[async_trait]
 impl ModelProvider for OpenAiProvider {
     async fn complete(&self, request: &CompletionRequest) -> Result<Completion, ModelError> {
-        let body = json!({
-            "model": request.model,
-            "messages": [
-                {"role": "system", "content": request.system},
-                {"role": "user", "content": request.user},
-            ],
-            "max_tokens": request.max_tokens,
-        });
-        let mut call = self.http.post(&self.url).json(&body);
+        let mut call = self.http.post(&self.url).json(&request_body(request));
         if let Some(key) = &self.api_key {
             call = call.bearer_auth(key.expose_secret());
         }
-        let answer: Answer = send_json(call, NAME).await?;
-        let text = answer
-            .choices
-            .into_iter()
-            .next()
-            .and_then(|choice| choice.message.content)
-            .ok_or_else(|| ModelError::transient(format!("{NAME} answered without a message")))?;
-        let usage = answer
-            .usage
-            .map(|u| Usage { input_tokens: u.prompt_tokens, output_tokens: u.completion_tokens });
-        Ok(Completion { text, usage })
+        read_answer(send_json(call, NAME).await?)
     }
+}
+
+/// The JSON body of a chat completion for `request`.
+pub(super) fn request_body(request: &CompletionRequest) -> Value {
+    let mut messages = vec![json!({"role": "system", "content": request.system})];
+    messages.extend(request.messages.iter().map(message));
+    let mut body = json!({
+        "model": request.model,
+        "messages": messages,
+        "max_tokens": request.max_tokens,
+    });
+    if !request.tools.is_empty() {
+        let tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|tool| {
+                json!({"type": "function", "function": {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": tool.parameters,
+                }})
+            })
+            .collect();
+        body["tools"] = Value::Array(tools);
+        if request.tool_choice == ToolChoice::None {
+            body["tool_choice"] = json!("none");
+        }
+    }
+    body
+}
+
+fn message(message: &Message) -> Value {
+    match message {
+        Message::User(text) => json!({"role": "user", "content": text}),
+        Message::Assistant { text, tool_calls } => {
+            let content = if text.is_empty() { Value::Null } else { json!(text) };
+            let mut turn = json!({"role": "assistant", "content": content});
+            if !tool_calls.is_empty() {
+                let calls: Vec<Value> = tool_calls
+                    .iter()
+                    .map(|call| {
+                        json!({"id": call.id, "type": "function", "function": {
+                            "name": call.name,
+                            "arguments": call.arguments,
+                        }})
+                    })
+                    .collect();
+                turn["tool_calls"] = Value::Array(calls);
+            }
+            turn
+        }
+        // OpenAI has no error flag for a result: its content says so.
+        Message::ToolResult { call_id, content, is_error: _ } => {
+            json!({"role": "tool", "tool_call_id": call_id, "content": content})
+        }
+    }
+}
+
+/// The completion in a successful answer: its text and tool calls, as sent.
+pub(super) fn read_answer(answer: Answer) -> Result<Completion, ModelError> {
+    let usage = answer
+        .usage
+        .map(|u| Usage { input_tokens: u.prompt_tokens, output_tokens: u.completion_tokens });
+    let message = answer.choices.into_iter().next().map(|choice| choice.message);
+    let (content, calls) =
+        message.map_or((None, Vec::new()), |m| (m.content, m.tool_calls.unwrap_or_default()));
+    if content.is_none() && calls.is_empty() {
+        return Err(ModelError::transient(format!("{NAME} answered without a message")));
+    }
+    let tool_calls = calls
+        .into_iter()
+        .map(|call| ToolCall {
+            id: call.id,
+            name: call.function.name,
+            arguments: match call.function.arguments {
+                Value::String(text) => text,
+                // No arguments at all: the empty arguments object.
+                Value::Null => "{}".to_owned(),
+                object => object.to_string(),
+            },
+        })
+        .collect();
+    Ok(Completion { text: content.unwrap_or_default(), tool_calls, usage })
 }

@@ -11,7 +11,9 @@ use std::time::Duration;
 
 use secrecy::SecretString;
 
-use super::{CompletionRequest, EchoProvider, ModelError, ModelProvider, anthropic, openai};
+use super::{
+    CompletionRequest, EchoProvider, Message, ModelError, ModelProvider, anthropic, openai,
+};
 use crate::domain::agent::{ModelName, provider_name};
 use crate::error::{Error, Result};
 
@@ -198,7 +200,8 @@ impl Models {
         self.find(provider).map_or("unknown", |(name, _)| name.as_str())
     }
 
-    /// The provider and request for `model` (or the default when `None`).
+    /// The provider and request for `model` (or the default when `None`): a conversation of
+    /// the one user message, with no tools offered.
     pub fn resolve(
         &self,
         model: Option<&str>,
@@ -216,7 +219,9 @@ impl Models {
         let request = CompletionRequest {
             model: model.to_owned(),
             system: system.to_owned(),
-            user: user.to_owned(),
+            messages: vec![Message::User(user.to_owned())],
+            tools: Vec::new(),
+            tool_choice: Default::default(),
             max_tokens: self.max_tokens,
         };
         Ok((provider.clone(), request))
@@ -236,6 +241,8 @@ mod tests {
         let models = Models::new(&ModelsConfig::default()).unwrap();
         let (_, request) = models.resolve(Some("openai:gpt-4o-mini"), "sys", "task").unwrap();
         assert_eq!((request.model.as_str(), request.max_tokens), ("gpt-4o-mini", 1024));
+        assert_eq!(request.messages, [Message::User("task".into())]);
+        assert!(request.tools.is_empty());
         let (_, request) = models.resolve(None, "sys", "task").unwrap();
         assert_eq!(request.model, "echo");
         assert!(matches!(
@@ -284,6 +291,7 @@ mod tests {
             ) -> std::result::Result<super::super::Completion, ModelError> {
                 Ok(super::super::Completion {
                     text: format!("{} answers {}", self.0, request.model),
+                    tool_calls: Vec::new(),
                     usage: None,
                 })
             }
