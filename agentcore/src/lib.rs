@@ -33,12 +33,13 @@ pub mod models;
 pub mod store;
 pub mod stripe;
 pub mod telemetry;
+pub mod tools;
 mod wakeups;
 pub mod workers;
 
 pub use crate::core::{
     BillingConfig, Connected, Core, CoreConfig, DiscordConfig, OauthUrl, OutboxConfig, Principal,
-    RuntimeConfig, Sent, Session, default_data_dir,
+    RuntimeConfig, Sent, Session, ToolsConfig, default_data_dir,
 };
 pub use error::{Conflict, Error, Refusal, Resource, Result, StorageFault, ValidationErrors};
 pub use telemetry::RuntimeStats;

@@ -11,14 +11,15 @@ use agentcore::Session;
 use agentcore::api::{
     ActivityList, AgentList, AgentStatusResponse, CallbackRequest, ChannelList, ConnectRequest,
     ConnectionList, ConnectionTest, CreateAgentRequest, CreateTaskRequest, Deleted, Disconnected,
-    LoginRequest, MapRequest, Mapped, MappingList, RegisterRequest, SendRequest, SetupRequest,
-    StatusResponse, TaskList, TemplateList, Unmapped, UpdateAgentRequest, UpdateTaskRequest,
-    VacationRequest,
+    LoginRequest, MapRequest, Mapped, MappingList, RegisterRequest, SendRequest, SetMemoryRequest,
+    SetupRequest, StatusResponse, StepList, TaskList, TemplateList, ToolList, Unmapped,
+    UpdateAgentRequest, UpdateTaskRequest, VacationRequest,
 };
 use agentcore::domain::agent::{Agent, AgentDetail};
 use agentcore::domain::billing::Billing;
 use agentcore::domain::onboarding::Onboarded;
 use agentcore::domain::task::Task;
+use agentcore::domain::tools::Memory;
 use agentcore::domain::user::User;
 use agentcore::{Connected, OauthUrl, Sent};
 
@@ -208,6 +209,26 @@ impl Client {
 
     pub async fn delete_task(&self, agent: &str, task: &str) -> Result<Reply<Deleted>, Failure> {
         self.delete_as(&task_path(agent, task, "")).await
+    }
+
+    pub async fn steps(&self, agent: &str, task: &str) -> Result<Reply<StepList>, Failure> {
+        self.get_as(&task_path(agent, task, "/steps")).await
+    }
+
+    pub async fn memory(&self, agent: &str) -> Result<Reply<Memory>, Failure> {
+        self.get_as(&agent_path(agent, "/memory")).await
+    }
+
+    pub async fn set_memory(
+        &self,
+        agent: &str,
+        request: &SetMemoryRequest,
+    ) -> Result<Reply<Memory>, Failure> {
+        self.typed(Method::PUT, &agent_path(agent, "/memory"), Some(request)).await
+    }
+
+    pub async fn tools(&self) -> Result<Reply<ToolList>, Failure> {
+        self.get_as("/api/tools").await
     }
 
     pub async fn retry_task(&self, agent: &str, task: &str) -> Result<Reply<Task>, Failure> {

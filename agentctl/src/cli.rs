@@ -81,6 +81,8 @@ pub(crate) enum Command {
     Chat(ChatCommand),
     /// The plan, its agent limit and how much of it is used
     Billing,
+    /// The built-in tools agents may call
+    Tools,
     /// The onboarding templates
     Templates,
     /// A ready agent from a template: asks for what is missing on a terminal
@@ -122,6 +124,13 @@ pub(crate) enum AgentsCommand {
         /// echo or <provider>:<model>, such as openai:gpt-4o-mini
         #[arg(long)]
         model: Option<String>,
+        /// The built-in tools it may call, comma-separated (`agentctl tools`)
+        /// [default: post_message,create_task,memory]
+        #[arg(long, value_delimiter = ',')]
+        tools: Option<Vec<String>>,
+        /// Model calls one task may take, 1 to 50 [default: 8]
+        #[arg(long)]
+        max_steps: Option<i64>,
     },
     /// Change the given fields
     Update {
@@ -142,6 +151,19 @@ pub(crate) enum AgentsCommand {
         /// An empty value clears it (the server's default model is used)
         #[arg(long)]
         model: Option<String>,
+        /// Replaces the tools it may call, comma-separated; an empty value allows none
+        #[arg(long)]
+        tools: Option<String>,
+        #[arg(long)]
+        max_steps: Option<i64>,
+    },
+    /// The agent's memory block; --set replaces it, --clear empties it
+    Memory {
+        id: String,
+        #[arg(long, conflicts_with = "clear")]
+        set: Option<String>,
+        #[arg(long)]
+        clear: bool,
     },
     /// Delete an agent with its backlog and activity
     Delete { id: String },
@@ -211,6 +233,11 @@ pub(crate) enum TasksCommand {
     },
     /// Queue a failed task again
     Retry {
+        agent: String,
+        task: String,
+    },
+    /// The task's run: each model call and tool call
+    Steps {
         agent: String,
         task: String,
     },

@@ -4,8 +4,8 @@ use std::io::IsTerminal;
 
 use agentcore::api::{
     CallbackRequest, ConnectRequest, CreateAgentRequest, CreateTaskRequest, LoginRequest,
-    MapRequest, RegisterRequest, SendRequest, UpdateAgentRequest, UpdateTaskRequest,
-    VacationRequest,
+    MapRequest, RegisterRequest, SendRequest, SetMemoryRequest, UpdateAgentRequest,
+    UpdateTaskRequest, VacationRequest,
 };
 use agentcore::{Core, Session};
 
@@ -199,6 +199,7 @@ async fn dispatch(cx: &mut Context, client: &Client, command: Command) -> Result
         Command::Tasks(command) => tasks(cx, client, command).await,
         Command::Chat(command) => chat(cx, client, command).await,
         Command::Billing => cx.emit(&client.billing().await?.answer, View::Fields),
+        Command::Tools => cx.emit(&client.tools().await?.answer, View::Tools),
         Command::Templates => cx.emit(&client.templates().await?.answer, View::Templates),
         Command::Onboard(args) => onboard::run(cx, client, args).await,
         Command::Completions { .. } | Command::Run => Ok(()),
@@ -234,6 +235,8 @@ async fn agents(cx: &Context, client: &Client, command: AgentsCommand) -> Result
             workspace,
             throttle_seconds,
             model,
+            tools,
+            max_steps,
         } => {
             let request = CreateAgentRequest {
                 id: Some(id),
@@ -243,6 +246,8 @@ async fn agents(cx: &Context, client: &Client, command: AgentsCommand) -> Result
                 workspace,
                 throttle_seconds,
                 model,
+                tools,
+                max_steps,
             };
             (client.create_agent(&request).await?.answer, View::Agent)
         }
@@ -255,6 +260,8 @@ async fn agents(cx: &Context, client: &Client, command: AgentsCommand) -> Result
             status,
             throttle_seconds,
             model,
+            tools,
+            max_steps,
         } => {
             let request = UpdateAgentRequest {
                 name,
@@ -264,6 +271,8 @@ async fn agents(cx: &Context, client: &Client, command: AgentsCommand) -> Result
                 status,
                 throttle_seconds,
                 model: model.map(clearable),
+                tools: tools.map(|t| crate::render::list_items(&t)),
+                max_steps,
             };
             if request.is_empty() {
                 return Err(Failure::usage(
@@ -281,6 +290,21 @@ async fn agents(cx: &Context, client: &Client, command: AgentsCommand) -> Result
         AgentsCommand::Vacation { id, on, off } => {
             let request = (on || off).then_some(VacationRequest { enabled: Some(on) });
             (client.vacation(&id, request.as_ref()).await?.answer, View::Fields)
+        }
+        AgentsCommand::Memory { id, set, clear } => {
+            let memory = match (set, clear) {
+                (Some(text), _) => Some(text),
+                (None, true) => Some(String::new()),
+                (None, false) => None,
+            };
+            let reply = match memory {
+                Some(memory) => {
+                    let request = SetMemoryRequest { memory: Some(memory) };
+                    client.set_memory(&id, &request).await?
+                }
+                None => client.memory(&id).await?,
+            };
+            (reply.answer, View::Memory)
         }
         AgentsCommand::Activity { id, limit, before } => {
             let page = ActivityQuery { limit, before };
@@ -317,6 +341,9 @@ async fn tasks(cx: &Context, client: &Client, command: TasksCommand) -> Result<(
         }
         TasksCommand::Retry { agent, task } => {
             (client.retry_task(&agent, &task).await?.answer, View::Fields)
+        }
+        TasksCommand::Steps { agent, task } => {
+            (client.steps(&agent, &task).await?.answer, View::Steps)
         }
     };
     cx.emit(&answer, view)

@@ -13,6 +13,9 @@ pub(crate) enum View {
     Agents,
     Agent,
     Tasks,
+    Steps,
+    Memory,
+    Tools,
     Activity,
     Templates,
     Onboarded,
@@ -64,6 +67,21 @@ impl View {
                     ("ATTEMPTS", "attempts"),
                     ("CREATED", "created_at"),
                 ],
+            ),
+            View::Steps => steps(&value["steps"]),
+            View::Memory => {
+                let memory = text(&value["memory"]);
+                let used =
+                    format!("({} of {} characters)", text(&value["chars"]), text(&value["limit"]));
+                if memory.is_empty() {
+                    format!("(empty) {used}")
+                } else {
+                    format!("{memory}\n{used}")
+                }
+            }
+            View::Tools => rows(
+                &value["tools"],
+                &[("NAME", "name"), ("EFFECT", "effect"), ("DESCRIPTION", "description")],
             ),
             View::Activity => rows(
                 &value["entries"],
@@ -158,6 +176,63 @@ fn at<'a>(value: &'a Value, path: &str) -> &'a Value {
 }
 
 /// A cell: strings as they are, `null` as `-`, anything else as compact JSON.
+/// A run's transcript: one row a step; a model step shows the calls it asked for, a tool step
+/// its arguments; long texts are cut to a line.
+fn steps(items: &Value) -> String {
+    let items = items.as_array().map(Vec::as_slice).unwrap_or_default();
+    if items.is_empty() {
+        return "(none)".to_owned();
+    }
+    let mut table = table();
+    table.set_header(["#", "KIND", "CALL", "RESULT", "MS", "TOKENS"]);
+    for step in items {
+        let call = match step["kind"].as_str() {
+            Some("tool") => {
+                format!("{}({})", text(&step["tool"]), short(&text(&step["arguments"])))
+            }
+            _ => {
+                let calls: Vec<String> = step["tool_calls"]
+                    .as_array()
+                    .map(Vec::as_slice)
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|c| text(&c["name"]))
+                    .collect();
+                if calls.is_empty() { "-".into() } else { format!("→ {}", calls.join(", ")) }
+            }
+        };
+        let result = match &step["error"] {
+            Value::Null => short(&text(&step["output"])),
+            error => format!("error: {}", short(&text(error))),
+        };
+        let tokens = match &step["usage"] {
+            Value::Null => "-".into(),
+            usage => format!("{}/{}", text(&usage["input_tokens"]), text(&usage["output_tokens"])),
+        };
+        table.add_row([
+            text(&step["seq"]),
+            text(&step["kind"]),
+            call,
+            result,
+            text(&step["duration_ms"]),
+            tokens,
+        ]);
+    }
+    table.to_string()
+}
+
+/// The first line of `value`, at most 80 characters.
+fn short(value: &str) -> String {
+    let line = value.lines().next().unwrap_or_default();
+    let cut: String = line.chars().take(80).collect();
+    if cut.len() < value.len() { format!("{cut}…") } else { cut }
+}
+
+/// The items of a comma-separated list, trimmed, empty ones dropped.
+pub(crate) fn list_items(all: &str) -> Vec<String> {
+    all.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect()
+}
+
 fn text(value: &Value) -> String {
     match value {
         Value::Null => "-".to_owned(),

@@ -35,6 +35,10 @@ const ROUTES: &[(&str, &str)] = &[
     ("PATCH", "/api/agents/{id}/backlog/{task_id}"),
     ("DELETE", "/api/agents/{id}/backlog/{task_id}"),
     ("POST", "/api/agents/{id}/backlog/{task_id}/retry"),
+    ("GET", "/api/agents/{id}/backlog/{task_id}/steps"),
+    ("GET", "/api/agents/{id}/memory"),
+    ("PUT", "/api/agents/{id}/memory"),
+    ("GET", "/api/tools"),
     ("GET", "/api/billing"),
     ("POST", "/api/billing/webhook"),
     ("GET", "/api/onboarding/templates"),
@@ -54,6 +58,7 @@ const ROUTES: &[(&str, &str)] = &[
 
 /// Operations that take a JSON body (vacation's is optional).
 const WITH_BODY: &[(&str, &str)] = &[
+    ("PUT", "/api/agents/{id}/memory"),
     ("POST", "/auth/register"),
     ("POST", "/auth/login"),
     ("POST", "/api/agents"),

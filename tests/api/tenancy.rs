@@ -17,6 +17,7 @@ async fn snapshot(app: &TestApp, user: &User) -> Value {
         "/api/agents/alpha",
         "/api/agents/alpha/backlog",
         "/api/agents/alpha/activity?limit=1000",
+        "/api/agents/alpha/memory",
         "/api/chat/connections",
         "/api/chat/mappings",
         "/api/billing",
@@ -57,6 +58,13 @@ fn against_a(method: &Method, template: &str, task: &str) -> Vec<(String, Option
         }
         ("POST", "/api/agents/{id}/backlog/{task_id}/retry") => {
             vec![(format!("{a_task}/retry"), None), (format!("{via_b}/retry"), None)]
+        }
+        ("GET", "/api/agents/{id}/backlog/{task_id}/steps") => {
+            vec![(format!("{a_task}/steps"), None), (format!("{via_b}/steps"), None)]
+        }
+        ("GET", "/api/agents/{id}/memory") => vec![(format!("{agent}/memory"), None)],
+        ("PUT", "/api/agents/{id}/memory") => {
+            vec![(format!("{agent}/memory"), Some(json!({"memory": "Planted"})))]
         }
         ("GET", "/api/chat/connections/{guild_id}/channels")
         | ("POST", "/api/chat/test/{guild_id}")

@@ -77,6 +77,8 @@ pub struct Options {
     /// The HTTP settings and abuse limits: agentd's defaults.
     pub http: agentd::config::HttpConfig,
     pub limits: agentd::config::LimitsConfig,
+    /// What `http_fetch` may reach: public addresses only, as by default.
+    pub tools: agentcore::ToolsConfig,
 }
 
 impl Options {
@@ -99,6 +101,7 @@ impl Options {
             data_dir: Arc::new(tempfile::tempdir().expect("temporary directory")),
             http: agentd::config::HttpConfig::default(),
             limits: agentd::config::LimitsConfig::default(),
+            tools: agentcore::ToolsConfig::default(),
         }
     }
 
@@ -131,6 +134,7 @@ impl Options {
         }
         config.models.timeout = Duration::from_secs(5);
         config.runtime = self.runtime;
+        config.tools = self.tools.clone();
         config.billing.webhook_secrets =
             self.webhook_secrets.iter().map(|s| secrecy::SecretString::from(s.as_str())).collect();
         config.billing.prices = stripe_events::PRICES
@@ -297,6 +301,10 @@ impl TestApp {
 
     pub async fn patch(&self, path: &str, user: &User, body: Value) -> Reply {
         self.request(Method::PATCH, path, Some(&user.token), Some(body)).await
+    }
+
+    pub async fn put(&self, path: &str, user: &User, body: Value) -> Reply {
+        self.request(Method::PUT, path, Some(&user.token), Some(body)).await
     }
 
     pub async fn delete(&self, path: &str, user: &User) -> Reply {

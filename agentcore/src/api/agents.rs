@@ -7,6 +7,7 @@ use crate::domain::agent::{
     AgentId, AgentName, AgentPatch, AgentStatus, AgentSummary, ChannelName, ModelName, NewAgent,
     RolePrompt, ThrottleSeconds, Workspace,
 };
+use crate::domain::tools::{MaxSteps, ToolSet};
 use crate::error::ValidationErrors;
 
 use super::{nullable, required};
@@ -44,6 +45,15 @@ pub struct CreateAgentRequest {
     #[cfg_attr(feature = "openapi", schema(nullable = false))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// The built-in tools it may call (`GET /api/tools`); `post_message`, `create_task` and
+    /// `memory` unless given.
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
+    /// Model calls one task may take; 8 unless given.
+    #[cfg_attr(feature = "openapi", schema(nullable = false, minimum = 1, maximum = 50))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_steps: Option<i64>,
 }
 
 impl CreateAgentRequest {
@@ -63,20 +73,34 @@ impl CreateAgentRequest {
             ThrottleSeconds::parse(self.throttle_seconds.unwrap_or(0.0)),
         );
         let model = self.model.as_deref().map(|v| e.check("model", ModelName::parse(v)));
-        match (id, name, role_prompt, channel, throttle) {
-            (Some(id), Some(name), Some(role_prompt), Some(channel), Some(throttle_seconds))
-                if e.is_empty() =>
-            {
-                Ok(NewAgent {
-                    id,
-                    name,
-                    role_prompt,
-                    channel,
-                    workspace: workspace.flatten(),
-                    throttle_seconds,
-                    model: model.flatten(),
-                })
-            }
+        let tools = match &self.tools {
+            Some(names) => e.check("tools", ToolSet::parse(names)),
+            None => Some(ToolSet::default_set()),
+        };
+        let max_steps = match self.max_steps {
+            Some(v) => e.check("max_steps", MaxSteps::parse(v)),
+            None => Some(MaxSteps::default()),
+        };
+        match (id, name, role_prompt, channel, throttle, tools, max_steps) {
+            (
+                Some(id),
+                Some(name),
+                Some(role_prompt),
+                Some(channel),
+                Some(throttle_seconds),
+                Some(tools),
+                Some(max_steps),
+            ) if e.is_empty() => Ok(NewAgent {
+                id,
+                name,
+                role_prompt,
+                channel,
+                workspace: workspace.flatten(),
+                throttle_seconds,
+                model: model.flatten(),
+                tools,
+                max_steps,
+            }),
             _ => Err(e),
         }
     }
@@ -104,12 +128,29 @@ pub struct UpdateAgentRequest {
     pub throttle_seconds: Option<f64>,
     #[serde(default, deserialize_with = "nullable", skip_serializing_if = "Option::is_none")]
     pub model: Option<Option<String>>,
+    /// Replaces the list of tools it may call; `[]` allows none.
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
+    #[cfg_attr(feature = "openapi", schema(nullable = false, minimum = 1, maximum = 50))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_steps: Option<i64>,
 }
 
 impl UpdateAgentRequest {
     /// Whether the request changes nothing.
     pub fn is_empty(&self) -> bool {
-        let Self { name, role_prompt, channel, workspace, status, throttle_seconds, model } = self;
+        let Self {
+            name,
+            role_prompt,
+            channel,
+            workspace,
+            status,
+            throttle_seconds,
+            model,
+            tools,
+            max_steps,
+        } = self;
         name.is_none()
             && role_prompt.is_none()
             && channel.is_none()
@@ -117,6 +158,8 @@ impl UpdateAgentRequest {
             && status.is_none()
             && throttle_seconds.is_none()
             && model.is_none()
+            && tools.is_none()
+            && max_steps.is_none()
     }
 
     pub fn parse(&self) -> Result<AgentPatch, ValidationErrors> {
@@ -146,6 +189,8 @@ impl UpdateAgentRequest {
                 None => Some(None),
                 Some(v) => e.check("model", ModelName::parse(v)).map(Some),
             }),
+            tools: self.tools.as_ref().and_then(|v| e.check("tools", ToolSet::parse(v))),
+            max_steps: self.max_steps.and_then(|v| e.check("max_steps", MaxSteps::parse(v))),
         };
         if e.is_empty() { Ok(patch) } else { Err(e) }
     }

@@ -10,6 +10,7 @@ mod agents;
 mod backlog;
 mod chat;
 mod onboarding;
+mod tools;
 
 use serde::{Deserialize, Deserializer, Serialize};
 
@@ -20,6 +21,7 @@ pub use agents::*;
 pub use backlog::*;
 pub use chat::*;
 pub use onboarding::*;
+pub use tools::*;
 
 /// Distinguishes an absent field (`None`) from an explicit `null` (`Some(None)`).
 pub(crate) fn nullable<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>

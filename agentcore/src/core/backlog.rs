@@ -117,6 +117,7 @@ impl Core {
                     started_at: None,
                     completed_at: None,
                     usage: None,
+                    steps: 0,
                     updated_at: now(),
                     ..current.clone()
                 };

@@ -11,6 +11,7 @@ mod billing;
 mod chat;
 mod metrics;
 mod onboarding;
+mod tools;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -29,6 +30,7 @@ use crate::error::{Error, Result};
 use crate::models::{Models, ModelsConfig};
 use crate::store::{self, DatabaseUrl, Store};
 use crate::telemetry::Counters;
+use crate::tools::http_fetch::{AddressPolicy, HttpFetch};
 use crate::wakeups::Wakeups;
 
 pub use accounts::Session;
@@ -53,6 +55,14 @@ pub struct CoreConfig {
     pub models: ModelsConfig,
     pub runtime: RuntimeConfig,
     pub billing: BillingConfig,
+    pub tools: ToolsConfig,
+}
+
+/// How the built-in tools behave.
+#[derive(Debug, Clone, Default)]
+pub struct ToolsConfig {
+    /// Which addresses `http_fetch` may reach: public ones only, unless allowed here.
+    pub http: AddressPolicy,
 }
 
 impl CoreConfig {
@@ -70,6 +80,7 @@ impl CoreConfig {
             models: ModelsConfig::default(),
             runtime: RuntimeConfig::default(),
             billing: BillingConfig::default(),
+            tools: ToolsConfig::default(),
         }
     }
 
@@ -177,6 +188,8 @@ pub struct RuntimeConfig {
     /// claim that finds this many fails it instead of running it again: a task that crashes
     /// its node every time is not requeued forever.
     pub max_attempts: usize,
+    /// The longest a task's run may take, across its steps (and across resumes).
+    pub task_timeout: Duration,
 }
 
 impl Default for RuntimeConfig {
@@ -189,6 +202,7 @@ impl Default for RuntimeConfig {
             retry_base: Duration::from_secs(2),
             retry_max: Duration::from_secs(120),
             max_attempts: 5,
+            task_timeout: Duration::from_secs(600),
         }
     }
 }
@@ -204,6 +218,7 @@ struct Inner {
     models: Models,
     runtime: RuntimeConfig,
     billing: BillingConfig,
+    http_fetch: HttpFetch,
     /// Routes "this agent has work" to its worker, or to the runtime's dispatcher.
     wakeups: Wakeups,
     counters: Counters,
@@ -224,6 +239,7 @@ impl Core {
         let discord = DiscordClient::new(&config.discord.api_base, config.discord.timeout)
             .map_err(|e| Error::internal(e.to_string()))?;
         let models = Models::new(&config.models)?;
+        let http_fetch = HttpFetch::new(config.tools.http.clone())?;
         let store = store::connect(&config.database_url).await?;
         let secret = match config.jwt_secret {
             Some(secret) if secret.expose_secret().len() < MIN_JWT_SECRET_BYTES => {
@@ -248,6 +264,7 @@ impl Core {
             models,
             runtime: config.runtime,
             billing: config.billing,
+            http_fetch,
             wakeups: Wakeups::default(),
             counters,
             node_id: uuid::Uuid::new_v4().to_string(),
@@ -289,6 +306,10 @@ impl Core {
 
     pub(crate) fn runtime_config(&self) -> RuntimeConfig {
         self.inner.runtime
+    }
+
+    pub(crate) fn http_fetch(&self) -> &HttpFetch {
+        &self.inner.http_fetch
     }
 
     pub(crate) fn counters(&self) -> &Counters {

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 use super::ratelimit::{Observed, RateLimiter, Refused, Slot, TokenKey};
-use super::{BotUser, Channel, Guild, Message, MessageBody, TokenResponse};
+use super::{BotUser, Channel, ChannelMessage, Guild, Message, MessageBody, TokenResponse};
 
 /// How often a request that met a 429 is sent again (after waiting as told) before giving up.
 const RATE_LIMIT_RETRIES: u32 = 5;
@@ -152,6 +152,17 @@ impl DiscordClient {
             serde_json::to_value(body).map_err(|e| DiscordError::Transport(e.to_string()))?;
         self.bot(token, Method::POST, "POST /channels/{id}/messages", channel_id, path, Some(body))
             .await
+    }
+
+    /// The channel's latest `limit` messages, newest first.
+    pub async fn channel_messages(
+        &self,
+        token: &SecretString,
+        channel_id: &str,
+        limit: u8,
+    ) -> Result<Vec<ChannelMessage>, DiscordError> {
+        let path = format!("/channels/{channel_id}/messages?limit={limit}");
+        self.bot(token, Method::GET, "GET /channels/{id}/messages", channel_id, path, None).await
     }
 
     /// Exchanges an OAuth2 authorization code (form-encoded, client credentials in the form).

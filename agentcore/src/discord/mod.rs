@@ -53,6 +53,20 @@ impl Channel {
 
 pub use crate::domain::message::{AllowedMentions, Embed, MessageBody};
 
+/// A message read from a channel.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ChannelMessage {
+    pub id: String,
+    #[serde(default)]
+    pub content: String,
+    pub author: Author,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Author {
+    pub username: String,
+}
+
 /// A posted message.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Message {

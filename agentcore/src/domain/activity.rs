@@ -28,10 +28,11 @@ pub enum Action {
     AgentError,
     MessageSent,
     PostFailed,
+    MemoryUpdated,
 }
 
 impl Action {
-    pub const ALL: [Action; 17] = [
+    pub const ALL: [Action; 18] = [
         Action::AgentCreated,
         Action::AgentUpdated,
         Action::AgentStarted,
@@ -49,6 +50,7 @@ impl Action {
         Action::AgentError,
         Action::MessageSent,
         Action::PostFailed,
+        Action::MemoryUpdated,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -70,6 +72,7 @@ impl Action {
             Action::AgentError => "agent_error",
             Action::MessageSent => "message_sent",
             Action::PostFailed => "post_failed",
+            Action::MemoryUpdated => "memory_updated",
         }
     }
 }

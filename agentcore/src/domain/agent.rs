@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::task::{BacklogSummary, Task};
 use super::text;
+use super::tools::{MaxSteps, ToolName, ToolSet};
 
 /// An agent's id: a slug chosen by its owner, unique per user.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -201,6 +202,8 @@ pub struct NewAgent {
     pub workspace: Option<Workspace>,
     pub throttle_seconds: ThrottleSeconds,
     pub model: Option<ModelName>,
+    pub tools: ToolSet,
+    pub max_steps: MaxSteps,
 }
 
 /// A partial update: `None` leaves a field as it is. For the nullable fields the inner `None`
@@ -214,6 +217,8 @@ pub struct AgentPatch {
     pub status: Option<AgentStatus>,
     pub throttle_seconds: Option<ThrottleSeconds>,
     pub model: Option<Option<ModelName>>,
+    pub tools: Option<ToolSet>,
+    pub max_steps: Option<MaxSteps>,
 }
 
 /// Filters for listing agents.
@@ -235,6 +240,10 @@ pub struct Agent {
     pub throttle_seconds: f64,
     pub workspace: Option<String>,
     pub model: Option<String>,
+    /// The built-in tools it may call.
+    pub tools: Vec<ToolName>,
+    /// Model calls one task may take.
+    pub max_steps: i32,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub backlog_summary: BacklogSummary,
@@ -254,6 +263,8 @@ pub struct AgentSummary {
     pub throttle_seconds: f64,
     pub workspace: Option<String>,
     pub model: Option<String>,
+    pub tools: Vec<ToolName>,
+    pub max_steps: i32,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub backlog_summary: BacklogSummary,
@@ -269,6 +280,8 @@ impl From<Agent> for AgentSummary {
             throttle_seconds: agent.throttle_seconds,
             workspace: agent.workspace,
             model: agent.model,
+            tools: agent.tools,
+            max_steps: agent.max_steps,
             created_at: agent.created_at,
             updated_at: agent.updated_at,
             backlog_summary: agent.backlog_summary,

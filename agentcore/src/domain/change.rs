@@ -70,6 +70,14 @@ pub fn patch_agent(current: &Agent, patch: &AgentPatch, at: DateTime<Utc>) -> Op
         set("model", model != next.model);
         next.model = model;
     }
+    if let Some(tools) = &patch.tools {
+        set("tools", tools.tools() != next.tools);
+        next.tools = tools.tools().to_vec();
+    }
+    if let Some(max_steps) = patch.max_steps {
+        set("max_steps", max_steps.get() != next.max_steps);
+        next.max_steps = max_steps.get();
+    }
     let mut activity = Vec::new();
     if !changed.is_empty() {
         activity.push(NewActivity::new(

@@ -9,8 +9,10 @@ pub mod message;
 pub mod onboarding;
 pub mod runtime;
 pub mod status;
+pub mod steps;
 pub mod task;
 pub(crate) mod text;
+pub mod tools;
 pub mod user;
 
 use chrono::{DateTime, SubsecRound, Utc};

@@ -7,7 +7,7 @@ use super::activity::{Action, NewActivity};
 use super::agent::AgentStatus;
 use super::chat::NewPost;
 use super::message::{Embed, MessageBody};
-use super::task::{Task, TaskStatus, Usage};
+use super::task::{Task, TaskStatus};
 
 /// Consecutive failed tasks that put an agent in `error`.
 pub const FAILED_TASKS_BEFORE_ERROR: i32 = 3;
@@ -51,6 +51,9 @@ pub struct AgentRun {
     pub lease_owner: Option<String>,
     pub next_run_at: Option<DateTime<Utc>>,
     pub failure_streak: i32,
+    pub tools: Vec<super::tools::ToolName>,
+    pub max_steps: i32,
+    pub memory: String,
 }
 
 /// A task this node took, with what it needs to run it.
@@ -86,15 +89,13 @@ pub enum Claim {
 /// How the model calls for a task ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
-    Complete {
-        text: String,
-        usage: Option<Usage>,
-    },
+    /// The model answered without a tool call; `tool_calls` were run on the way.
+    Complete { text: String, tool_calls: i32 },
+    /// A limit stopped the run (`reason` starts with its name); `summary` is what the model
+    /// said it did, asked without tools at the end.
+    Stopped { reason: String, summary: String },
     /// `permanent`: the provider will never accept this agent's calls as configured.
-    Failed {
-        error: String,
-        permanent: bool,
-    },
+    Failed { error: String, permanent: bool },
 }
 
 /// The agent's run state after a task.
@@ -140,21 +141,30 @@ pub fn finish(
     let mut activity = Vec::new();
     let mut posts = Vec::new();
     match outcome {
-        Outcome::Complete { text, usage } => {
+        Outcome::Complete { text, tool_calls } => {
             done.status = TaskStatus::Complete;
             done.result = Some(text.clone());
             done.error = None;
-            done.usage = *usage;
             activity.push(NewActivity::for_task(
                 Action::TaskCompleted,
                 task.id.as_str(),
-                format!("Task '{}' completed.", task.title),
+                format!(
+                    "Task '{}' completed in {} ({}).",
+                    task.title,
+                    plural(task.steps, "step"),
+                    plural(*tool_calls, "tool call")
+                ),
             ));
             posts.push(task_post(&task.title, text, 0x2E_CC_71));
         }
-        Outcome::Failed { error, permanent } => {
+        Outcome::Failed { .. } | Outcome::Stopped { .. } => {
+            let (error, permanent, summary) = match outcome {
+                Outcome::Failed { error, permanent } => (error, *permanent, None),
+                Outcome::Stopped { reason, summary } => (reason, false, Some(summary)),
+                Outcome::Complete { .. } => unreachable!("matched above"),
+            };
             done.status = TaskStatus::Failed;
-            done.result = None;
+            done.result = summary.cloned();
             done.error = Some(error.clone());
             let tries = if done.attempts == 1 {
                 "1 attempt".into()
@@ -166,9 +176,13 @@ pub fn finish(
                 task.id.as_str(),
                 format!("Task '{}' failed after {tries}: {error}", task.title),
             ));
-            posts.push(task_post(&format!("Failed: {}", task.title), error, 0xE7_4C_3C));
+            let told = match summary {
+                Some(summary) => format!("{error}\n\n{summary}"),
+                None => error.clone(),
+            };
+            posts.push(task_post(&format!("Failed: {}", task.title), &told, 0xE7_4C_3C));
             after.failure_streak = agent.failure_streak.saturating_add(1);
-            let why = if *permanent {
+            let why = if permanent {
                 Some(format!(
                     "The model provider rejected this agent's calls: {error}. Fix the model or \
                      its key, then start the agent again."
@@ -192,6 +206,11 @@ pub fn finish(
         }
     }
     Finish { task: done, agent: after, activity, posts }
+}
+
+/// `n thing` or `n things`.
+fn plural(n: i32, thing: &str) -> String {
+    if n == 1 { format!("1 {thing}") } else { format!("{n} {thing}s") }
 }
 
 /// A task's result (or failure) as an embed titled with the task.
@@ -235,7 +254,7 @@ pub fn cut(text: &str, max: usize) -> String {
 mod tests {
     use super::*;
     use crate::domain::agent::AgentId;
-    use crate::domain::task::TaskId;
+    use crate::domain::task::{TaskId, Usage};
 
     fn agent(status: AgentStatus, streak: i32) -> AgentRun {
         AgentRun {
@@ -248,6 +267,9 @@ mod tests {
             lease_owner: Some("node".into()),
             next_run_at: None,
             failure_streak: streak,
+            tools: Vec::new(),
+            max_steps: 8,
+            memory: String::new(),
         }
     }
 
@@ -268,6 +290,9 @@ mod tests {
             started_at: Some(at),
             completed_at: None,
             usage: None,
+            steps: 1,
+            created_by: crate::domain::task::CreatedBy::User,
+            depth: 0,
         }
     }
 
@@ -285,8 +310,8 @@ mod tests {
         let usage = Some(Usage { input_tokens: 3, output_tokens: 4 });
         let done = finish(
             &agent(AgentStatus::Active, 2),
-            &task(),
-            &Outcome::Complete { text: "Done.".into(), usage },
+            &Task { usage, ..task() },
+            &Outcome::Complete { text: "Done.".into(), tool_calls: 0 },
             1,
             at,
         );

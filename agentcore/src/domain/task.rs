@@ -145,7 +145,24 @@ pub struct Task {
     pub started_at: Option<DateTime<Utc>>,
     pub completed_at: Option<DateTime<Utc>>,
     pub usage: Option<Usage>,
+    /// Model and tool calls of its run so far.
+    pub steps: i32,
+    pub created_by: CreatedBy,
+    /// 0 for a person's task; one more than its creator's for a task an agent created.
+    pub depth: i32,
 }
+
+/// Who added a task: a person, or an agent while it ran one of its tasks (delegation).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum CreatedBy {
+    User,
+    Agent { agent_id: String, task_id: String },
+}
+
+/// The deepest chain of delegation: a task an agent created at this depth may not create more.
+pub const MAX_DEPTH: i32 = 3;
 
 impl Task {
     /// A task just added to `agent`'s backlog: queued, never run.
@@ -165,6 +182,27 @@ impl Task {
             started_at: None,
             completed_at: None,
             usage: None,
+            steps: 0,
+            created_by: CreatedBy::User,
+            depth: 0,
+        }
+    }
+
+    /// A task an agent created while running `by` (of agent `by_agent`): one level deeper.
+    pub fn delegated(
+        agent: &AgentId,
+        task: NewTask,
+        by_agent: &str,
+        by: &Task,
+        at: DateTime<Utc>,
+    ) -> Self {
+        Self {
+            created_by: CreatedBy::Agent {
+                agent_id: by_agent.to_owned(),
+                task_id: by.id.as_str().to_owned(),
+            },
+            depth: by.depth.saturating_add(1),
+            ..Self::queued(agent, task, at)
         }
     }
 }

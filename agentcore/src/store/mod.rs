@@ -17,6 +17,7 @@ mod runtime;
 mod shared;
 mod sql;
 mod sqlite;
+mod steps;
 mod tasks;
 mod users;
 
@@ -42,6 +43,7 @@ macro_rules! every_area {
         super::outbox::outbox_store!($store, $db);
         super::runtime::runtime_store!($store, $db);
         super::billing::billing_store!($store, $db);
+        super::steps::step_store!($store, $db);
     };
 }
 use every_area;
@@ -54,6 +56,7 @@ pub use outbox::OutboxStore;
 pub use postgres::PostgresStore;
 pub use runtime::{Backlogs, RuntimeLoad, RuntimeStore};
 pub use sqlite::SqliteStore;
+pub use steps::{RunContext, RunRef, StepStore};
 pub use tasks::{TaskChange, TaskDecision, TaskStore, TaskWrite};
 pub use users::{UserRecord, UserStore};
 
@@ -166,6 +169,7 @@ pub trait Store:
     + OutboxStore
     + RuntimeStore
     + BillingStore
+    + StepStore
     + Send
     + Sync
     + fmt::Debug

@@ -4,7 +4,9 @@ use chrono::{DateTime, Utc};
 
 use crate::domain::activity::ActivityEntry;
 use crate::domain::agent::{Agent, AgentId, AgentStatus};
-use crate::domain::task::{BacklogSummary, Task, TaskId, TaskStatus, Usage};
+use crate::domain::steps::{Step, StepKind};
+use crate::domain::task::{BacklogSummary, CreatedBy, Task, TaskId, TaskStatus, Usage};
+use crate::domain::tools::ToolSet;
 use crate::domain::user::UserId;
 use crate::error::{Error, Result};
 
@@ -48,6 +50,8 @@ pub(super) struct AgentRow {
     throttle_seconds: f64,
     workspace: Option<String>,
     model: Option<String>,
+    tools: String,
+    max_steps: i32,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
     queued: i64,
@@ -74,6 +78,8 @@ impl TryFrom<AgentRow> for Agent {
             throttle_seconds: row.throttle_seconds,
             workspace: row.workspace,
             model: row.model,
+            tools: ToolSet::from_json(&row.tools).tools().to_vec(),
+            max_steps: row.max_steps,
             created_at: row.created_at,
             updated_at: row.updated_at,
             backlog_summary: BacklogSummary {
@@ -103,6 +109,10 @@ pub(super) struct TaskRow {
     updated_at: DateTime<Utc>,
     started_at: Option<DateTime<Utc>>,
     completed_at: Option<DateTime<Utc>>,
+    steps: i32,
+    depth: i32,
+    created_by_agent: Option<String>,
+    created_by_task: Option<String>,
 }
 
 impl TryFrom<TaskRow> for Task {
@@ -130,6 +140,12 @@ impl TryFrom<TaskRow> for Task {
             started_at: row.started_at,
             completed_at: row.completed_at,
             usage,
+            steps: row.steps,
+            created_by: match (row.created_by_agent, row.created_by_task) {
+                (Some(agent_id), Some(task_id)) => CreatedBy::Agent { agent_id, task_id },
+                _ => CreatedBy::User,
+            },
+            depth: row.depth,
         })
     }
 }
@@ -276,6 +292,9 @@ pub(super) struct AgentRunRow {
     lease_owner: Option<String>,
     next_run_at: Option<DateTime<Utc>>,
     failure_streak: i32,
+    tools: String,
+    max_steps: i32,
+    memory: String,
     /// The database's clock, read with the lock (one round trip fewer per task).
     pub(super) db_now: DateTime<Utc>,
 }
@@ -298,6 +317,9 @@ impl TryFrom<AgentRunRow> for AgentRun {
             lease_owner: row.lease_owner,
             next_run_at: row.next_run_at,
             failure_streak: row.failure_streak,
+            tools: ToolSet::from_json(&row.tools).tools().to_vec(),
+            max_steps: row.max_steps,
+            memory: row.memory,
         })
     }
 }
@@ -325,5 +347,53 @@ pub(super) struct OutboxLaneRow {
 impl From<OutboxLaneRow> for OutboxLane {
     fn from(row: OutboxLaneRow) -> Self {
         OutboxLane { owner_id: row.owner_id, channel_id: row.channel_id }
+    }
+}
+
+#[derive(Debug, sqlx::FromRow)]
+pub(super) struct StepRow {
+    seq: i32,
+    kind: String,
+    tool: Option<String>,
+    call_id: Option<String>,
+    arguments: Option<String>,
+    output: Option<String>,
+    tool_calls: String,
+    error: Option<String>,
+    duration_ms: i64,
+    input_tokens: Option<i64>,
+    output_tokens: Option<i64>,
+    created_at: DateTime<Utc>,
+}
+
+impl TryFrom<StepRow> for Step {
+    type Error = Error;
+
+    fn try_from(row: StepRow) -> Result<Self> {
+        let kind = match row.kind.as_str() {
+            "model" => StepKind::Model,
+            "tool" => StepKind::Tool,
+            "summary" => StepKind::Summary,
+            other => return Err(corrupt("task_steps.kind")(format!("unknown kind '{other}'"))),
+        };
+        Ok(Step {
+            seq: row.seq,
+            kind,
+            tool: row.tool,
+            call_id: row.call_id,
+            arguments: row.arguments,
+            output: row.output,
+            tool_calls: serde_json::from_str(&row.tool_calls)
+                .map_err(|e| corrupt("task_steps.tool_calls")(e.to_string()))?,
+            error: row.error,
+            duration_ms: row.duration_ms,
+            usage: match (row.input_tokens, row.output_tokens) {
+                (Some(input_tokens), Some(output_tokens)) => {
+                    Some(Usage { input_tokens, output_tokens })
+                }
+                _ => None,
+            },
+            created_at: row.created_at,
+        })
     }
 }

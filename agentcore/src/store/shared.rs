@@ -184,9 +184,9 @@ macro_rules! shared_store {
                     agent: &str,
                     post: &NewPost,
                     at: DateTime<Utc>,
-                ) -> Result<()> {
+                ) -> Result<bool> {
                     let payload = serde_json::to_string(&post.body).map_err(Error::internal)?;
-                    sqlx::query(&sql::insert_post_for_mapping(<$store>::CLOCK))
+                    let queued = sqlx::query(&sql::insert_post_for_mapping(<$store>::CLOCK))
                         .bind(owner)
                         .bind(agent)
                         .bind(&post.nonce)
@@ -194,7 +194,7 @@ macro_rules! shared_store {
                         .bind(at)
                         .execute(&mut **tx)
                         .await?;
-                    Ok(())
+                    Ok(queued.rows_affected() > 0)
                 }
             }
         };

@@ -169,8 +169,16 @@ macro_rules! task_store {
                                     .bind(task.updated_at)
                                     .bind(task.started_at)
                                     .bind(task.completed_at)
+                                    .bind(task.steps)
                                     .execute(&mut *tx)
                                     .await?;
+                                if task.steps == 0 {
+                                    // A retry starts its run afresh.
+                                    sqlx::query(sql::DELETE_STEPS)
+                                        .bind(id.as_str())
+                                        .execute(&mut *tx)
+                                        .await?;
+                                }
                                 if task.status == TaskStatus::Queued {
                                     Self::notify(
                                         &mut tx,
@@ -206,6 +214,12 @@ macro_rules! task_store {
                     task: &Task,
                     activity: &NewActivity,
                 ) -> Result<()> {
+                    let creator = match &task.created_by {
+                        $crate::domain::task::CreatedBy::Agent { agent_id, task_id } => {
+                            Some((agent_id.as_str(), task_id.as_str()))
+                        }
+                        $crate::domain::task::CreatedBy::User => None,
+                    };
                     sqlx::query(sql::INSERT_TASK)
                         .bind(task.id.as_str())
                         .bind(owner.as_str())
@@ -214,6 +228,9 @@ macro_rules! task_store {
                         .bind(&task.description)
                         .bind(task.priority)
                         .bind(task.created_at)
+                        .bind(task.depth)
+                        .bind(creator.map(|(agent, _)| agent))
+                        .bind(creator.map(|(_, task)| task))
                         .execute(&mut **tx)
                         .await?;
                     Self::insert_activity(tx, owner, &task.agent_id, activity, task.created_at)
@@ -229,10 +246,11 @@ pub(super) use task_store;
 pub(super) mod sql {
     pub(crate) const TASK_COLUMNS: &str = "SELECT id, agent_id, title, description, priority, status, result, \
         error, attempts, input_tokens, output_tokens, created_at, updated_at, started_at, \
-        completed_at FROM tasks";
+        completed_at, steps, depth, created_by_agent, created_by_task FROM tasks";
     pub(crate) const INSERT_TASK: &str = "INSERT INTO tasks \
         (id, owner_id, agent_id, title, description, priority, status, attempts, created_at, \
-        updated_at) VALUES ($1, $2, $3, $4, $5, $6, 'queued', 0, $7, $7)";
+        updated_at, depth, created_by_agent, created_by_task) \
+        VALUES ($1, $2, $3, $4, $5, $6, 'queued', 0, $7, $7, $8, $9, $10)";
     pub(crate) fn select_tasks() -> String {
         format!(
             "{TASK_COLUMNS} WHERE owner_id = $1 AND agent_id = $2 AND ($3 IS NULL OR status = $3)"
@@ -243,8 +261,9 @@ pub(super) mod sql {
     }
     pub(crate) const UPDATE_TASK: &str = "UPDATE tasks SET title = $4, description = $5, \
         priority = $6, status = $7, result = $8, error = $9, attempts = $10, input_tokens = $11, \
-        output_tokens = $12, updated_at = $13, started_at = $14, completed_at = $15 \
+        output_tokens = $12, updated_at = $13, started_at = $14, completed_at = $15, steps = $16 \
         WHERE owner_id = $1 AND agent_id = $2 AND id = $3";
+    pub(crate) const DELETE_STEPS: &str = "DELETE FROM task_steps WHERE task_id = $1";
     pub(crate) const DELETE_TASK: &str =
         "DELETE FROM tasks WHERE owner_id = $1 AND agent_id = $2 AND id = $3";
     /// The agent's status, locking the row when `lock` is the backend's row-lock suffix.

@@ -15,6 +15,7 @@ use secrecy::{ExposeSecret, SecretString};
 use agentcore::domain::billing::Plans;
 use agentcore::models::ModelsConfig;
 use agentcore::store::DatabaseUrl;
+use agentcore::tools::http_fetch::AddressPolicy;
 use agentcore::{BillingConfig, CoreConfig, DiscordConfig, RuntimeConfig};
 
 use settings::list;
@@ -68,10 +69,20 @@ pub struct Config {
     pub http: HttpConfig,
     pub limits: LimitsConfig,
     pub log: LogConfig,
+    pub tools: ToolsSettings,
     /// The file that was read, if any.
     pub file: Option<PathBuf>,
     /// Every `AGENTD_*` name a setting can be given by.
     known: BTreeSet<String>,
+}
+
+/// `tools.http.*`: which addresses `http_fetch` may reach besides public ones.
+#[derive(Debug, Clone, Default)]
+pub struct ToolsSettings {
+    /// Any private, loopback or link-local address (a local Ollama, an intranet).
+    pub allow_private: bool,
+    /// These `ip:port` addresses only, even though private.
+    pub allow_addresses: Vec<String>,
 }
 
 /// The HTTP server's own bounds.
@@ -199,6 +210,7 @@ impl Config {
             http: HttpConfig::default(),
             limits: LimitsConfig::default(),
             log: log(src)?,
+            tools: ToolsSettings::default(),
             file: None,
             known: BTreeSet::new(),
         };
@@ -209,6 +221,7 @@ impl Config {
                 "discord.api_base: '{api_base}' is not an http(s) URL"
             )));
         }
+        config.http_policy()?;
         if let Some(bad) = config.http.cors_origins.iter().find(|o| !is_origin(o)) {
             return Err(ConfigError(format!(
                 "http.cors_origins: '{bad}' is not an origin such as https://app.example.com (or *)"
@@ -264,7 +277,25 @@ impl Config {
         core.models = self.models.clone();
         core.runtime = self.runtime;
         core.billing = self.billing.clone();
+        core.tools.http = self.http_policy()?;
         Ok(core)
+    }
+
+    /// The addresses `http_fetch` may reach, from `tools.http.*`.
+    fn http_policy(&self) -> Result<AddressPolicy, ConfigError> {
+        let allowed = self
+            .tools
+            .allow_addresses
+            .iter()
+            .map(|a| {
+                a.parse().map_err(|_| {
+                    ConfigError(format!(
+                        "tools.http.allow_addresses: '{a}' is not an address such as 10.0.0.5:11434"
+                    ))
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(AddressPolicy { allow_private: self.tools.allow_private, allowed })
     }
 }
 

@@ -57,6 +57,9 @@ settings! {
     "runtime.shutdown_grace_seconds": SecondsOrZero => runtime.shutdown_grace;
     "runtime.poll_seconds": Seconds => runtime.poll;
     "runtime.max_attempts": Count => runtime.max_attempts;
+    "runtime.task_timeout_seconds": Seconds => runtime.task_timeout;
+    "tools.http.allow_private": Flag => tools.allow_private;
+    "tools.http.allow_addresses": List => tools.allow_addresses;
     "http.body_limit_bytes": Count => http.body_limit_bytes;
     "http.request_timeout_seconds": Seconds => http.request_timeout;
     "http.cors_origins": List => http.cors_origins;

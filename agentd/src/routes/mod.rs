@@ -10,6 +10,7 @@ mod billing;
 mod chat;
 mod onboarding;
 mod ops;
+mod tools;
 
 use axum::Router;
 use utoipa::OpenApi as _;
@@ -39,6 +40,9 @@ pub(crate) fn api() -> OpenApiRouter<AppState> {
         .routes(routes!(backlog::list, backlog::add))
         .routes(routes!(backlog::show, backlog::update, backlog::delete))
         .routes(routes!(backlog::retry))
+        .routes(routes!(tools::steps))
+        .routes(routes!(tools::show_memory, tools::set_memory))
+        .routes(routes!(tools::list))
         .routes(routes!(billing::show))
         .routes(routes!(billing::webhook))
         .routes(routes!(onboarding::templates))

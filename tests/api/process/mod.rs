@@ -15,6 +15,7 @@ use crate::helpers::{TestDb, backend_tests, eventually};
 
 mod config;
 mod delivery;
+mod steps;
 mod tasks;
 
 /// A running `agentd` process and the address it reported.
@@ -297,7 +298,9 @@ impl Cluster {
 pub(crate) fn assert_one_call_at_a_time(models: &FakeModels, agents: usize) {
     let mut by_agent = std::collections::HashMap::<String, Vec<_>>::new();
     for call in models.calls() {
-        by_agent.entry(call.system().to_owned()).or_default().push(call);
+        // The role prompt, the system prompt's first line, names the agent.
+        let role = call.system().lines().next().unwrap_or_default().to_owned();
+        by_agent.entry(role).or_default().push(call);
     }
     assert_eq!(by_agent.len(), agents);
     for (agent, calls) in &mut by_agent {

@@ -10,6 +10,7 @@ use crate::fake_models::{FakeModels, Script};
 use crate::helpers::{Options, TestApp, TestDb, User, backend_tests, eventually};
 
 mod bound;
+mod tools;
 
 const BOT: &str = "runtime-bot.1";
 const GUILD: &str = "444";
@@ -121,7 +122,12 @@ async fn a_started_agent_runs_its_backlog_by_priority_and_posts_each_result(app:
     let calls = models(&app).calls();
     let users: Vec<&str> = calls.iter().map(|c| c.user()).collect();
     assert_eq!(users, ["High priority", "Middle priority\n\nMention the beta.", "Low priority"]);
-    assert!(calls.iter().all(|c| c.system() == ROLE && c.body["model"] == "gpt-test"));
+    assert!(calls.iter().all(|c| c.system().starts_with(ROLE) && c.body["model"] == "gpt-test"));
+    assert!(calls[0].system().contains("## Tools"), "the default tools are explained");
+    assert!(
+        calls[2].system().contains("- High priority: Answer to: High priority"),
+        "recent tasks"
+    );
     for (t, user_message) in [
         (&high, "High priority"),
         (&middle, "Middle priority\n\nMention the beta."),

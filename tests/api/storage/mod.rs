@@ -36,6 +36,8 @@ fn new_agent(id: &str, workspace: Option<&str>) -> NewAgent {
         workspace: workspace.map(|w| Workspace::parse(w).unwrap()),
         throttle_seconds: ThrottleSeconds::parse(2.5).unwrap(),
         model: Some(ModelName::parse("echo").unwrap()),
+        tools: agentcore::domain::tools::ToolSet::default_set(),
+        max_steps: agentcore::domain::tools::MaxSteps::default(),
     }
 }
 

@@ -52,7 +52,7 @@ fn claimed(claim: Claim) -> Task {
 }
 
 fn done() -> Outcome {
-    Outcome::Complete { text: "ok".into(), usage: None }
+    Outcome::Complete { text: "ok".into(), tool_calls: 0 }
 }
 
 backend_tests! { store;

@@ -59,6 +59,7 @@ async fn run(chosen: &[&str]) {
         for backend in &backends {
             scenarios::runtime_echo(*backend, &mut report).await;
             scenarios::runtime_slow_model(*backend, &mut report).await;
+            scenarios::runtime_tools(*backend, &mut report).await;
         }
     }
     if wanted("dispatch") {

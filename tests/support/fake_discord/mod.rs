@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 mod oauth;
+mod read;
 
 pub const CLIENT_ID: &str = "900000000000000001";
 pub const CLIENT_SECRET: &str = "fake-client-secret";
@@ -98,7 +99,10 @@ impl FakeDiscord {
             .route("/api/v10/users/@me", get(current_user))
             .route("/api/v10/guilds/{id}", get(guild))
             .route("/api/v10/guilds/{id}/channels", get(channels))
-            .route("/api/v10/channels/{id}/messages", post(create_message))
+            .route(
+                "/api/v10/channels/{id}/messages",
+                post(create_message).get(read::channel_messages),
+            )
             .route("/api/v10/oauth2/token", post(oauth::token_exchange))
             .with_state(state.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

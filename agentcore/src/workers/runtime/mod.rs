@@ -6,18 +6,21 @@
 //! over the live nodes, rounded up) and lets go of agents above its share between tasks, so work
 //! spreads as nodes come and go. An agent this node runs gets a worker: a task that waits on a
 //! wake-up or its throttle timer, claims the next task in one fenced transaction, calls the
-//! model (bounded by a node-wide semaphore, 3 attempts with backoff for transient failures) and
+//! run (`run.rs`: model calls and tool calls, each a step stored fenced on the lease; each model
+//! call bounded by a node-wide semaphore, 3 attempts with backoff for transient failures) and
 //! writes the outcome fenced on the task's lease, with its activity and channel posts.
 //!
 //! Wake-ups reach workers through `wakeups.rs`; a slow fallback poll covers the rest
 //! (missed notifications, expired leases, takeovers). An idle agent costs a parked task, not a
 //! polling loop. The runtime is a client of [`Core`]: `dispatch.rs` is the node's main loop,
-//! `worker.rs` one agent's loop, `model.rs` the model call with its retries.
+//! `worker.rs` one agent's loop, `run.rs` a task's run of steps, `model.rs` one model call with
+//! its retries.
 //!
 //! See docs/decisions.md and ARCHITECTURE.md for the reasoning.
 
 mod dispatch;
 mod model;
+mod run;
 mod worker;
 
 use std::sync::Arc;
@@ -27,8 +30,8 @@ use tokio::sync::{Semaphore, watch};
 use crate::core::{Core, RuntimeConfig};
 use crate::wakeups::Wakeups;
 
-/// Model calls per task before it fails.
-pub const ATTEMPTS_PER_TASK: i32 = 3;
+/// Attempts at one model call (the first and two retries) before the task fails.
+pub const ATTEMPTS_PER_CALL: i32 = 3;
 /// Agents claimed in one statement.
 pub(super) const CLAIM_BATCH: usize = 500;
 /// Tries at writing a task's outcome before leaving it to lease expiry.

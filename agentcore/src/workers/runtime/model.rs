@@ -1,59 +1,56 @@
-//! The model call of one task: bounded by the node's semaphore, retried with backoff on
-//! transient failures, counted per provider.
+//! One model call of a run: bounded by the node's semaphore, retried with backoff on transient
+//! failures, counted per provider.
 
 use std::time::Duration;
 
-use super::{ATTEMPTS_PER_TASK, Node};
+use super::{ATTEMPTS_PER_CALL, Node};
 use crate::core::RuntimeConfig;
-use crate::domain::runtime::{ClaimedTask, Outcome};
-use crate::models::ModelError;
+use crate::domain::runtime::Outcome;
+use crate::domain::task::TaskId;
+use crate::models::{Completion, CompletionRequest, ModelError, ModelProvider};
 
-/// The model's answer to the task, with up to three attempts; and how many calls were made.
-pub(super) async fn call_model(node: &Node, claimed: &ClaimedTask) -> (Outcome, i32) {
-    let models = node.core.models();
-    let resolved = models.resolve(
-        claimed.agent.model.as_deref(),
-        &claimed.agent.role_prompt,
-        &claimed.user_message(),
-    );
-    let (provider, request) = match resolved {
-        Ok(resolved) => resolved,
-        Err(error) => {
-            return (Outcome::Failed { error: error.to_string(), permanent: true }, 0);
-        }
-    };
-    let label = models.provider_of(claimed.agent.model.as_deref());
-    let mut calls = 0;
+/// What a model call came to: the answer, or the outcome that ends the task; and how many
+/// attempts it took.
+pub(super) struct Called {
+    pub(super) attempts: i32,
+    pub(super) answer: Result<Completion, Outcome>,
+}
+
+/// Calls the model with up to three attempts.
+pub(super) async fn call_model(
+    node: &Node,
+    provider: &dyn ModelProvider,
+    label: &str,
+    request: &CompletionRequest,
+    task: &TaskId,
+) -> Called {
+    let mut attempts = 0;
     loop {
-        calls += 1;
+        attempts += 1;
         let answer = {
             let Ok(_permit) = node.calls.acquire().await else {
-                return (
-                    Outcome::Failed { error: "the runtime stopped".into(), permanent: false },
-                    calls - 1,
-                );
+                let stopped =
+                    Outcome::Failed { error: "the runtime stopped".into(), permanent: false };
+                return Called { attempts: attempts - 1, answer: Err(stopped) };
             };
             let started = std::time::Instant::now();
-            let answer = provider.complete(&request).await;
+            let answer = provider.complete(request).await;
             node.core.counters().model_call(label, started.elapsed(), answer.as_ref().err());
             answer
         };
+        let failed = |error: String, permanent: bool| Called {
+            attempts,
+            answer: Err(Outcome::Failed { error, permanent }),
+        };
         match answer {
-            Ok(completion) => {
-                return (
-                    Outcome::Complete { text: completion.text, usage: completion.usage },
-                    calls,
-                );
-            }
-            Err(ModelError::Permanent { reason }) => {
-                return (Outcome::Failed { error: reason, permanent: true }, calls);
-            }
-            Err(ModelError::Transient { reason, .. }) if calls >= ATTEMPTS_PER_TASK => {
-                return (Outcome::Failed { error: reason, permanent: false }, calls);
+            Ok(completion) => return Called { attempts, answer: Ok(completion) },
+            Err(ModelError::Permanent { reason }) => return failed(reason, true),
+            Err(ModelError::Transient { reason, .. }) if attempts >= ATTEMPTS_PER_CALL => {
+                return failed(reason, false);
             }
             Err(ModelError::Transient { reason, retry_after }) => {
-                let delay = retry_delay(&node.config, calls, retry_after);
-                tracing::info!(task = %claimed.task.id, attempt = calls, ?delay, %reason, "model call failed; retrying");
+                let delay = retry_delay(&node.config, attempts, retry_after);
+                tracing::info!(%task, attempt = attempts, ?delay, %reason, "model call failed; retrying");
                 tokio::time::sleep(delay).await;
             }
         }

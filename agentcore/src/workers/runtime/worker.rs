@@ -45,17 +45,23 @@ pub(super) async fn work(node: Arc<Node>, agent: AgentKey, worker: Arc<Worker>) 
     node.wakeups().dispatcher.notify_one();
 }
 
-/// Calls the model for one task and writes what came of it.
+/// Runs one task and writes what came of it.
 async fn run_task(node: &Node, agent: &AgentKey, claimed: ClaimedTask) {
     let task_id = claimed.task.id.clone();
-    let (outcome, calls) = super::model::call_model(node, &claimed).await;
+    let Some((outcome, calls)) = super::run::run_task(node, agent, &claimed).await else {
+        node.core.counters().dropped.fetch_add(1, Ordering::Relaxed);
+        node.core.wake_outbox();
+        return;
+    };
     let store = node.core.store();
     for attempt in 1..=FINISH_TRIES {
         match store.finish_task(agent, &task_id, node.id(), &outcome, calls).await {
             Ok(true) => {
                 let counter = match outcome {
                     Outcome::Complete { .. } => &node.core.counters().completed,
-                    Outcome::Failed { .. } => &node.core.counters().failed,
+                    Outcome::Failed { .. } | Outcome::Stopped { .. } => {
+                        &node.core.counters().failed
+                    }
                 };
                 counter.fetch_add(1, Ordering::Relaxed);
                 break;

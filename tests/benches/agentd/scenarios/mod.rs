@@ -15,8 +15,10 @@ use crate::report::{Report, Section, name};
 use crate::server::{Agentd, Bare, PASSWORD};
 
 mod http;
+mod steps;
 
 pub(crate) use http::http;
+pub(crate) use steps::runtime_tools;
 
 const CONNECTIONS: usize = 64;
 const EMAIL: &str = "bench@example.com";
@@ -82,7 +84,7 @@ async fn agents(
         let extra = extra.clone();
         async move {
             let mut body = json!({"id": format!("{prefix}-{i}"), "name": format!("Agent {i}"),
-                "role_prompt": "You answer briefly.", "channel": "bench"});
+                "role_prompt": format!("You are agent {i}; you answer briefly."), "channel": "bench"});
             if let (Some(body), Some(extra)) = (body.as_object_mut(), extra.as_object()) {
                 body.extend(extra.clone());
             }

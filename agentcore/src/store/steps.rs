@@ -1,0 +1,371 @@
+//! A run's steps and what they change: each step is stored fenced on the task's lease, with its
+//! effect (memory, a post, a new task) in the same transaction; and the agent's memory block.
+
+use async_trait::async_trait;
+
+use crate::domain::agent::AgentId;
+use crate::domain::runtime::AgentKey;
+use crate::domain::steps::{Effect, RecentTask, Step};
+use crate::domain::task::TaskId;
+use crate::domain::tools::MemoryText;
+use crate::domain::user::UserId;
+use crate::error::Result;
+
+/// Which run a step belongs to: the task, its agent, and the node that must still hold it.
+#[derive(Debug, Clone, Copy)]
+pub struct RunRef<'a> {
+    pub agent: &'a AgentKey,
+    pub task: &'a TaskId,
+    pub node: &'a str,
+}
+
+/// What a run starts or resumes from.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunContext {
+    /// The task's stored steps, in order: a resumed run goes on after them.
+    pub steps: Vec<Step>,
+    /// The agent's last finished tasks, newest first.
+    pub recent: Vec<RecentTask>,
+}
+
+#[async_trait]
+pub trait StepStore: Send + Sync {
+    /// The steps of a task, oldest first.
+    async fn steps(&self, owner: &UserId, agent: &AgentId, task: &TaskId) -> Result<Vec<Step>>;
+    /// The stored steps of a task in progress, and the agent's recent finished tasks.
+    async fn run_context(&self, agent: &AgentKey, task: &TaskId) -> Result<RunContext>;
+    /// Stores `step` (numbered one after the task's last) with `effect` applied, only while
+    /// the run's node holds the task. Returns the step as stored: an effect that was refused
+    /// (memory full, no channel, no such agent) is the step's error. `None`: the lease is
+    /// gone and nothing was written.
+    async fn record_step(
+        &self,
+        run: RunRef<'_>,
+        step: &Step,
+        effect: Option<&Effect>,
+    ) -> Result<Option<Step>>;
+    async fn memory(&self, owner: &UserId, agent: &AgentId) -> Result<String>;
+    /// Replaces the memory block, with a `memory_updated` entry when it changed.
+    async fn set_memory(
+        &self,
+        owner: &UserId,
+        agent: &AgentId,
+        memory: &MemoryText,
+    ) -> Result<String>;
+}
+
+/// Implements [`StepStore`] for a backend (see [`super::shared`]).
+macro_rules! step_store {
+    ($store:ty, $db:ty) => {
+        const _: () = {
+            use crate::domain::activity::{Action, NewActivity};
+            use crate::domain::agent::AgentId;
+            use crate::domain::runtime::AgentKey;
+            use crate::domain::steps::{Effect, RecentTask, Step, refuse_task};
+            use crate::domain::task::{Task, TaskId};
+            use crate::domain::tools::{MemoryText, write_memory};
+            use crate::domain::user::UserId;
+            use crate::error::{Error, Resource, Result};
+            use crate::store::rows::{self, StepRow};
+            use crate::store::shared::watched;
+            use crate::store::steps::{RunContext, RunRef, sql};
+
+            #[async_trait::async_trait]
+            impl $crate::store::StepStore for $store {
+                async fn steps(
+                    &self,
+                    owner: &UserId,
+                    agent: &AgentId,
+                    task: &TaskId,
+                ) -> Result<Vec<Step>> {
+                    let mut conn = self.reader().acquire().await?;
+                    Self::require_agent(&mut conn, owner, agent, "").await?;
+                    let found: Option<i32> = sqlx::query_scalar(sql::TASK_EXISTS)
+                        .bind(owner.as_str())
+                        .bind(agent.as_str())
+                        .bind(task.as_str())
+                        .fetch_optional(&mut *conn)
+                        .await?;
+                    found.ok_or_else(|| Error::not_found(Resource::Task, task.as_str()))?;
+                    let rows: Vec<StepRow> = sqlx::query_as(sql::SELECT_STEPS)
+                        .bind(task.as_str())
+                        .fetch_all(&mut *conn)
+                        .await?;
+                    rows::convert(rows)
+                }
+
+                async fn run_context(&self, agent: &AgentKey, task: &TaskId) -> Result<RunContext> {
+                    let mut conn = self.reader().acquire().await?;
+                    let rows: Vec<StepRow> = sqlx::query_as(sql::SELECT_STEPS)
+                        .bind(task.as_str())
+                        .fetch_all(&mut *conn)
+                        .await?;
+                    let recent: Vec<(String, String)> = sqlx::query_as(sql::RECENT_TASKS)
+                        .bind(&agent.owner_id)
+                        .bind(&agent.agent_id)
+                        .bind(crate::domain::steps::RECENT_TASKS as i64)
+                        .fetch_all(&mut *conn)
+                        .await?;
+                    Ok(RunContext {
+                        steps: rows::convert(rows)?,
+                        recent: recent
+                            .into_iter()
+                            .map(|(title, result)| RecentTask { title, result })
+                            .collect(),
+                    })
+                }
+
+                async fn record_step(
+                    &self,
+                    run: RunRef<'_>,
+                    step: &Step,
+                    effect: Option<&Effect>,
+                ) -> Result<Option<Step>> {
+                    watched(self.storage_health(), async {
+                        let mut tx = self.begin_write().await?;
+                        let owner = UserId::from_trusted(run.agent.owner_id.clone());
+                        let own = AgentId::parse(&run.agent.agent_id).map_err(Error::internal)?;
+                        // Agents before tasks, the lock order of every writer; two agents in
+                        // the order of their ids.
+                        let mut agents = vec![&own];
+                        if let Some(Effect::CreateTask { agent: target, .. }) = effect {
+                            agents.push(target);
+                            agents.sort();
+                            agents.dedup();
+                        }
+                        for agent in agents.into_iter().filter(|_| effect.is_some()) {
+                            match Self::lock_agent(&mut tx, &owner, agent).await {
+                                Ok(()) => {}
+                                // This agent is gone: so is its task. Another one is the
+                                // tool's error, told by `apply_effect`.
+                                Err(Error::NotFound { .. }) if *agent == own => return Ok(None),
+                                Err(Error::NotFound { .. }) => {}
+                                Err(error) => return Err(error),
+                            }
+                        }
+                        let usage = step.usage;
+                        let held = sqlx::query(sql::ADVANCE_TASK)
+                            .bind(run.task.as_str())
+                            .bind(run.node)
+                            .bind(step.seq)
+                            .bind(usage.map(|u| u.input_tokens))
+                            .bind(usage.map(|u| u.output_tokens))
+                            .bind(step.created_at)
+                            .execute(&mut *tx)
+                            .await?;
+                        if held.rows_affected() == 0 {
+                            return Ok(None);
+                        }
+                        let mut stored = step.clone();
+                        if let Some(effect) = effect {
+                            let outcome =
+                                Self::apply_effect(&mut tx, &owner, &own, run.task, effect, step)
+                                    .await?;
+                            let (output, error) = match outcome {
+                                Ok(text) => (Some(text), None),
+                                Err(error) => (None, Some(error)),
+                            };
+                            stored.output = output;
+                            stored.error = error;
+                        }
+                        let calls =
+                            serde_json::to_string(&stored.tool_calls).map_err(Error::internal)?;
+                        sqlx::query(sql::INSERT_STEP)
+                            .bind(run.task.as_str())
+                            .bind(stored.seq)
+                            .bind(stored.kind.as_str())
+                            .bind(&stored.tool)
+                            .bind(&stored.call_id)
+                            .bind(&stored.arguments)
+                            .bind(&stored.output)
+                            .bind(calls)
+                            .bind(&stored.error)
+                            .bind(stored.duration_ms)
+                            .bind(usage.map(|u| u.input_tokens))
+                            .bind(usage.map(|u| u.output_tokens))
+                            .bind(stored.created_at)
+                            .execute(&mut *tx)
+                            .await?;
+                        tx.commit().await?;
+                        Ok(Some(stored))
+                    })
+                    .await
+                }
+
+                async fn memory(&self, owner: &UserId, agent: &AgentId) -> Result<String> {
+                    let memory: Option<String> = sqlx::query_scalar(&sql::memory(""))
+                        .bind(owner.as_str())
+                        .bind(agent.as_str())
+                        .fetch_optional(self.reader())
+                        .await?;
+                    memory.ok_or_else(|| Error::not_found(Resource::Agent, agent.as_str()))
+                }
+
+                async fn set_memory(
+                    &self,
+                    owner: &UserId,
+                    agent: &AgentId,
+                    memory: &MemoryText,
+                ) -> Result<String> {
+                    watched(self.storage_health(), async {
+                        let mut tx = self.begin_write().await?;
+                        let current: Option<String> = sqlx::query_scalar(&sql::memory(Self::LOCK))
+                            .bind(owner.as_str())
+                            .bind(agent.as_str())
+                            .fetch_optional(&mut *tx)
+                            .await?;
+                        let current = current
+                            .ok_or_else(|| Error::not_found(Resource::Agent, agent.as_str()))?;
+                        if current != memory.as_str() {
+                            Self::write_memory_in(
+                                &mut tx,
+                                owner,
+                                agent,
+                                memory.as_str(),
+                                "Memory edited.",
+                            )
+                            .await?;
+                        }
+                        tx.commit().await?;
+                        Ok(memory.as_str().to_owned())
+                    })
+                    .await
+                }
+            }
+
+            impl $store {
+                /// Applies a tool's effect inside its step's transaction: `Ok` is the result the
+                /// model is told, `Err` the tool error (nothing was changed).
+                async fn apply_effect(
+                    tx: &mut sqlx::Transaction<'static, $db>,
+                    owner: &UserId,
+                    own: &AgentId,
+                    task: &TaskId,
+                    effect: &Effect,
+                    step: &Step,
+                ) -> Result<std::result::Result<String, String>> {
+                    let at = step.created_at;
+                    match effect {
+                        Effect::Memory { replace, text } => {
+                            let current: String = sqlx::query_scalar(&sql::memory(""))
+                                .bind(owner.as_str())
+                                .bind(own.as_str())
+                                .fetch_one(&mut **tx)
+                                .await?;
+                            let next = match write_memory(&current, *replace, text) {
+                                Ok(next) => next,
+                                Err(error) => return Ok(Err(error)),
+                            };
+                            let details = format!("Memory updated by the agent (task {task}).");
+                            Self::write_memory_in(tx, owner, own, &next, &details).await?;
+                            Ok(Ok(format!(
+                                "Saved. Your memory now holds {} of {} characters.",
+                                next.chars().count(),
+                                crate::domain::tools::MEMORY_CHARS
+                            )))
+                        }
+                        Effect::Post(post) => {
+                            if Self::queue_post(tx, owner.as_str(), own.as_str(), post, at).await? {
+                                Ok(Ok("Posted to your Discord channel.".into()))
+                            } else {
+                                Ok(Err("refused: this agent has no Discord channel mapped, so \
+                                        nothing was posted"
+                                    .into()))
+                            }
+                        }
+                        Effect::CreateTask { agent, task: new } => {
+                            let (depth, created): (i32, i64) = sqlx::query_as(sql::CREATOR)
+                                .bind(task.as_str())
+                                .fetch_one(&mut **tx)
+                                .await?;
+                            if let Some(refused) = refuse_task(depth, created) {
+                                return Ok(Err(refused));
+                            }
+                            if Self::require_agent(&mut **tx, owner, agent, "").await.is_err() {
+                                return Ok(Err(format!(
+                                    "404 agent_not_found: you have no agent '{agent}'"
+                                )));
+                            }
+                            let creator: Task = {
+                                let row: crate::store::rows::TaskRow =
+                                    sqlx::query_as(&crate::store::tasks::sql::select_task(""))
+                                        .bind(owner.as_str())
+                                        .bind(own.as_str())
+                                        .bind(task.as_str())
+                                        .fetch_one(&mut **tx)
+                                        .await?;
+                                row.try_into()?
+                            };
+                            let created =
+                                Task::delegated(agent, new.clone(), own.as_str(), &creator, at);
+                            let entry = NewActivity::for_task(
+                                Action::TaskAdded,
+                                created.id.as_str(),
+                                format!("Task '{}' added by agent '{own}'.", created.title),
+                            );
+                            Self::write_task(tx, owner, &created, &entry).await?;
+                            Self::notify(tx, &AgentKey::new(owner.as_str(), agent.as_str()))
+                                .await?;
+                            Ok(Ok(serde_json::json!({
+                                "task_id": created.id,
+                                "agent_id": agent,
+                                "status": "queued",
+                                "depth": created.depth,
+                            })
+                            .to_string()))
+                        }
+                    }
+                }
+
+                async fn write_memory_in(
+                    tx: &mut sqlx::Transaction<'static, $db>,
+                    owner: &UserId,
+                    agent: &AgentId,
+                    memory: &str,
+                    details: &str,
+                ) -> Result<()> {
+                    let at = $crate::domain::now();
+                    sqlx::query(sql::SET_MEMORY)
+                        .bind(owner.as_str())
+                        .bind(agent.as_str())
+                        .bind(memory)
+                        .execute(&mut **tx)
+                        .await?;
+                    let entry = NewActivity::new(Action::MemoryUpdated, details);
+                    Self::insert_activity(tx, owner, agent, &entry, at).await
+                }
+            }
+        };
+    };
+}
+pub(super) use step_store;
+
+/// The statements of this area, the same on both backends.
+pub(super) mod sql {
+    pub(crate) const TASK_EXISTS: &str =
+        "SELECT 1 FROM tasks WHERE owner_id = $1 AND agent_id = $2 AND id = $3";
+    pub(crate) const SELECT_STEPS: &str = "SELECT seq, kind, tool, call_id, arguments, output, \
+        tool_calls, error, duration_ms, input_tokens, output_tokens, created_at FROM task_steps \
+        WHERE task_id = $1 ORDER BY seq";
+    pub(crate) const RECENT_TASKS: &str = "SELECT title, result FROM tasks \
+        WHERE owner_id = $1 AND agent_id = $2 AND status = 'complete' AND result IS NOT NULL \
+        ORDER BY completed_at DESC LIMIT $3";
+    /// Counts a step on the task, only while `$2` holds it and `$3` is its next step; tokens
+    /// add up into the task's usage.
+    pub(crate) const ADVANCE_TASK: &str = "UPDATE tasks SET steps = $3, \
+        input_tokens = CASE WHEN $4 IS NULL THEN input_tokens ELSE COALESCE(input_tokens, 0) + $4 END, \
+        output_tokens = CASE WHEN $5 IS NULL THEN output_tokens ELSE COALESCE(output_tokens, 0) + $5 END, \
+        updated_at = $6 \
+        WHERE id = $1 AND lease_owner = $2 AND status = 'in_progress' AND steps = $3 - 1";
+    pub(crate) const INSERT_STEP: &str = "INSERT INTO task_steps (task_id, seq, kind, tool, \
+        call_id, arguments, output, tool_calls, error, duration_ms, input_tokens, output_tokens, \
+        created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)";
+    /// The creating task's depth and how many tasks its run created so far.
+    pub(crate) const CREATOR: &str = "SELECT depth, \
+        (SELECT COUNT(*) FROM tasks c WHERE c.created_by_task = $1) FROM tasks WHERE id = $1";
+    pub(crate) fn memory(lock: &str) -> String {
+        format!("SELECT memory FROM agents WHERE owner_id = $1 AND id = $2{lock}")
+    }
+    pub(crate) const SET_MEMORY: &str =
+        "UPDATE agents SET memory = $3 WHERE owner_id = $1 AND id = $2";
+}

@@ -1,0 +1,363 @@
+//! One task's run: model call, tool calls, model call... until the model answers without a
+//! tool call or a limit stops it. Every model call and tool call is a step, stored as it
+//! finishes and fenced on the task's lease; a run resumes from its stored steps after a crash,
+//! on whichever node claims the task, so a finished model call is not paid for twice and an
+//! effect (stored with its step, in one transaction) never happens twice.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::Node;
+use super::model::{Called, call_model};
+use crate::domain::runtime::{AgentKey, ClaimedTask, Outcome};
+use crate::domain::steps::{
+    LoopGuard, Step, StepCall, StepKind, Stop, not_run, summary_request, system_prompt,
+};
+use crate::domain::tools::ToolName;
+use crate::models::{Message, ModelProvider, ToolCall, ToolChoice, ToolSpec};
+use crate::store::{RunContext, RunRef};
+use crate::tools::builtin::{self, Prepared};
+
+/// How a run ended: its outcome and its attempts at the model (1 plus the retries of failed
+/// calls, as the task's `attempts` counts them), or `None` when the task's lease was lost and
+/// nothing more may be written.
+pub(super) type Ran = Option<(Outcome, i32)>;
+
+/// Runs `claimed` to its end, resuming after its stored steps.
+pub(super) async fn run_task(node: &Node, agent: &AgentKey, claimed: &ClaimedTask) -> Ran {
+    let store = node.core.store();
+    let context = match store.run_context(agent, &claimed.task.id).await {
+        Ok(context) => context,
+        Err(error) => {
+            let error = format!("cannot read the task's steps: {}", error.public_message());
+            return Some((Outcome::Failed { error, permanent: false }, 0));
+        }
+    };
+    let models = node.core.models();
+    let tools = offered(claimed);
+    let system = system_prompt(
+        &claimed.agent.role_prompt,
+        &claimed.agent.memory,
+        if tools.is_empty() { &[] } else { &claimed.agent.tools },
+        &context.recent,
+    );
+    let (provider, mut request) =
+        match models.resolve(claimed.agent.model.as_deref(), &system, &claimed.user_message()) {
+            Ok(resolved) => resolved,
+            Err(error) => {
+                return Some((Outcome::Failed { error: error.to_string(), permanent: true }, 0));
+            }
+        };
+    request.tools = tools;
+    let mut run = Run {
+        node,
+        agent,
+        claimed,
+        provider,
+        label: models.provider_of(claimed.agent.model.as_deref()),
+        request,
+        guard: LoopGuard::default(),
+        seq: 0,
+        model_calls: 0,
+        tool_calls: 0,
+        retries: 0,
+        pending: Vec::new(),
+        stop: None,
+        deadline: Instant::now(),
+    };
+    if let Some(ended) = run.replay(context) {
+        return Some((ended, 1 + run.retries));
+    }
+    run.go().await.map(|outcome| (outcome, 1 + run.retries))
+}
+
+/// The built-in tools offered to this agent's model; none for `echo`, which calls no model.
+fn offered(claimed: &ClaimedTask) -> Vec<ToolSpec> {
+    let echo = claimed.agent.model.as_deref().is_none_or(|m| m == "echo");
+    if echo {
+        return Vec::new();
+    }
+    claimed
+        .agent
+        .tools
+        .iter()
+        .map(|tool| {
+            let info = builtin::info(*tool);
+            ToolSpec {
+                name: tool.as_str().to_owned(),
+                description: info.description,
+                parameters: info.parameters,
+            }
+        })
+        .collect()
+}
+
+struct Run<'a> {
+    node: &'a Node,
+    agent: &'a AgentKey,
+    claimed: &'a ClaimedTask,
+    provider: Arc<dyn ModelProvider>,
+    label: &'a str,
+    request: crate::models::CompletionRequest,
+    guard: LoopGuard,
+    /// The last stored step's number.
+    seq: i32,
+    model_calls: i32,
+    tool_calls: i32,
+    /// Retries of failed model calls in this run.
+    retries: i32,
+    /// Calls of the last model answer that have no result yet.
+    pending: Vec<StepCall>,
+    stop: Option<Stop>,
+    deadline: Instant,
+}
+
+impl Run<'_> {
+    /// Rebuilds the conversation from the stored steps; the outcome when the run had already
+    /// ended (its summary was stored before the crash).
+    fn replay(&mut self, context: RunContext) -> Option<Outcome> {
+        let mut spent = Duration::ZERO;
+        for step in context.steps {
+            self.seq = step.seq;
+            spent += Duration::from_millis(u64::try_from(step.duration_ms).unwrap_or(0));
+            match step.kind {
+                StepKind::Model => {
+                    self.model_calls += 1;
+                    self.pending = step.tool_calls.clone();
+                    self.request.messages.push(Message::Assistant {
+                        text: step.output.clone().unwrap_or_default(),
+                        tool_calls: step.tool_calls.iter().map(to_call).collect(),
+                    });
+                }
+                StepKind::Tool => {
+                    self.pending.retain(|c| Some(&c.id) != step.call_id.as_ref());
+                    if let Some(call) = as_call(&step) {
+                        self.tool_calls += 1;
+                        if self.guard.repeats(&call) {
+                            self.stop = Some(Stop::LoopDetected);
+                        }
+                    }
+                    self.push_result(&step);
+                }
+                StepKind::Summary => {
+                    let reason = step.error.clone().unwrap_or_default();
+                    let summary = step.output.clone().unwrap_or_default();
+                    return Some(Outcome::Stopped { reason, summary });
+                }
+            }
+        }
+        let limit = self.node.config.task_timeout;
+        self.deadline = Instant::now() + limit.saturating_sub(spent);
+        None
+    }
+
+    async fn go(&mut self) -> Option<Outcome> {
+        loop {
+            for call in std::mem::take(&mut self.pending) {
+                if self.stop.is_none() && self.guard.repeats(&call) {
+                    self.stop = Some(Stop::LoopDetected);
+                }
+                match self.stop {
+                    Some(stop) => self.record_tool(&call, Err(not_run(stop)), 0, None).await?,
+                    None => self.call_tool(&call).await?,
+                }
+            }
+            if self.stop.is_none() && self.model_calls >= self.claimed.agent.max_steps {
+                self.stop = Some(Stop::MaxSteps(self.claimed.agent.max_steps));
+            }
+            if self.stop.is_none() && Instant::now() >= self.deadline {
+                self.stop = Some(self.timeout());
+            }
+            if let Some(stop) = self.stop {
+                return self.summarise(stop).await;
+            }
+            let started = Instant::now();
+            let remaining = self.deadline.saturating_duration_since(started);
+            let called = tokio::time::timeout(
+                remaining,
+                call_model(
+                    self.node,
+                    &*self.provider,
+                    self.label,
+                    &self.request,
+                    &self.claimed.task.id,
+                ),
+            )
+            .await;
+            let answer = match called {
+                Err(_) => {
+                    self.stop = Some(self.timeout());
+                    continue;
+                }
+                Ok(Called { attempts, answer }) => {
+                    self.retries += (attempts - 1).max(0);
+                    match answer {
+                        Ok(answer) => answer,
+                        Err(outcome) => return Some(outcome),
+                    }
+                }
+            };
+            let calls: Vec<StepCall> = answer.tool_calls.iter().map(from_call).collect();
+            let step = Step::model(
+                self.seq + 1,
+                answer.text.clone(),
+                calls.clone(),
+                answer.usage,
+                millis(started),
+            );
+            self.store(&step, None).await?;
+            self.model_calls += 1;
+            self.request.messages.push(Message::Assistant {
+                text: answer.text.clone(),
+                tool_calls: answer.tool_calls,
+            });
+            if calls.is_empty() {
+                return Some(Outcome::Complete { text: answer.text, tool_calls: self.tool_calls });
+            }
+            self.pending = calls;
+        }
+    }
+
+    fn timeout(&self) -> Stop {
+        Stop::Timeout(self.node.config.task_timeout.as_secs())
+    }
+
+    /// Runs one tool call and stores it as a step (with its effect, in one transaction).
+    async fn call_tool(&mut self, call: &StepCall) -> Option<()> {
+        let started = Instant::now();
+        let own = &self.claimed.task.agent_id;
+        let prepared = match call.name.parse::<ToolName>() {
+            Ok(tool) if self.claimed.agent.tools.contains(&tool) => {
+                builtin::prepare(tool, own, &call.arguments)
+            }
+            Ok(tool) => Err(format!("refused: the tool '{tool}' is not enabled for this agent")),
+            Err(_) => Err(format!("unknown tool '{}'", call.name)),
+        };
+        let owner = crate::domain::user::UserId::from_trusted(self.agent.owner_id.clone());
+        let remaining = self.deadline.saturating_duration_since(started);
+        let result = match prepared {
+            Err(error) => Err(error),
+            Ok(Prepared::Effect(effect)) => {
+                return self
+                    .record_tool(call, Ok(String::new()), millis(started), Some(effect))
+                    .await;
+            }
+            Ok(Prepared::ReadMemory) => match self.node.core.store().memory(&owner, own).await {
+                Ok(memory) if memory.is_empty() => Ok("Your memory is empty.".to_owned()),
+                Ok(memory) => Ok(memory),
+                Err(error) => Err(format!("could not read memory: {}", error.public_message())),
+            },
+            Ok(Prepared::Fetch(args)) => {
+                let fetch = self.node.core.http_fetch().fetch(&args);
+                tokio::time::timeout(remaining, fetch)
+                    .await
+                    .unwrap_or_else(|_| Err("timed out: the task's time ran out".into()))
+            }
+            Ok(Prepared::ReadChannel { limit }) => {
+                self.node.core.read_channel(&owner, own, limit).await
+            }
+        };
+        self.record_tool(call, result, millis(started), None).await
+    }
+
+    async fn record_tool(
+        &mut self,
+        call: &StepCall,
+        result: Result<String, String>,
+        ms: i64,
+        effect: Option<crate::domain::steps::Effect>,
+    ) -> Option<()> {
+        let step = Step::tool(self.seq + 1, call, result, ms);
+        let stored = self.store(&step, effect.as_ref()).await?;
+        self.tool_calls += 1;
+        self.push_result(&stored);
+        Some(())
+    }
+
+    /// After a stop: calls the model once more, without tools, for a summary of the work.
+    async fn summarise(&mut self, stop: Stop) -> Option<Outcome> {
+        self.request.messages.push(Message::User(summary_request(stop)));
+        self.request.tool_choice = ToolChoice::None;
+        let started = Instant::now();
+        let called = call_model(
+            self.node,
+            &*self.provider,
+            self.label,
+            &self.request,
+            &self.claimed.task.id,
+        )
+        .await;
+        self.retries += (called.attempts - 1).max(0);
+        let (summary, usage) = match called.answer {
+            Ok(answer) if !answer.text.trim().is_empty() => (answer.text, answer.usage),
+            Ok(answer) => ("(The model gave no summary.)".to_owned(), answer.usage),
+            Err(_) => {
+                ("(The summary could not be asked for: the model call failed.)".to_owned(), None)
+            }
+        };
+        let mut step =
+            Step::model(self.seq + 1, summary.clone(), Vec::new(), usage, millis(started));
+        step.kind = StepKind::Summary;
+        step.error = Some(stop.to_string());
+        self.store(&step, None).await?;
+        Some(Outcome::Stopped { reason: stop.to_string(), summary })
+    }
+
+    /// Stores a step; `None` when the lease is lost (or the store keeps failing), which ends
+    /// the run without writing anything more.
+    async fn store(
+        &mut self,
+        step: &Step,
+        effect: Option<&crate::domain::steps::Effect>,
+    ) -> Option<Step> {
+        let run = RunRef { agent: self.agent, task: &self.claimed.task.id, node: self.node.id() };
+        for attempt in 1..=super::FINISH_TRIES {
+            match self.node.core.store().record_step(run, step, effect).await {
+                Ok(Some(stored)) => {
+                    self.seq = stored.seq;
+                    return Some(stored);
+                }
+                Ok(None) => {
+                    tracing::info!(task = %run.task, "run stopped: the task, its agent or its lease is gone");
+                    return None;
+                }
+                Err(error) if attempt < super::FINISH_TRIES => {
+                    tracing::warn!(%error, task = %run.task, "cannot store a step; retrying");
+                    tokio::time::sleep(self.node.config.retry_base * attempt).await;
+                }
+                Err(error) => {
+                    // The lease runs out and the run resumes from its last stored step.
+                    tracing::error!(%error, task = %run.task, "cannot store a step");
+                }
+            }
+        }
+        None
+    }
+
+    fn push_result(&mut self, step: &Step) {
+        let (content, is_error) = step.result_for_model();
+        let call_id = step.call_id.clone().unwrap_or_default();
+        self.request.messages.push(Message::ToolResult { call_id, content, is_error });
+    }
+}
+
+fn millis(since: Instant) -> i64 {
+    i64::try_from(since.elapsed().as_millis()).unwrap_or(i64::MAX)
+}
+
+fn from_call(call: &ToolCall) -> StepCall {
+    StepCall { id: call.id.clone(), name: call.name.clone(), arguments: call.arguments.clone() }
+}
+
+fn to_call(call: &StepCall) -> ToolCall {
+    ToolCall { id: call.id.clone(), name: call.name.clone(), arguments: call.arguments.clone() }
+}
+
+/// The call a stored tool step answered.
+fn as_call(step: &Step) -> Option<StepCall> {
+    Some(StepCall {
+        id: step.call_id.clone()?,
+        name: step.tool.clone()?,
+        arguments: step.arguments.clone().unwrap_or_default(),
+    })
+}
