@@ -185,11 +185,8 @@ impl Memory {
 /// What the `memory` tool does to the block, decided from its current text: the new text, or
 /// the error the model is told.
 pub fn write_memory(current: &str, replace: bool, text: &str) -> Result<String, String> {
-    let next = if replace || current.is_empty() {
-        text.to_owned()
-    } else {
-        format!("{current}\n{text}")
-    };
+    let next =
+        if replace || current.is_empty() { text.to_owned() } else { format!("{current}\n{text}") };
     let chars = text::char_len(&next);
     if chars > MEMORY_CHARS {
         return Err(format!(

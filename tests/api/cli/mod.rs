@@ -13,6 +13,7 @@ use crate::fake_models::{FakeModels, OPENAI_KEY, Script};
 use crate::helpers::{TestApp, TestDb, backend_tests, eventually};
 use crate::terminal::{DOWN, ENTER, Terminal};
 
+mod acting;
 mod local;
 mod wizard;
 
