@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use super::{Ctl, PASSWORD, both_modes};
+use super::{PASSWORD, both_modes};
 use crate::fake_models::Script;
 use crate::helpers::{TestApp, backend_tests, eventually};
 
