@@ -241,6 +241,20 @@ fn authenticate(
     }
 }
 
+/// Discord's answer when the bot cannot reach the channel: 404 for an unknown channel, 403
+/// when the bot is not in its guild.
+fn channel_access(state: &FakeState, token: &str, channel_id: &str) -> Result<(), Response> {
+    let Some(guild) =
+        state.guilds.values().find(|g| g.channels.iter().any(|c| c["id"] == channel_id))
+    else {
+        return Err(error(404, 10003, "Unknown Channel"));
+    };
+    if !guild.bots.contains(token) {
+        return Err(error(403, 50001, "Missing Access"));
+    }
+    Ok(())
+}
+
 /// The guild if the bot is in it: Discord answers 404 for an unknown guild and 403 when the
 /// bot is not a member.
 fn member_guild<'a>(state: &'a FakeState, token: &str, id: &str) -> Result<&'a Guild, Response> {
@@ -313,13 +327,8 @@ async fn create_message(
             Ok(token) => token,
             Err(response) => return response,
         };
-        let Some(guild) =
-            s.guilds.values().find(|g| g.channels.iter().any(|c| c["id"] == channel_id.as_str()))
-        else {
-            return error(404, 10003, "Unknown Channel");
-        };
-        if !guild.bots.contains(&token) {
-            return error(403, 50001, "Missing Access");
+        if let Err(refused) = channel_access(&s, &token, &channel_id) {
+            return refused;
         }
         if s.outage {
             return error(503, 0, "503: Service Unavailable");

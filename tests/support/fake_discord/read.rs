@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use super::{FakeDiscord, Posted, Shared, authenticate, error};
+use super::{FakeDiscord, Posted, Shared, authenticate, channel_access, error};
 
 impl FakeDiscord {
     /// A person's message in the channel, as if typed in Discord.
@@ -41,13 +41,8 @@ pub(super) async fn channel_messages(
         Ok(token) => token,
         Err(response) => return response,
     };
-    let Some(guild) =
-        s.guilds.values().find(|g| g.channels.iter().any(|c| c["id"] == channel_id.as_str()))
-    else {
-        return error(404, 10003, "Unknown Channel");
-    };
-    if !guild.bots.contains(&token) {
-        return error(403, 50001, "Missing Access");
+    if let Err(refused) = channel_access(&s, &token, &channel_id) {
+        return refused;
     }
     let limit = match query.get("limit").map(|l| l.parse::<usize>()) {
         None => 50,

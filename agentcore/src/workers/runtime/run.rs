@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::Node;
-use super::model::{Called, call_model};
+use super::model::call_model;
 use crate::domain::runtime::{AgentKey, ClaimedTask, Outcome};
 use crate::domain::steps::{
     LoopGuard, Step, StepCall, StepKind, Stop, not_run, summary_request, system_prompt,
@@ -173,29 +173,13 @@ impl Run<'_> {
             }
             let started = Instant::now();
             let remaining = self.deadline.saturating_duration_since(started);
-            let called = tokio::time::timeout(
-                remaining,
-                call_model(
-                    self.node,
-                    &*self.provider,
-                    self.label,
-                    &self.request,
-                    &self.claimed.task.id,
-                ),
-            )
-            .await;
-            let answer = match called {
+            let answer = match tokio::time::timeout(remaining, self.ask()).await {
                 Err(_) => {
                     self.stop = Some(self.timeout());
                     continue;
                 }
-                Ok(Called { attempts, answer }) => {
-                    self.retries += (attempts - 1).max(0);
-                    match answer {
-                        Ok(answer) => answer,
-                        Err(outcome) => return Some(outcome),
-                    }
-                }
+                Ok(Err(outcome)) => return Some(outcome),
+                Ok(Ok(answer)) => answer,
             };
             let calls: Vec<StepCall> = answer.tool_calls.iter().map(from_call).collect();
             let step = Step::model(
@@ -216,6 +200,14 @@ impl Run<'_> {
             }
             self.pending = calls;
         }
+    }
+
+    /// One model call with the conversation so far, counting its retries.
+    async fn ask(&mut self) -> Result<crate::models::Completion, Outcome> {
+        let task = &self.claimed.task.id;
+        let called = call_model(self.node, &*self.provider, self.label, &self.request, task).await;
+        self.retries += (called.attempts - 1).max(0);
+        called.answer
     }
 
     fn timeout(&self) -> Stop {
@@ -279,16 +271,8 @@ impl Run<'_> {
         self.request.messages.push(Message::User(summary_request(stop)));
         self.request.tool_choice = ToolChoice::None;
         let started = Instant::now();
-        let called = call_model(
-            self.node,
-            &*self.provider,
-            self.label,
-            &self.request,
-            &self.claimed.task.id,
-        )
-        .await;
-        self.retries += (called.attempts - 1).max(0);
-        let (summary, usage) = match called.answer {
+        let answered = self.ask().await;
+        let (summary, usage) = match answered {
             Ok(answer) if !answer.text.trim().is_empty() => (answer.text, answer.usage),
             Ok(answer) => ("(The model gave no summary.)".to_owned(), answer.usage),
             Err(_) => {
