@@ -143,17 +143,7 @@ macro_rules! step_store {
                                 Err(error) => return Err(error),
                             }
                         }
-                        let usage = step.usage;
-                        let held = sqlx::query(sql::ADVANCE_TASK)
-                            .bind(run.task.as_str())
-                            .bind(run.node)
-                            .bind(step.seq)
-                            .bind(usage.map(|u| u.input_tokens))
-                            .bind(usage.map(|u| u.output_tokens))
-                            .bind(step.created_at)
-                            .execute(&mut *tx)
-                            .await?;
-                        if held.rows_affected() == 0 {
+                        if !Self::advance_task(&mut tx, run.task, run.node, step).await? {
                             return Ok(None);
                         }
                         let mut stored = step.clone();
@@ -168,24 +158,7 @@ macro_rules! step_store {
                             stored.output = output;
                             stored.error = error;
                         }
-                        let calls =
-                            serde_json::to_string(&stored.tool_calls).map_err(Error::internal)?;
-                        sqlx::query(sql::INSERT_STEP)
-                            .bind(run.task.as_str())
-                            .bind(stored.seq)
-                            .bind(stored.kind.as_str())
-                            .bind(&stored.tool)
-                            .bind(&stored.call_id)
-                            .bind(&stored.arguments)
-                            .bind(&stored.output)
-                            .bind(calls)
-                            .bind(&stored.error)
-                            .bind(stored.duration_ms)
-                            .bind(usage.map(|u| u.input_tokens))
-                            .bind(usage.map(|u| u.output_tokens))
-                            .bind(stored.created_at)
-                            .execute(&mut *tx)
-                            .await?;
+                        Self::insert_step(&mut tx, run.task, &stored).await?;
                         tx.commit().await?;
                         Ok(Some(stored))
                     })
@@ -234,6 +207,53 @@ macro_rules! step_store {
             }
 
             impl $store {
+                /// Counts `step` on the task, only while `node` holds it and `step` is its next
+                /// step; `false` when the lease is gone.
+                async fn advance_task(
+                    tx: &mut sqlx::Transaction<'static, $db>,
+                    task: &TaskId,
+                    node: &str,
+                    step: &Step,
+                ) -> Result<bool> {
+                    let usage = step.usage;
+                    let held = sqlx::query(sql::ADVANCE_TASK)
+                        .bind(task.as_str())
+                        .bind(node)
+                        .bind(step.seq)
+                        .bind(usage.map(|u| u.input_tokens))
+                        .bind(usage.map(|u| u.output_tokens))
+                        .bind(step.created_at)
+                        .execute(&mut **tx)
+                        .await?;
+                    Ok(held.rows_affected() > 0)
+                }
+
+                /// Writes the step's row (after [`Self::advance_task`]).
+                async fn insert_step(
+                    tx: &mut sqlx::Transaction<'static, $db>,
+                    task: &TaskId,
+                    step: &Step,
+                ) -> Result<()> {
+                    let calls = serde_json::to_string(&step.tool_calls).map_err(Error::internal)?;
+                    sqlx::query(sql::INSERT_STEP)
+                        .bind(task.as_str())
+                        .bind(step.seq)
+                        .bind(step.kind.as_str())
+                        .bind(&step.tool)
+                        .bind(&step.call_id)
+                        .bind(&step.arguments)
+                        .bind(&step.output)
+                        .bind(calls)
+                        .bind(&step.error)
+                        .bind(step.duration_ms)
+                        .bind(step.usage.map(|u| u.input_tokens))
+                        .bind(step.usage.map(|u| u.output_tokens))
+                        .bind(step.created_at)
+                        .execute(&mut **tx)
+                        .await?;
+                    Ok(())
+                }
+
                 /// Applies a tool's effect inside its step's transaction: `Ok` is the result the
                 /// model is told, `Err` the tool error (nothing was changed).
                 async fn apply_effect(

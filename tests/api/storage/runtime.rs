@@ -96,7 +96,7 @@ async fn tasks_are_claimed_by_priority_one_at_a_time(store: TestStore) {
         (first.id.clone(), first.status, first.attempts),
         (tasks[1].id.clone(), TaskStatus::InProgress, 1)
     );
-    assert!(s.finish_task(&key, &first.id, A, &done(), 1).await.unwrap());
+    assert!(s.finish_task(&key, &first.id, A, &done(), 1, None).await.unwrap());
     // The agent's throttle (2.5 s, from the database's time at the finish) holds the next
     // task back, then lets it run.
     match s.claim_task(&key, A, secs(30), 5).await.unwrap() {
@@ -119,12 +119,12 @@ async fn finishing_is_fenced_on_the_task_lease(store: TestStore) {
     s.claim_agents(A, secs(30), 10).await.unwrap();
     let running = claimed(s.claim_task(&key, A, secs(30), 5).await.unwrap());
     // Another node cannot finish it, and cannot start a second task meanwhile.
-    assert!(!s.finish_task(&key, &running.id, B, &done(), 1).await.unwrap());
+    assert!(!s.finish_task(&key, &running.id, B, &done(), 1, None).await.unwrap());
     assert_eq!(s.requeue_expired_tasks().await.unwrap(), 0, "its lease is alive");
     // Its lease ran out: the task goes back to the queue and A's late result is dropped.
     store.db.travel(31).await;
     assert_eq!(s.requeue_expired_tasks().await.unwrap(), 1);
-    assert!(!s.finish_task(&key, &running.id, A, &done(), 1).await.unwrap());
+    assert!(!s.finish_task(&key, &running.id, A, &done(), 1, None).await.unwrap());
     let task = s.task(&owner.id, &id("r"), &running.id).await.unwrap();
     assert_eq!((task.status, task.result), (TaskStatus::Queued, None));
 }

@@ -18,10 +18,10 @@ use crate::models::{Message, ModelProvider, ToolCall, ToolChoice, ToolSpec};
 use crate::store::{RunContext, RunRef};
 use crate::tools::builtin::{self, Prepared};
 
-/// How a run ended: its outcome and its attempts at the model (1 plus the retries of failed
-/// calls, as the task's `attempts` counts them), or `None` when the task's lease was lost and
-/// nothing more may be written.
-pub(super) type Ran = Option<(Outcome, i32)>;
+/// How a run ended: its outcome, its attempts at the model (1 plus the retries of failed
+/// calls, as the task's `attempts` counts them) and the answer that ended it, to be stored with
+/// the outcome; or `None` when the task's lease was lost and nothing more may be written.
+pub(super) type Ran = Option<(Outcome, i32, Option<Step>)>;
 
 /// Runs `claimed` to its end, resuming after its stored steps.
 pub(super) async fn run_task(node: &Node, agent: &AgentKey, claimed: &ClaimedTask) -> Ran {
@@ -30,7 +30,7 @@ pub(super) async fn run_task(node: &Node, agent: &AgentKey, claimed: &ClaimedTas
         Ok(context) => context,
         Err(error) => {
             let error = format!("cannot read the task's steps: {}", error.public_message());
-            return Some((Outcome::Failed { error, permanent: false }, 0));
+            return Some((Outcome::Failed { error, permanent: false }, 0, None));
         }
     };
     let models = node.core.models();
@@ -45,7 +45,8 @@ pub(super) async fn run_task(node: &Node, agent: &AgentKey, claimed: &ClaimedTas
         match models.resolve(claimed.agent.model.as_deref(), &system, &claimed.user_message()) {
             Ok(resolved) => resolved,
             Err(error) => {
-                return Some((Outcome::Failed { error: error.to_string(), permanent: true }, 0));
+                let failed = Outcome::Failed { error: error.to_string(), permanent: true };
+                return Some((failed, 0, None));
             }
         };
     request.tools = tools;
@@ -61,14 +62,15 @@ pub(super) async fn run_task(node: &Node, agent: &AgentKey, claimed: &ClaimedTas
         model_calls: 0,
         tool_calls: 0,
         retries: 0,
+        last: None,
         pending: Vec::new(),
         stop: None,
         deadline: Instant::now(),
     };
     if let Some(ended) = run.replay(context) {
-        return Some((ended, 1 + run.retries));
+        return Some((ended, 1 + run.retries, None));
     }
-    run.go().await.map(|outcome| (outcome, 1 + run.retries))
+    run.go().await.map(|outcome| (outcome, 1 + run.retries, run.last.take()))
 }
 
 /// The built-in tools offered to this agent's model; none for `echo`, which calls no model.
@@ -106,6 +108,8 @@ struct Run<'a> {
     tool_calls: i32,
     /// Retries of failed model calls in this run.
     retries: i32,
+    /// The answer that completed the run: stored with the outcome, in one transaction.
+    last: Option<Step>,
     /// Calls of the last model answer that have no result yet.
     pending: Vec<StepCall>,
     stop: Option<Stop>,
@@ -189,15 +193,17 @@ impl Run<'_> {
                 answer.usage,
                 millis(started),
             );
+            if calls.is_empty() {
+                // Stored with the outcome: one transaction fewer for every task.
+                self.last = Some(step);
+                return Some(Outcome::Complete { text: answer.text, tool_calls: self.tool_calls });
+            }
             self.store(&step, None).await?;
             self.model_calls += 1;
             self.request.messages.push(Message::Assistant {
                 text: answer.text.clone(),
                 tool_calls: answer.tool_calls,
             });
-            if calls.is_empty() {
-                return Some(Outcome::Complete { text: answer.text, tool_calls: self.tool_calls });
-            }
             self.pending = calls;
         }
     }

@@ -48,14 +48,14 @@ pub(super) async fn work(node: Arc<Node>, agent: AgentKey, worker: Arc<Worker>) 
 /// Runs one task and writes what came of it.
 async fn run_task(node: &Node, agent: &AgentKey, claimed: ClaimedTask) {
     let task_id = claimed.task.id.clone();
-    let Some((outcome, calls)) = super::run::run_task(node, agent, &claimed).await else {
+    let Some((outcome, calls, last)) = super::run::run_task(node, agent, &claimed).await else {
         node.core.counters().dropped.fetch_add(1, Ordering::Relaxed);
         node.core.wake_outbox();
         return;
     };
     let store = node.core.store();
     for attempt in 1..=FINISH_TRIES {
-        match store.finish_task(agent, &task_id, node.id(), &outcome, calls).await {
+        match store.finish_task(agent, &task_id, node.id(), &outcome, calls, last.as_ref()).await {
             Ok(true) => {
                 let counter = match outcome {
                     Outcome::Complete { .. } => &node.core.counters().completed,
