@@ -22,6 +22,7 @@ backend_tests! { app;
 backend_tests! { db;
     http_fetch_quotes_a_local_page_when_private_addresses_are_allowed,
     a_redirect_to_a_private_address_is_refused,
+    a_run_past_the_task_timeout_is_stopped_and_summarised,
 }
 
 /// Agent `id` of a new user, mapped to the channel, on `model` with `tools`, started.
@@ -386,6 +387,23 @@ async fn a_redirect_to_a_private_address_is_refused(db: TestDb) {
     let result = done["result"].as_str().unwrap();
     assert!(result.starts_with("Done: Error: ") && result.contains("refused"), "{result}");
     assert_eq!((redirector.hits(), target.hits()), (1, 0), "the redirect was followed");
+}
+
+async fn a_run_past_the_task_timeout_is_stopped_and_summarised(db: TestDb) {
+    let app = app_with(db, |o| o.runtime.task_timeout = std::time::Duration::from_secs(1)).await;
+    let user =
+        acting_agent(&app, "slow@example.com", "slowpoke", "openai:slowpoke", &["memory"]).await;
+    let note = call("memory", json!({"action": "append", "text": "Started."}));
+    models(&app).script_for("slowpoke", [note, Script::Hang(std::time::Duration::from_secs(30))]);
+    let added = app.add_task(&user, "slowpoke", "Think for a long time", 0).await;
+    start(&app, &user, "slowpoke").await;
+    let done = finished(&app, &user, "slowpoke", &added["id"]).await;
+    assert_eq!(done["status"], "failed");
+    assert!(done["error"].as_str().unwrap().starts_with("timeout: "), "{done}");
+    assert!(done["result"].as_str().unwrap().starts_with("Summary: "), "{done}");
+    let steps = steps(&app, &user, "slowpoke", &added["id"]).await;
+    assert_eq!(kinds(&steps), ["model", "tool", "summary"], "the call cut off is no step");
+    assert_eq!(calls_of(&app, "slowpoke").len(), 3);
 }
 
 /// A local HTTP server answering every request with `html`, counting requests.
