@@ -79,6 +79,8 @@ pub struct Options {
     pub limits: agentd::config::LimitsConfig,
     /// What `http_fetch` may reach: public addresses only, as by default.
     pub tools: agentcore::ToolsConfig,
+    /// The model of agents that name none; `echo` unless set.
+    pub default_model: Option<String>,
 }
 
 impl Options {
@@ -102,6 +104,7 @@ impl Options {
             http: agentd::config::HttpConfig::default(),
             limits: agentd::config::LimitsConfig::default(),
             tools: agentcore::ToolsConfig::default(),
+            default_model: None,
         }
     }
 
@@ -135,6 +138,9 @@ impl Options {
         config.models.timeout = Duration::from_secs(5);
         config.runtime = self.runtime;
         config.tools = self.tools.clone();
+        if let Some(model) = &self.default_model {
+            config.models.default.clone_from(model);
+        }
         config.billing.webhook_secrets =
             self.webhook_secrets.iter().map(|s| secrecy::SecretString::from(s.as_str())).collect();
         config.billing.prices = stripe_events::PRICES

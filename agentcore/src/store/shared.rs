@@ -37,6 +37,18 @@ pub(super) async fn watched<T>(
     health.watch(write.await, true)
 }
 
+/// Runs one write that may find nothing to write (a lease lost, a task gone): only an outcome
+/// for which `wrote` holds ends a fault, since a transaction rolled back proves nothing.
+pub(super) async fn watched_if<T>(
+    health: &StorageHealth,
+    write: impl std::future::Future<Output = Result<T>>,
+    wrote: fn(&T) -> bool,
+) -> Result<T> {
+    let result = write.await;
+    let evidence = result.as_ref().is_ok_and(wrote);
+    health.watch(result, evidence)
+}
+
 /// Runs one write of the runtime's bookkeeping (leases, heartbeats, pruning). Its
 /// faults count, but its success proves little: updating a few bytes in place can
 /// still work on a disk too full for anything new.

@@ -67,7 +67,7 @@ macro_rules! step_store {
             use crate::domain::user::UserId;
             use crate::error::{Error, Resource, Result};
             use crate::store::rows::{self, StepRow};
-            use crate::store::shared::watched;
+            use crate::store::shared::{watched, watched_if};
             use crate::store::steps::{RunContext, RunRef, sql};
 
             #[async_trait::async_trait]
@@ -121,47 +121,55 @@ macro_rules! step_store {
                     step: &Step,
                     effect: Option<&Effect>,
                 ) -> Result<Option<Step>> {
-                    watched(self.storage_health(), async {
-                        let mut tx = self.begin_write().await?;
-                        let owner = UserId::from_trusted(run.agent.owner_id.clone());
-                        let own = AgentId::parse(&run.agent.agent_id).map_err(Error::internal)?;
-                        // Agents before tasks, the lock order of every writer; two agents in
-                        // the order of their ids.
-                        let mut agents = vec![&own];
-                        if let Some(Effect::CreateTask { agent: target, .. }) = effect {
-                            agents.push(target);
-                            agents.sort();
-                            agents.dedup();
-                        }
-                        for agent in agents.into_iter().filter(|_| effect.is_some()) {
-                            match Self::lock_agent(&mut tx, &owner, agent).await {
-                                Ok(()) => {}
-                                // This agent is gone: so is its task. Another one is the
-                                // tool's error, told by `apply_effect`.
-                                Err(Error::NotFound { .. }) if *agent == own => return Ok(None),
-                                Err(Error::NotFound { .. }) => {}
-                                Err(error) => return Err(error),
+                    watched_if(
+                        self.storage_health(),
+                        async {
+                            let mut tx = self.begin_write().await?;
+                            let owner = UserId::from_trusted(run.agent.owner_id.clone());
+                            let own =
+                                AgentId::parse(&run.agent.agent_id).map_err(Error::internal)?;
+                            // Agents before tasks, the lock order of every writer; two agents in
+                            // the order of their ids.
+                            let mut agents = vec![&own];
+                            if let Some(Effect::CreateTask { agent: target, .. }) = effect {
+                                agents.push(target);
+                                agents.sort();
+                                agents.dedup();
                             }
-                        }
-                        if !Self::advance_task(&mut tx, run.task, run.node, step).await? {
-                            return Ok(None);
-                        }
-                        let mut stored = step.clone();
-                        if let Some(effect) = effect {
-                            let outcome =
-                                Self::apply_effect(&mut tx, &owner, &own, run.task, effect, step)
-                                    .await?;
-                            let (output, error) = match outcome {
-                                Ok(text) => (Some(text), None),
-                                Err(error) => (None, Some(error)),
-                            };
-                            stored.output = output;
-                            stored.error = error;
-                        }
-                        Self::insert_step(&mut tx, run.task, &stored).await?;
-                        tx.commit().await?;
-                        Ok(Some(stored))
-                    })
+                            for agent in agents.into_iter().filter(|_| effect.is_some()) {
+                                match Self::lock_agent(&mut tx, &owner, agent).await {
+                                    Ok(()) => {}
+                                    // This agent is gone: so is its task. Another one is the
+                                    // tool's error, told by `apply_effect`.
+                                    Err(Error::NotFound { .. }) if *agent == own => {
+                                        return Ok(None);
+                                    }
+                                    Err(Error::NotFound { .. }) => {}
+                                    Err(error) => return Err(error),
+                                }
+                            }
+                            if !Self::advance_task(&mut tx, run.task, run.node, step).await? {
+                                return Ok(None);
+                            }
+                            let mut stored = step.clone();
+                            if let Some(effect) = effect {
+                                let outcome = Self::apply_effect(
+                                    &mut tx, &owner, &own, run.task, effect, step,
+                                )
+                                .await?;
+                                let (output, error) = match outcome {
+                                    Ok(text) => (Some(text), None),
+                                    Err(error) => (None, Some(error)),
+                                };
+                                stored.output = output;
+                                stored.error = error;
+                            }
+                            Self::insert_step(&mut tx, run.task, &stored).await?;
+                            tx.commit().await?;
+                            Ok(Some(stored))
+                        },
+                        Option::is_some,
+                    )
                     .await
                 }
 

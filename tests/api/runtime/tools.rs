@@ -23,6 +23,7 @@ backend_tests! { db;
     http_fetch_quotes_a_local_page_when_private_addresses_are_allowed,
     a_redirect_to_a_private_address_is_refused,
     a_run_past_the_task_timeout_is_stopped_and_summarised,
+    an_agent_on_the_servers_default_model_is_offered_its_tools,
 }
 
 /// Agent `id` of a new user, mapped to the channel, on `model` with `tools`, started.
@@ -404,6 +405,20 @@ async fn a_run_past_the_task_timeout_is_stopped_and_summarised(db: TestDb) {
     let steps = steps(&app, &user, "slowpoke", &added["id"]).await;
     assert_eq!(kinds(&steps), ["model", "tool", "summary"], "the call cut off is no step");
     assert_eq!(calls_of(&app, "slowpoke").len(), 3);
+}
+
+async fn an_agent_on_the_servers_default_model_is_offered_its_tools(db: TestDb) {
+    let app = app_with(db, |o| o.default_model = Some("openai:house".into())).await;
+    let user = mapped_agent(&app, "default@example.com", "plain", None).await;
+    let note = call("memory", json!({"action": "replace", "text": "Default model."}));
+    models(&app).script_for("house", [note, Script::Answer("Saved.".into())]);
+    let added = app.add_task(&user, "plain", "Note the model", 0).await;
+    start(&app, &user, "plain").await;
+    let done = finished(&app, &user, "plain", &added["id"]).await;
+    assert_eq!(done["result"], "Saved.", "{done}");
+    assert_eq!(calls_of(&app, "house")[0].tools(), ["post_message", "create_task", "memory"]);
+    let memory = app.get("/api/agents/plain/memory", &user).await.assert_status(200).clone();
+    assert_eq!(memory["memory"], "Default model.");
 }
 
 /// A local HTTP server answering every request with `html`, counting requests.

@@ -100,7 +100,7 @@ macro_rules! runtime_store {
             use crate::store::runtime::sql;
             use crate::store::tasks::sql as task_sql;
             use crate::store::rows::{AgentKeyRow, AgentRunRow, TaskRow};
-            use crate::store::shared::{chrono_duration, housekeeping, nth_instant, watched};
+            use crate::store::shared::{chrono_duration, housekeeping, nth_instant, watched_if};
             use crate::store::{Backlogs, RuntimeLoad};
             use crate::domain::activity::{Action, NewActivity};
             use crate::domain::agent::AgentStatus;
@@ -336,7 +336,7 @@ macro_rules! runtime_store {
                     calls: i32,
                     last: Option<&$crate::domain::steps::Step>,
                 ) -> Result<bool> {
-                    watched(self.storage_health(), async {
+                    watched_if(self.storage_health(), async {
                         let (owner, id) = (agent.owner_id.as_str(), agent.agent_id.as_str());
                         let mut tx = self.begin_write().await?;
                         // The throttle (`next_run_at`) is judged by other nodes: the database's
@@ -376,7 +376,7 @@ macro_rules! runtime_store {
                         Self::write_after_task(&mut tx, agent, &done, at).await?;
                         tx.commit().await?;
                         Ok(true)
-                    }).await
+                    }, |written| *written).await
                 }
 
                 async fn agents_with_work(&self, node: &str) -> Result<Vec<AgentKey>> {

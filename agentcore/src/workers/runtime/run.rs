@@ -34,7 +34,8 @@ pub(super) async fn run_task(node: &Node, agent: &AgentKey, claimed: &ClaimedTas
         }
     };
     let models = node.core.models();
-    let tools = offered(claimed);
+    let label = models.provider_of(claimed.agent.model.as_deref());
+    let tools = offered(claimed, label);
     let system = system_prompt(
         &claimed.agent.role_prompt,
         &claimed.agent.memory,
@@ -55,7 +56,7 @@ pub(super) async fn run_task(node: &Node, agent: &AgentKey, claimed: &ClaimedTas
         agent,
         claimed,
         provider,
-        label: models.provider_of(claimed.agent.model.as_deref()),
+        label,
         request,
         guard: LoopGuard::default(),
         seq: 0,
@@ -73,10 +74,10 @@ pub(super) async fn run_task(node: &Node, agent: &AgentKey, claimed: &ClaimedTas
     run.go().await.map(|outcome| (outcome, 1 + run.retries, run.last.take()))
 }
 
-/// The built-in tools offered to this agent's model; none for `echo`, which calls no model.
-fn offered(claimed: &ClaimedTask) -> Vec<ToolSpec> {
-    let echo = claimed.agent.model.as_deref().is_none_or(|m| m == "echo");
-    if echo {
+/// The built-in tools offered to this agent's model (of `provider`, the server's default when
+/// the agent names none); none for `echo`, which calls no model.
+fn offered(claimed: &ClaimedTask, provider: &str) -> Vec<ToolSpec> {
+    if provider == "echo" {
         return Vec::new();
     }
     claimed
