@@ -61,7 +61,17 @@ fuzz_target!(|data: &[u8]| {
         }),
         2 => check::<CreateAgentRequest, _>(
             body,
-            &["id", "name", "role_prompt", "channel", "workspace", "throttle_seconds", "model"],
+            &[
+                "id",
+                "name",
+                "role_prompt",
+                "channel",
+                "workspace",
+                "throttle_seconds",
+                "model",
+                "tools",
+                "max_steps",
+            ],
             |r| {
                 let agent = r.parse()?;
                 assert_eq!(Some(agent.id.as_str()), r.id.as_deref());
@@ -77,7 +87,17 @@ fuzz_target!(|data: &[u8]| {
         ),
         3 => check::<UpdateAgentRequest, _>(
             body,
-            &["name", "role_prompt", "channel", "workspace", "status", "throttle_seconds", "model"],
+            &[
+                "name",
+                "role_prompt",
+                "channel",
+                "workspace",
+                "status",
+                "throttle_seconds",
+                "model",
+                "tools",
+                "max_steps",
+            ],
             |r| {
                 let patch = r.parse()?;
                 // Absent stays absent, present is applied, `null` clears.
