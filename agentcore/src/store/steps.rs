@@ -302,18 +302,6 @@ macro_rules! step_store {
                             }
                         }
                         Effect::CreateTask { agent, task: new } => {
-                            let (depth, created): (i32, i64) = sqlx::query_as(sql::CREATOR)
-                                .bind(task.as_str())
-                                .fetch_one(&mut **tx)
-                                .await?;
-                            if let Some(refused) = refuse_task(depth, created) {
-                                return Ok(Err(refused));
-                            }
-                            if Self::require_agent(&mut **tx, owner, agent, "").await.is_err() {
-                                return Ok(Err(format!(
-                                    "404 agent_not_found: you have no agent '{agent}'"
-                                )));
-                            }
                             let creator: Task = {
                                 let row: crate::store::rows::TaskRow =
                                     sqlx::query_as(&crate::store::tasks::sql::select_task(""))
@@ -324,6 +312,22 @@ macro_rules! step_store {
                                         .await?;
                                 row.try_into()?
                             };
+                            let created: i64 = sqlx::query_scalar(sql::CREATED_BY_TASK)
+                                .bind(task.as_str())
+                                .fetch_one(&mut **tx)
+                                .await?;
+                            if let Some(refused) = refuse_task(creator.depth, created) {
+                                return Ok(Err(refused));
+                            }
+                            match Self::require_agent(&mut **tx, owner, agent, "").await {
+                                Ok(()) => {}
+                                Err(Error::NotFound { .. }) => {
+                                    return Ok(Err(format!(
+                                        "404 agent_not_found: you have no agent '{agent}'"
+                                    )));
+                                }
+                                Err(error) => return Err(error),
+                            }
                             let created =
                                 Task::delegated(agent, new.clone(), own.as_str(), &creator, at);
                             let entry = NewActivity::for_task(
@@ -388,9 +392,9 @@ pub(super) mod sql {
     pub(crate) const INSERT_STEP: &str = "INSERT INTO task_steps (task_id, seq, kind, tool, \
         call_id, arguments, output, tool_calls, error, duration_ms, input_tokens, output_tokens, \
         created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)";
-    /// The creating task's depth and how many tasks its run created so far.
-    pub(crate) const CREATOR: &str = "SELECT depth, \
-        (SELECT COUNT(*) FROM tasks c WHERE c.created_by_task = $1) FROM tasks WHERE id = $1";
+    /// How many tasks a task's run created so far.
+    pub(crate) const CREATED_BY_TASK: &str =
+        "SELECT COUNT(*) FROM tasks WHERE created_by_task = $1";
     pub(crate) fn memory(lock: &str) -> String {
         format!("SELECT memory FROM agents WHERE owner_id = $1 AND id = $2{lock}")
     }
