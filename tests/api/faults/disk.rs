@@ -12,6 +12,8 @@ use crate::fake_discord::FakeDiscord;
 use crate::helpers::eventually;
 use crate::process::Server;
 
+const FULL: &str = "agentd_storage_faults_total{kind=\"full\"}";
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_disk_refuses_writes_with_507_and_they_work_again_once_space_is_freed() {
     let Some(disk) = Tmpfs::mount("6m") else { return };
@@ -29,10 +31,12 @@ async fn a_full_disk_refuses_writes_with_507_and_they_work_again_once_space_is_f
     let token = server.register("disk@example.com").await;
     server.connect(&token, "disk-bot.1", "777").await;
     server.mapped_agent(&token, ("writer", "Writer"), "777", "7771").await;
-    server.post("/api/agents/writer/start", &token, Value::Null, 200).await;
     let mut acknowledged = vec!["Before".to_owned()];
     server.post("/api/agents/writer/backlog", &token, json!({"title": "Before"}), 201).await;
 
+    // The API meets the full disk, with nothing else writing: until the refused write has
+    // been seen on /readyz no other write may run, since one that still fits (SQLite reuses
+    // its WAL after a checkpoint) rightly reports the disk writable again.
     let filler = disk.fill();
     // The first writes may still fit in space SQLite holds already; a 15,000-character
     // description soon needs more than is left.
@@ -58,7 +62,7 @@ async fn a_full_disk_refuses_writes_with_507_and_they_work_again_once_space_is_f
     assert_eq!(status, 503, "{ready}");
     assert_eq!(ready["error"]["code"], "not_ready");
     assert!(ready["error"]["message"].as_str().unwrap().contains("disk is full"), "{ready}");
-    assert!(metric(&server, "agentd_storage_faults_total{kind=\"full\"}").await >= 1.0);
+    assert!(metric(&server, FULL).await >= 1.0);
     assert_eq!(metric(&server, "agentd_storage_writable").await, 0.0);
     // Reads keep working meanwhile.
     let (status, _) = get(&server, "/api/agents/writer", Some(&token)).await;
@@ -71,6 +75,24 @@ async fn a_full_disk_refuses_writes_with_507_and_they_work_again_once_space_is_f
     let (status, ready) = get(&server, "/readyz", None).await;
     assert_eq!(status, 200, "{ready}");
     assert_eq!(metric(&server, "agentd_storage_writable").await, 1.0);
+
+    // The runtime and the outbox meet it too: the agent works through large tasks, a few a
+    // second, while the disk fills again under it.
+    for n in 0..12 {
+        let title = format!("Large {n}");
+        let body = json!({"title": title, "description": description});
+        server.post("/api/agents/writer/backlog", &token, body, 201).await;
+        acknowledged.push(title);
+    }
+    server.patch("/api/agents/writer", &token, json!({"throttle_seconds": 0.3}), 200).await;
+    server.post("/api/agents/writer/start", &token, Value::Null, 200).await;
+    let refused_before = metric(&server, FULL).await;
+    let filler = disk.fill();
+    eventually(Duration::from_secs(30), "the runtime's writes are refused", || async {
+        metric(&server, FULL).await > refused_before
+    })
+    .await;
+    std::fs::remove_file(filler).unwrap();
 
     // The runtime and the outbox heal too: every acknowledged task is worked and posted once.
     let backlog = || async {
