@@ -32,15 +32,25 @@ pub struct RunContext {
 pub trait StepStore: Send + Sync {
     /// The steps of a task, oldest first.
     async fn steps(&self, owner: &UserId, agent: &AgentId, task: &TaskId) -> Result<Vec<Step>>;
-    /// The stored steps of a task in progress, and the agent's recent finished tasks.
-    async fn run_context(&self, agent: &AgentKey, task: &TaskId) -> Result<RunContext>;
+    /// The stored steps of a task in progress (read only when its count of steps, `stored`,
+    /// is above 0) and the agent's `recent` last finished tasks (none asked: no query).
+    async fn run_context(
+        &self,
+        agent: &AgentKey,
+        task: &TaskId,
+        stored: i32,
+        recent: usize,
+    ) -> Result<RunContext>;
     /// Stores `step` (numbered one after the task's last) with `effect` applied, only while
     /// the run's node holds the task. Returns the step as stored: an effect that was refused
     /// (memory full, no channel, no such agent) is the step's error. `None`: the lease is
-    /// gone and nothing was written.
+    /// gone and nothing was written. `asked`: the model step that asked for this call, when
+    /// it is not stored yet; it is stored first, in the same transaction (one commit a step
+    /// fewer for a tool that runs locally).
     async fn record_step(
         &self,
         run: RunRef<'_>,
+        asked: Option<&Step>,
         step: &Step,
         effect: Option<&Effect>,
     ) -> Result<Option<Step>>;
@@ -94,21 +104,36 @@ macro_rules! step_store {
                     rows::convert(rows)
                 }
 
-                async fn run_context(&self, agent: &AgentKey, task: &TaskId) -> Result<RunContext> {
+                async fn run_context(
+                    &self,
+                    agent: &AgentKey,
+                    task: &TaskId,
+                    stored: i32,
+                    recent: usize,
+                ) -> Result<RunContext> {
+                    if stored == 0 && recent == 0 {
+                        return Ok(RunContext::default());
+                    }
                     let mut conn = self.reader().acquire().await?;
-                    let rows: Vec<StepRow> = sqlx::query_as(sql::SELECT_STEPS)
-                        .bind(task.as_str())
-                        .fetch_all(&mut *conn)
-                        .await?;
-                    let recent: Vec<(String, String)> = sqlx::query_as(sql::RECENT_TASKS)
-                        .bind(&agent.owner_id)
-                        .bind(&agent.agent_id)
-                        .bind(crate::domain::steps::RECENT_TASKS as i64)
-                        .fetch_all(&mut *conn)
-                        .await?;
+                    let mut rows: Vec<StepRow> = Vec::new();
+                    if stored > 0 {
+                        rows = sqlx::query_as(sql::SELECT_STEPS)
+                            .bind(task.as_str())
+                            .fetch_all(&mut *conn)
+                            .await?;
+                    }
+                    let mut recent_rows: Vec<(String, String)> = Vec::new();
+                    if recent > 0 {
+                        recent_rows = sqlx::query_as(sql::RECENT_TASKS)
+                            .bind(&agent.owner_id)
+                            .bind(&agent.agent_id)
+                            .bind(i64::try_from(recent).unwrap_or(i64::MAX))
+                            .fetch_all(&mut *conn)
+                            .await?;
+                    }
                     Ok(RunContext {
                         steps: rows::convert(rows)?,
-                        recent: recent
+                        recent: recent_rows
                             .into_iter()
                             .map(|(title, result)| RecentTask { title, result })
                             .collect(),
@@ -118,6 +143,7 @@ macro_rules! step_store {
                 async fn record_step(
                     &self,
                     run: RunRef<'_>,
+                    asked: Option<&Step>,
                     step: &Step,
                     effect: Option<&Effect>,
                 ) -> Result<Option<Step>> {
@@ -147,6 +173,12 @@ macro_rules! step_store {
                                     Err(Error::NotFound { .. }) => {}
                                     Err(error) => return Err(error),
                                 }
+                            }
+                            if let Some(asked) = asked {
+                                if !Self::advance_task(&mut tx, run.task, run.node, asked).await? {
+                                    return Ok(None);
+                                }
+                                Self::insert_step(&mut tx, run.task, asked).await?;
                             }
                             if !Self::advance_task(&mut tx, run.task, run.node, step).await? {
                                 return Ok(None);

@@ -10,6 +10,7 @@ use crate::fake_models::{FakeModels, Script};
 use crate::helpers::{Options, TestApp, TestDb, User, backend_tests, eventually};
 
 mod bound;
+mod fetch;
 mod tools;
 
 const BOT: &str = "runtime-bot.1";

@@ -16,18 +16,21 @@ backend_tests! { app;
     malformed_or_mismatched_arguments_are_errors_the_model_reads,
     two_calls_in_one_answer_run_in_order_and_posts_go_through_the_outbox,
     read_channel_shows_the_team_s_messages,
-    http_fetch_refuses_loopback_unless_allowed,
 }
 
 backend_tests! { db;
-    http_fetch_quotes_a_local_page_when_private_addresses_are_allowed,
-    a_redirect_to_a_private_address_is_refused,
     a_run_past_the_task_timeout_is_stopped_and_summarised,
     an_agent_on_the_servers_default_model_is_offered_its_tools,
 }
 
 /// Agent `id` of a new user, mapped to the channel, on `model` with `tools`, started.
-async fn acting_agent(app: &TestApp, email: &str, id: &str, model: &str, tools: &[&str]) -> User {
+pub(super) async fn acting_agent(
+    app: &TestApp,
+    email: &str,
+    id: &str,
+    model: &str,
+    tools: &[&str],
+) -> User {
     let user = mapped_agent(app, email, id, Some(model)).await;
     app.patch(&format!("/api/agents/{id}"), &user, json!({"tools": tools}))
         .await
@@ -35,12 +38,12 @@ async fn acting_agent(app: &TestApp, email: &str, id: &str, model: &str, tools: 
     user
 }
 
-async fn start(app: &TestApp, user: &User, id: &str) {
+pub(super) async fn start(app: &TestApp, user: &User, id: &str) {
     app.post_empty(&format!("/api/agents/{id}/start"), user).await.assert_status(200);
 }
 
 /// Waits for the task to be complete or failed, and returns it.
-async fn finished(app: &TestApp, user: &User, agent: &str, id: &Value) -> Value {
+pub(super) async fn finished(app: &TestApp, user: &User, agent: &str, id: &Value) -> Value {
     eventually(WAIT, "the task finishes", || async {
         let status = task(app, user, agent, id).await["status"].clone();
         status == "complete" || status == "failed"
@@ -49,21 +52,21 @@ async fn finished(app: &TestApp, user: &User, agent: &str, id: &Value) -> Value 
     task(app, user, agent, id).await
 }
 
-async fn steps(app: &TestApp, user: &User, agent: &str, id: &Value) -> Vec<Value> {
+pub(super) async fn steps(app: &TestApp, user: &User, agent: &str, id: &Value) -> Vec<Value> {
     let path = format!("/api/agents/{agent}/backlog/{}/steps", id.as_str().unwrap());
     app.get(&path, user).await.assert_status(200)["steps"].as_array().unwrap().clone()
 }
 
-fn kinds(steps: &[Value]) -> Vec<&str> {
+pub(super) fn kinds(steps: &[Value]) -> Vec<&str> {
     steps.iter().map(|s| s["kind"].as_str().unwrap()).collect()
 }
 
 /// The calls the fake model received for `model`.
-fn calls_of(app: &TestApp, model: &str) -> Vec<Call> {
+pub(super) fn calls_of(app: &TestApp, model: &str) -> Vec<Call> {
     models(app).calls().into_iter().filter(|c| c.body["model"] == model).collect()
 }
 
-fn call(name: &str, arguments: Value) -> Script {
+pub(super) fn call(name: &str, arguments: Value) -> Script {
     Script::Call { name: name.into(), arguments }
 }
 
@@ -332,64 +335,6 @@ async fn read_channel_shows_the_team_s_messages(app: TestApp) {
     assert!(read.is_some(), "Discord was not asked");
 }
 
-async fn http_fetch_refuses_loopback_unless_allowed(app: TestApp) {
-    let page = page_server("<p>secret</p>").await;
-    let user =
-        acting_agent(&app, "ssrf@example.com", "fetcher", "openai:fetcher", &["http_fetch"]).await;
-    let url = format!("http://{}/", page.address);
-    models(&app).script_for(
-        "fetcher",
-        [call("http_fetch", json!({"url": url})), Script::AnswerFromToolResult],
-    );
-    let added = app.add_task(&user, "fetcher", "Read the page", 0).await;
-    start(&app, &user, "fetcher").await;
-    let done = finished(&app, &user, "fetcher", &added["id"]).await;
-    let result = done["result"].as_str().unwrap();
-    assert!(result.starts_with("Done: Error: refused") && result.contains("loopback"), "{result}");
-    assert!(!result.contains("secret"));
-    assert_eq!(page.hits(), 0, "the page was requested");
-}
-
-async fn http_fetch_quotes_a_local_page_when_private_addresses_are_allowed(db: TestDb) {
-    let app = app_with(db, |o| o.tools.http.allow_private = true).await;
-    let page = page_server("<html><head><title>Notes</title><script>x()</script></head><body><h1>Release notes</h1><p>Version 2.0 ships &amp; Thursday.</p></body></html>").await;
-    let user =
-        acting_agent(&app, "fetch@example.com", "fetcher", "openai:fetcher", &["http_fetch"]).await;
-    let url = format!("http://{}/notes", page.address);
-    models(&app).script_for(
-        "fetcher",
-        [call("http_fetch", json!({"url": url})), Script::AnswerFromToolResult],
-    );
-    let added = app.add_task(&user, "fetcher", "Summarise the release notes", 0).await;
-    start(&app, &user, "fetcher").await;
-    let done = finished(&app, &user, "fetcher", &added["id"]).await;
-    let result = done["result"].as_str().unwrap();
-    assert!(result.contains("Version 2.0 ships & Thursday."), "{result}");
-    assert!(!result.contains("x()") && !result.contains("<p>"), "{result}");
-    assert_eq!(page.hits(), 1);
-}
-
-async fn a_redirect_to_a_private_address_is_refused(db: TestDb) {
-    let target = page_server("<p>internal</p>").await;
-    let redirector = redirect_server(&format!("http://{}/admin", target.address)).await;
-    let allowed = redirector.address.clone();
-    let app = app_with(db, |o| o.tools.http.allowed = vec![allowed.parse().unwrap()]).await;
-    let user =
-        acting_agent(&app, "redirect@example.com", "fetcher", "openai:fetcher", &["http_fetch"])
-            .await;
-    let url = format!("http://{}/", redirector.address);
-    models(&app).script_for(
-        "fetcher",
-        [call("http_fetch", json!({"url": url})), Script::AnswerFromToolResult],
-    );
-    let added = app.add_task(&user, "fetcher", "Follow the link", 0).await;
-    start(&app, &user, "fetcher").await;
-    let done = finished(&app, &user, "fetcher", &added["id"]).await;
-    let result = done["result"].as_str().unwrap();
-    assert!(result.starts_with("Done: Error: ") && result.contains("refused"), "{result}");
-    assert_eq!((redirector.hits(), target.hits()), (1, 0), "the redirect was followed");
-}
-
 async fn a_run_past_the_task_timeout_is_stopped_and_summarised(db: TestDb) {
     let app = app_with(db, |o| o.runtime.task_timeout = std::time::Duration::from_secs(1)).await;
     let user =
@@ -419,57 +364,4 @@ async fn an_agent_on_the_servers_default_model_is_offered_its_tools(db: TestDb) 
     assert_eq!(calls_of(&app, "house")[0].tools(), ["post_message", "create_task", "memory"]);
     let memory = app.get("/api/agents/plain/memory", &user).await.assert_status(200).clone();
     assert_eq!(memory["memory"], "Default model.");
-}
-
-/// A local HTTP server answering every request with `html`, counting requests.
-struct PageServer {
-    address: String,
-    hits: std::sync::Arc<std::sync::atomic::AtomicUsize>,
-}
-
-impl PageServer {
-    fn hits(&self) -> usize {
-        self.hits.load(std::sync::atomic::Ordering::SeqCst)
-    }
-}
-
-async fn page_server(html: &'static str) -> PageServer {
-    serve(move || {
-        axum::response::Response::builder()
-            .header("content-type", "text/html; charset=utf-8")
-            .body(axum::body::Body::from(html))
-            .unwrap()
-    })
-    .await
-}
-
-async fn redirect_server(to: &str) -> PageServer {
-    let to = to.to_owned();
-    serve(move || {
-        axum::response::Response::builder()
-            .status(302)
-            .header("location", to.as_str())
-            .body(axum::body::Body::empty())
-            .unwrap()
-    })
-    .await
-}
-
-async fn serve(
-    answer: impl Fn() -> axum::response::Response + Clone + Send + Sync + 'static,
-) -> PageServer {
-    let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let counted = hits.clone();
-    let app = axum::Router::new().fallback(move || {
-        let answer = answer.clone();
-        let counted = counted.clone();
-        async move {
-            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            answer()
-        }
-    });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap().to_string();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    PageServer { address, hits }
 }

@@ -1,8 +1,13 @@
 //! One task's run: model call, tool calls, model call... until the model answers without a
-//! tool call or a limit stops it. Every model call and tool call is a step, stored as it
-//! finishes and fenced on the task's lease; a run resumes from its stored steps after a crash,
-//! on whichever node claims the task, so a finished model call is not paid for twice and an
-//! effect (stored with its step, in one transaction) never happens twice.
+//! tool call or a limit stops it. Every model call and tool call is a step, stored fenced on
+//! the task's lease; a run resumes from its stored steps after a crash, on whichever node claims
+//! the task, so a finished model call is not paid for twice and an effect (stored with its step,
+//! in one transaction) never happens twice.
+//!
+//! A model step is stored before its first tool runs when that tool waits on the outside world
+//! (a fetch, a channel read); before a local tool (an effect, a memory read, a refused call) it
+//! is stored in that tool step's transaction instead: nothing slow happens in between, so a
+//! crash there costs the same one model call, and each such step saves a commit.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -25,16 +30,19 @@ pub(super) type Ran = Option<(Outcome, i32, Option<Step>)>;
 
 /// Runs `claimed` to its end, resuming after its stored steps.
 pub(super) async fn run_task(node: &Node, agent: &AgentKey, claimed: &ClaimedTask) -> Ran {
+    let models = node.core.models();
+    let label = models.provider_of(claimed.agent.model.as_deref());
+    // `echo` reads no prompt: the recent tasks would be a query for nothing.
+    let recent = if label == "echo" { 0 } else { crate::domain::steps::RECENT_TASKS };
     let store = node.core.store();
-    let context = match store.run_context(agent, &claimed.task.id).await {
+    let task = &claimed.task;
+    let context = match store.run_context(agent, &task.id, task.steps, recent).await {
         Ok(context) => context,
         Err(error) => {
             let error = format!("cannot read the task's steps: {}", error.public_message());
             return Some((Outcome::Failed { error, permanent: false }, 0, None));
         }
     };
-    let models = node.core.models();
-    let label = models.provider_of(claimed.agent.model.as_deref());
     let tools = offered(claimed, label);
     let system = system_prompt(
         &claimed.agent.role_prompt,
@@ -64,6 +72,7 @@ pub(super) async fn run_task(node: &Node, agent: &AgentKey, claimed: &ClaimedTas
         tool_calls: 0,
         retries: 0,
         last: None,
+        asked: None,
         pending: Vec::new(),
         stop: None,
         deadline: Instant::now(),
@@ -111,6 +120,9 @@ struct Run<'a> {
     retries: i32,
     /// The answer that completed the run: stored with the outcome, in one transaction.
     last: Option<Step>,
+    /// The model step whose calls are pending, until it is stored (with the first of them,
+    /// when that one is local).
+    asked: Option<Step>,
     /// Calls of the last model answer that have no result yet.
     pending: Vec<StepCall>,
     stop: Option<Stop>,
@@ -188,7 +200,7 @@ impl Run<'_> {
             };
             let calls: Vec<StepCall> = answer.tool_calls.iter().map(from_call).collect();
             let step = Step::model(
-                self.seq + 1,
+                self.next_seq(),
                 answer.text.clone(),
                 calls.clone(),
                 answer.usage,
@@ -199,7 +211,7 @@ impl Run<'_> {
                 self.last = Some(step);
                 return Some(Outcome::Complete { text: answer.text, tool_calls: self.tool_calls });
             }
-            self.store(&step, None).await?;
+            self.asked = Some(step);
             self.model_calls += 1;
             self.request.messages.push(Message::Assistant {
                 text: answer.text.clone(),
@@ -247,12 +259,14 @@ impl Run<'_> {
                 Err(error) => Err(format!("could not read memory: {}", error.public_message())),
             },
             Ok(Prepared::Fetch(args)) => {
+                self.store_asked().await?;
                 let fetch = self.node.core.http_fetch().fetch(&args);
                 tokio::time::timeout(remaining, fetch)
                     .await
                     .unwrap_or_else(|_| Err("timed out: the task's time ran out".into()))
             }
             Ok(Prepared::ReadChannel { limit }) => {
+                self.store_asked().await?;
                 self.node.core.read_channel(&owner, own, limit).await
             }
         };
@@ -266,7 +280,7 @@ impl Run<'_> {
         ms: i64,
         effect: Option<crate::domain::steps::Effect>,
     ) -> Option<()> {
-        let step = Step::tool(self.seq + 1, call, result, ms);
+        let step = Step::tool(self.next_seq(), call, result, ms);
         let stored = self.store(&step, effect.as_ref()).await?;
         self.tool_calls += 1;
         self.push_result(&stored);
@@ -287,23 +301,40 @@ impl Run<'_> {
             }
         };
         let mut step =
-            Step::model(self.seq + 1, summary.clone(), Vec::new(), usage, millis(started));
+            Step::model(self.next_seq(), summary.clone(), Vec::new(), usage, millis(started));
         step.kind = StepKind::Summary;
         step.error = Some(stop.to_string());
         self.store(&step, None).await?;
         Some(Outcome::Stopped { reason: stop.to_string(), summary })
     }
 
-    /// Stores a step; `None` when the lease is lost (or the store keeps failing), which ends
-    /// the run without writing anything more.
+    /// The number of the next step to store.
+    fn next_seq(&self) -> i32 {
+        self.seq + if self.asked.is_some() { 2 } else { 1 }
+    }
+
+    /// Stores the model step that asked for the pending calls, before a tool that waits on
+    /// the outside world runs.
+    async fn store_asked(&mut self) -> Option<()> {
+        if let Some(asked) = self.asked.take() {
+            self.store(&asked, None).await?;
+        }
+        Some(())
+    }
+
+    /// Stores a step, after the model step that asked for it if that is not stored yet;
+    /// `None` when the lease is lost (or the store keeps failing), which ends the run without
+    /// writing anything more.
     async fn store(
         &mut self,
         step: &Step,
         effect: Option<&crate::domain::steps::Effect>,
     ) -> Option<Step> {
         let run = RunRef { agent: self.agent, task: &self.claimed.task.id, node: self.node.id() };
+        let asked = self.asked.take();
         for attempt in 1..=super::FINISH_TRIES {
-            match self.node.core.store().record_step(run, step, effect).await {
+            let store = self.node.core.store();
+            match store.record_step(run, asked.as_ref(), step, effect).await {
                 Ok(Some(stored)) => {
                     self.seq = stored.seq;
                     return Some(stored);
