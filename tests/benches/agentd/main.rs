@@ -3,9 +3,11 @@
 //! `cargo bench -p tests --bench agentd` runs every section and writes the figures into
 //! `BENCHMARKS.md` (between its generated-section markers); with `AGENTD_TEST_POSTGRES_URL` set
 //! (an admin URL, as for the tests) the PostgreSQL half runs too. Naming sections after `--`
-//! (`http runtime dispatch scale login discord`) runs only those and prints the figures
-//! without touching the file. `AGENTD_BENCH_SECONDS` sets each HTTP run's measured window
-//! (default 5).
+//! (`http runtime tools dispatch scale login discord`; `runtime` is the single-call runs,
+//! `tools` the tool runs) runs only those and prints the figures without touching the file.
+//! `AGENTD_BENCH_SECONDS` sets each HTTP run's measured window (default 5);
+//! `AGENTD_BENCH_BINARY` names another agentd build to measure (an A/B run against an older
+//! commit's `agentd-under-test`).
 //!
 //! Each scenario starts its own agentd process on a fresh database, with the fake Discord and
 //! model servers of the integration tests in this process; the load generator runs here too,
@@ -55,11 +57,15 @@ async fn run(chosen: &[&str]) {
             scenarios::http(*backend, &mut report, wanted("http"), wanted("login")).await;
         }
     }
-    if wanted("runtime") {
+    if wanted("runtime") || wanted("tools") {
         for backend in &backends {
-            scenarios::runtime_echo(*backend, &mut report).await;
-            scenarios::runtime_slow_model(*backend, &mut report).await;
-            scenarios::runtime_tools(*backend, &mut report).await;
+            if wanted("runtime") {
+                scenarios::runtime_echo(*backend, &mut report).await;
+                scenarios::runtime_slow_model(*backend, &mut report).await;
+            }
+            if wanted("tools") {
+                scenarios::runtime_tools(*backend, &mut report).await;
+            }
         }
     }
     if wanted("dispatch") {

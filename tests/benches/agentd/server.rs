@@ -31,7 +31,10 @@ impl Agentd {
         let data_dir = tempfile::tempdir().expect("a data directory");
         let address = free_address();
         let log = std::fs::File::create(data_dir.path().join("agentd.log")).expect("a log file");
-        let mut command = Command::new(env!("CARGO_BIN_EXE_agentd-under-test"));
+        // `AGENTD_BENCH_BINARY`: another build to measure (an older commit's, for an A/B run).
+        let binary = std::env::var_os("AGENTD_BENCH_BINARY")
+            .unwrap_or_else(|| env!("CARGO_BIN_EXE_agentd-under-test").into());
+        let mut command = Command::new(binary);
         command
             .args(["--bind", &address.to_string()])
             .env("AGENTD_DATA_DIR", data_dir.path())
