@@ -1,9 +1,13 @@
 //! HTML to readable text, by hand: a small tokenizer that keeps the text a person would read.
 //!
 //! Scripts, styles, `<noscript>`, `<template>` and the `<head>` (except its `<title>`) are
-//! dropped; block elements become line breaks, list items `- ` bullets; the common entities
-//! are decoded; runs of whitespace become one space and blank lines are collapsed. It does
-//! not build a tree, so broken markup degrades to more or less text, never to an error.
+//! dropped; block elements become line breaks, list items `- ` bullets; a link's address follows
+//! its text in parentheses, resolved against the page's address (http and https links only, and
+//! not when the text already is the address), so an agent can follow it; the common entities are
+//! decoded; runs of whitespace become one space and blank lines are collapsed. It does not build
+//! a tree, so broken markup degrades to more or less text, never to an error.
+
+use reqwest::Url;
 
 /// Elements whose content is never shown.
 const HIDDEN: [&str; 4] = ["script", "style", "noscript", "template"];
@@ -42,10 +46,12 @@ const PARAGRAPHS: [&str; 26] = [
 const LINES: [&str; 10] =
     ["div", "br", "li", "tr", "dt", "dd", "option", "summary", "caption", "figcaption"];
 
-/// The readable text of an HTML document.
-pub(super) fn to_text(html: &str) -> String {
+/// The readable text of an HTML document found at `page`.
+pub(super) fn to_text(html: &str, page: &Url) -> String {
     let mut text = Text::default();
     let mut in_head = false;
+    // The open link's address, and where its text starts in the output.
+    let mut link: Option<(String, usize)> = None;
     let mut rest = html;
     while let Some(at) = rest.find('<') {
         if !in_head {
@@ -70,6 +76,18 @@ pub(super) fn to_text(html: &str) -> String {
                 rest = after;
             }
             (name, false) if HIDDEN.contains(&name) => rest = raw_content(rest, name).1,
+            ("a", false) => {
+                let target = tag.href.as_deref().and_then(|href| followable(page, href));
+                link = target.map(|target| (target, text.out.len()));
+            }
+            ("a", true) => {
+                if let Some((target, from)) = link.take() {
+                    let shown = text.out.get(from..).unwrap_or("").trim();
+                    if !shown.is_empty() && shown != target {
+                        text.push_str(&format!(" ({target})"));
+                    }
+                }
+            }
             (name, closing) => text.element(name, closing),
         }
     }
@@ -85,6 +103,8 @@ pub(super) fn to_text(html: &str) -> String {
 struct Tag {
     name: String,
     closing: bool,
+    /// A start tag's `href` attribute, entities decoded.
+    href: Option<String>,
     /// Bytes from `<` to past `>`.
     len: usize,
 }
@@ -93,7 +113,7 @@ impl Tag {
     /// The tag at the start of `html` (which starts with `<`), or `None` when the `<` starts no
     /// tag and is text.
     fn parse(html: &str) -> Option<Tag> {
-        let skipped = |len| Some(Tag { name: String::new(), closing: false, len });
+        let skipped = |len| Some(Tag { name: String::new(), closing: false, href: None, len });
         if let Some(comment) = html.strip_prefix("<!--") {
             return skipped(comment.find("-->").map_or(html.len(), |end| 4 + end + 3));
         }
@@ -108,9 +128,61 @@ impl Tag {
         if !name.starts_with(|c: char| c.is_ascii_alphabetic()) {
             return None;
         }
-        let len = start + name_len + tag_end(&html[start + name_len..]);
-        Some(Tag { name: name.to_ascii_lowercase(), closing, len })
+        let attributes_len = tag_end(&html[start + name_len..]);
+        let attributes = &html[start + name_len..start + name_len + attributes_len];
+        let href = if closing { None } else { attribute(attributes, "href") };
+        let len = start + name_len + attributes_len;
+        Some(Tag { name: name.to_ascii_lowercase(), closing, href, len })
     }
+}
+
+/// The value of attribute `name` (lowercase) among a tag's `attributes`, entities decoded.
+fn attribute(attributes: &str, name: &str) -> Option<String> {
+    let mut rest = attributes;
+    loop {
+        rest = rest.trim_start_matches(|c: char| c.is_whitespace() || c == '/');
+        let key_len = rest.find(|c: char| c.is_whitespace() || "=>/".contains(c))?;
+        let (key, after) = rest.split_at(key_len);
+        let after = after.trim_start();
+        let (value, next) = match after.strip_prefix('=') {
+            None => ("", after),
+            Some(value) => {
+                let value = value.trim_start();
+                match value.chars().next() {
+                    Some(quote @ ('"' | '\'')) => {
+                        let end = value[1..].find(quote).map_or(value.len(), |end| end + 1);
+                        (&value[1..end], value.get(end + 1..).unwrap_or(""))
+                    }
+                    _ => {
+                        let end = value
+                            .find(|c: char| c.is_whitespace() || c == '>')
+                            .unwrap_or(value.len());
+                        value.split_at(end)
+                    }
+                }
+            }
+        };
+        if key.eq_ignore_ascii_case(name) {
+            let mut decoded = Text::default();
+            decoded.push_decoded(value);
+            return Some(decoded.finish());
+        }
+        if next.len() == rest.len() {
+            return None;
+        }
+        rest = next;
+    }
+}
+
+/// The address a link points to, when an agent could fetch it: resolved against `page`,
+/// http or https, without its fragment.
+fn followable(page: &Url, href: &str) -> Option<String> {
+    let mut target = page.join(href.trim()).ok()?;
+    if !matches!(target.scheme(), "http" | "https") {
+        return None;
+    }
+    target.set_fragment(None);
+    Some(target.to_string())
 }
 
 /// Bytes up to past the `>` that ends a tag's attributes (quoted values may hold a `>`).
@@ -266,6 +338,10 @@ fn numeric_entity(name: &str) -> Option<char> {
 mod tests {
     use super::*;
 
+    fn to_text(html: &str) -> String {
+        super::to_text(html, &Url::parse("https://example.com/menu/today").unwrap())
+    }
+
     #[test]
     fn a_page_becomes_its_readable_text() {
         let page = r#"<!DOCTYPE html>
@@ -286,7 +362,8 @@ mod tests {
   <table><tr><td>a</td><td>b</td></tr></table>
   <SCRIPT type="text/javascript">alert(1)</SCRIPT>
 </body></html>"#;
-        let expected = "Fish & Chips\n\nMenu\n\nCod, haddock and plaice.\n\n- Salt <coarse>\n\
+        let expected = "Fish & Chips\n\nMenu\n\nCod, haddock and plaice \
+                        (https://example.com/plaice).\n\n- Salt <coarse>\n\
                         - Vinegar 'malt'\n\n5 € or €5 &unknown; 3 < 4\nline\nbreak\n\ngap\n\na b";
         assert_eq!(to_text(page), expected);
     }
@@ -304,5 +381,26 @@ mod tests {
         assert_eq!(to_text("<script>never closed"), "");
         assert_eq!(to_text("x <a href='y"), "x");
         assert_eq!(to_text("émoji ✓ <i>ok</i>"), "émoji ✓ ok");
+    }
+
+    #[test]
+    fn links_show_where_they_go_when_an_agent_could_follow_them() {
+        let cases = [
+            ("<a href=\"specials\">Specials</a>", "Specials (https://example.com/menu/specials)"),
+            (
+                "<a class=x HREF='../wine?a=1&amp;b=2#red'>Wine</a>",
+                "Wine (https://example.com/wine?a=1&b=2)",
+            ),
+            ("<a href=http://other.example/>Other</a> site", "Other (http://other.example/) site"),
+            ("<a href=\"https://example.com/\">https://example.com/</a>", "https://example.com/"),
+            ("<a href=\"mailto:chef@example.com\">Mail</a>", "Mail"),
+            ("<a href=\"javascript:go()\">Go</a>", "Go"),
+            ("<a name=top>Top</a>", "Top"),
+            ("<a href=\"/x\"><img src=a.png></a>after", "after"),
+            ("<a href=\"/a\">one <b>two</b></a>", "one two (https://example.com/a)"),
+        ];
+        for (html, expected) in cases {
+            assert_eq!(to_text(html), expected, "{html}");
+        }
     }
 }

@@ -28,10 +28,10 @@ use crate::error::{Error, Result};
 /// What the tool does and its limits, for the model.
 pub const DESCRIPTION: &str = "Fetches a URL over HTTP(S): a web page or an HTTP API. GET by \
 default, or POST with a text body; optional request headers. Returns the status line, the \
-content type, a blank line, then the body as text: HTML is reduced to its readable text, \
-binary content is not shown. Limits: 15 seconds, the first 1 MB of the body, at most 5 \
-redirects. Only http and https URLs on public addresses: local and private network addresses \
-are refused unless the operator allowed them.";
+content type, a blank line, then the body as text: HTML is reduced to its readable text, each \
+link followed by its address; binary content is not shown. Limits: 15 seconds, the first 1 MB \
+of the body, at most 5 redirects. Only http and https URLs on public addresses: local and \
+private network addresses are refused unless the operator allowed them.";
 
 /// The whole fetch, redirects and body included.
 const TIMEOUT: Duration = Duration::from_secs(15);
@@ -153,12 +153,14 @@ impl HttpFetch {
     async fn exchange(&self, request: Request) -> std::result::Result<String, String> {
         let response = self.client.execute(request).await.map_err(|e| self.explain(&e))?;
         let status = response.status();
+        // Links are resolved against the page's own address, after redirects.
+        let page = response.url().clone();
         let content_type = response
             .headers()
             .get(CONTENT_TYPE)
             .map(|value| String::from_utf8_lossy(value.as_bytes()).trim().to_owned());
         let (body, cut) = read_capped(response).await.map_err(|e| self.explain(&e))?;
-        Ok(render(status, content_type.as_deref(), &body, cut))
+        Ok(render(status, content_type.as_deref(), &body, cut, &page))
     }
 
     /// A one-line explanation of a failed request: the tool's own reason when one of its checks
@@ -237,12 +239,13 @@ fn render(
     content_type: Option<&str>,
     body: &[u8],
     cut: bool,
+    page: &Url,
 ) -> String {
     let reason = status.canonical_reason().unwrap_or("");
     let shown_type = content_type.unwrap_or("(none)");
     let mut text = format!("HTTP {} {reason}", status.as_str()).trim_end().to_owned();
     text.push_str(&format!("\nContent-Type: {shown_type}\n\n"));
-    text.push_str(&body_text(content_type, body));
+    text.push_str(&body_text(content_type, body, page));
     if cut {
         text.push('\n');
         text.push_str(CUT_MARKER);
@@ -251,7 +254,7 @@ fn render(
 }
 
 /// The body as readable text, or a line saying what binary content was left out.
-fn body_text(content_type: Option<&str>, body: &[u8]) -> String {
+fn body_text(content_type: Option<&str>, body: &[u8], page: &Url) -> String {
     let essence = content_type
         .and_then(|t| t.split(';').next())
         .map(|t| t.trim().to_ascii_lowercase())
@@ -261,7 +264,7 @@ fn body_text(content_type: Option<&str>, body: &[u8]) -> String {
         return format!("[binary content of type {shown}, {} bytes, not shown]", body.len());
     }
     let text = String::from_utf8_lossy(body);
-    if is_html(&essence, &text) { html::to_text(&text) } else { text.into_owned() }
+    if is_html(&essence, &text) { html::to_text(&text, page) } else { text.into_owned() }
 }
 
 /// Text types by name; without a type, a body with no NUL byte in its first KiB.

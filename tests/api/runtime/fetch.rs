@@ -43,7 +43,7 @@ async fn http_fetch_refuses_loopback_unless_allowed(app: TestApp) {
 
 async fn http_fetch_quotes_a_local_page_when_private_addresses_are_allowed(db: TestDb) {
     let app = app_with(db, |o| o.tools.http.allow_private = true).await;
-    let page = page_server("<html><head><title>Notes</title><script>x()</script></head><body><h1>Release notes</h1><p>Version 2.0 ships &amp; Thursday.</p></body></html>").await;
+    let page = page_server("<html><head><title>Notes</title><script>x()</script></head><body><h1>Release notes</h1><p>Version 2.0 ships &amp; Thursday. <a href=\"changes#v2\">All changes</a></p></body></html>").await;
     let user =
         acting_agent(&app, "fetch@example.com", "fetcher", "openai:fetcher", &["http_fetch"]).await;
     let url = format!("http://{}/notes", page.address);
@@ -57,6 +57,8 @@ async fn http_fetch_quotes_a_local_page_when_private_addresses_are_allowed(db: T
     let result = done["result"].as_str().unwrap();
     assert!(result.contains("Version 2.0 ships & Thursday."), "{result}");
     assert!(!result.contains("x()") && !result.contains("<p>"), "{result}");
+    let link = format!("All changes (http://{}/changes)", page.address);
+    assert!(result.contains(&link), "the link, resolved against the page: {result}");
     assert_eq!(page.hits(), 1);
 }
 
