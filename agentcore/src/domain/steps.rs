@@ -8,7 +8,7 @@ use std::fmt;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::task::Usage;
+use super::task::{Task, Usage};
 use super::tools::ToolName;
 
 /// Tool results longer than this (in bytes) are cut before the model sees them or they are
@@ -78,6 +78,23 @@ pub struct Step {
     /// Model steps: tokens, when the provider reports them.
     pub usage: Option<Usage>,
     pub created_at: DateTime<Utc>,
+}
+
+/// Tokens added up: `None` until some step reports them.
+pub fn add_usage(total: Option<Usage>, more: Option<Usage>) -> Option<Usage> {
+    match (total, more) {
+        (Some(total), Some(more)) => Some(Usage {
+            input_tokens: total.input_tokens.saturating_add(more.input_tokens),
+            output_tokens: total.output_tokens.saturating_add(more.output_tokens),
+        }),
+        (total, more) => total.or(more),
+    }
+}
+
+/// Counts `step`, the next of `task`'s run, on the task: its number and its tokens.
+pub fn count_step(task: &mut Task, step: &Step) {
+    task.steps = step.seq;
+    task.usage = add_usage(task.usage, step.usage);
 }
 
 impl Step {
@@ -310,6 +327,15 @@ mod tests {
 
     fn call(name: &str, arguments: &str) -> StepCall {
         StepCall { id: "c".into(), name: name.into(), arguments: arguments.into() }
+    }
+
+    #[test]
+    fn usage_adds_up_and_stays_unknown_until_reported() {
+        let tokens = |input, output| Some(Usage { input_tokens: input, output_tokens: output });
+        assert_eq!(add_usage(None, None), None);
+        assert_eq!(add_usage(None, tokens(3, 4)), tokens(3, 4));
+        assert_eq!(add_usage(tokens(3, 4), None), tokens(3, 4));
+        assert_eq!(add_usage(tokens(3, 4), tokens(10, 20)), tokens(13, 24));
     }
 
     #[test]

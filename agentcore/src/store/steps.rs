@@ -174,14 +174,12 @@ macro_rules! step_store {
                                     Err(error) => return Err(error),
                                 }
                             }
-                            if let Some(asked) = asked {
-                                if !Self::advance_task(&mut tx, run.task, run.node, asked).await? {
-                                    return Ok(None);
-                                }
-                                Self::insert_step(&mut tx, run.task, asked).await?;
-                            }
-                            if !Self::advance_task(&mut tx, run.task, run.node, step).await? {
+                            let counted: Vec<&Step> = asked.into_iter().chain([step]).collect();
+                            if !Self::advance_task(&mut tx, run.task, run.node, &counted).await? {
                                 return Ok(None);
+                            }
+                            if let Some(asked) = asked {
+                                Self::insert_step(&mut tx, run.task, asked).await?;
                             }
                             let mut stored = step.clone();
                             if let Some(effect) = effect {
@@ -247,22 +245,29 @@ macro_rules! step_store {
             }
 
             impl $store {
-                /// Counts `step` on the task, only while `node` holds it and `step` is its next
-                /// step; `false` when the lease is gone.
+                /// Counts `steps` (consecutive, in order) on the task in one statement, only
+                /// while `node` holds it and the first of them is its next step; `false` when
+                /// the lease is gone.
                 async fn advance_task(
                     tx: &mut sqlx::Transaction<'static, $db>,
                     task: &TaskId,
                     node: &str,
-                    step: &Step,
+                    steps: &[&Step],
                 ) -> Result<bool> {
-                    let usage = step.usage;
+                    let (Some(first), Some(last)) = (steps.first(), steps.last()) else {
+                        return Ok(true);
+                    };
+                    let usage = steps.iter().fold(None, |total, step| {
+                        crate::domain::steps::add_usage(total, step.usage)
+                    });
                     let held = sqlx::query(sql::ADVANCE_TASK)
                         .bind(task.as_str())
                         .bind(node)
-                        .bind(step.seq)
+                        .bind(last.seq)
                         .bind(usage.map(|u| u.input_tokens))
                         .bind(usage.map(|u| u.output_tokens))
-                        .bind(step.created_at)
+                        .bind(last.created_at)
+                        .bind(first.seq - 1)
                         .execute(&mut **tx)
                         .await?;
                     Ok(held.rows_affected() > 0)
@@ -414,13 +419,13 @@ pub(super) mod sql {
     pub(crate) const RECENT_TASKS: &str = "SELECT title, result FROM tasks \
         WHERE owner_id = $1 AND agent_id = $2 AND status = 'complete' AND result IS NOT NULL \
         ORDER BY completed_at DESC LIMIT $3";
-    /// Counts a step on the task, only while `$2` holds it and `$3` is its next step; tokens
-    /// add up into the task's usage.
+    /// Counts steps on the task up to `$3`, only while `$2` holds it and has counted `$7` so
+    /// far; tokens add up into the task's usage.
     pub(crate) const ADVANCE_TASK: &str = "UPDATE tasks SET steps = $3, \
         input_tokens = CASE WHEN $4 IS NULL THEN input_tokens ELSE COALESCE(input_tokens, 0) + $4 END, \
         output_tokens = CASE WHEN $5 IS NULL THEN output_tokens ELSE COALESCE(output_tokens, 0) + $5 END, \
         updated_at = $6 \
-        WHERE id = $1 AND lease_owner = $2 AND status = 'in_progress' AND steps = $3 - 1";
+        WHERE id = $1 AND lease_owner = $2 AND status = 'in_progress' AND steps = $7";
     pub(crate) const INSERT_STEP: &str = "INSERT INTO task_steps (task_id, seq, kind, tool, \
         call_id, arguments, output, tool_calls, error, duration_ms, input_tokens, output_tokens, \
         created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)";

@@ -344,12 +344,6 @@ macro_rules! runtime_store {
                         let Some((run, at)) = Self::lock_agent_run(&mut tx, agent).await? else {
                             return Ok(false);
                         };
-                        if let Some(step) = last {
-                            if !Self::advance_task(&mut tx, task, node, step).await? {
-                                return Ok(false);
-                            }
-                            Self::insert_step(&mut tx, task, step).await?;
-                        }
                         let current: Option<TaskRow> = sqlx::query_as(&task_sql::select_task(<$store>::LOCK))
                             .bind(owner)
                             .bind(id)
@@ -357,7 +351,16 @@ macro_rules! runtime_store {
                             .fetch_optional(&mut *tx)
                             .await?;
                         let Some(current) = current else { return Ok(false) };
-                        let done = finish(&run, &Task::try_from(current)?, outcome, calls, at);
+                        let mut current = Task::try_from(current)?;
+                        // The answer that ended the run is its next step (the row is locked: no
+                        // other writer counts one meanwhile), counted by the update below.
+                        if let Some(step) = last {
+                            if step.seq != current.steps + 1 {
+                                return Ok(false);
+                            }
+                            crate::domain::steps::count_step(&mut current, step);
+                        }
+                        let done = finish(&run, &current, outcome, calls, at);
                         let written = sqlx::query(sql::FINISH_TASK)
                             .bind(task.as_str())
                             .bind(node)
@@ -368,10 +371,14 @@ macro_rules! runtime_store {
                             .bind(done.task.usage.map(|u| u.input_tokens))
                             .bind(done.task.usage.map(|u| u.output_tokens))
                             .bind(at)
+                            .bind(done.task.steps)
                             .execute(&mut *tx)
                             .await?;
                         if written.rows_affected() == 0 {
                             return Ok(false);
+                        }
+                        if let Some(step) = last {
+                            Self::insert_step(&mut tx, task, step).await?;
                         }
                         Self::write_after_task(&mut tx, agent, &done, at).await?;
                         tx.commit().await?;
