@@ -4,8 +4,8 @@
 use serde_json::json;
 
 use super::{
-    COMPLETED, EMAIL, agents, completion_rate, discord_env, fresh, map_agents, model_env,
-    runtime_row, start_agents,
+    COMPLETED, EMAIL, agents, discord_env, fresh, map_agents, model_env, runtime_row, start_agents,
+    started_rate,
 };
 use crate::fake_discord::FakeDiscord;
 use crate::fake_models::{FakeModels, Script};
@@ -42,8 +42,7 @@ pub(crate) async fn runtime_tools(backend: Backend, report: &mut Report) {
     let tools = json!({"model": "openai:toolbench", "tools": ["memory", "create_task"]});
     agents(&server, &token, "tools", count, tasks, tools).await;
     map_agents(&server, &discord, &token, "tools", count, 10).await;
-    start_agents(&server, &token, "tools", count).await;
-    let measured = completion_rate(&server, count * tasks).await;
+    let measured = started_rate(&server, &token, "tools", count, count * tasks).await;
     runtime_row(report, "3-call tool run, 100 agents", label, count * tasks, measured, None);
     let loaded = step_overhead(&models, "You are agent");
     report.target(
