@@ -77,6 +77,7 @@ pub enum Resource {
     Connection,
     Mapping,
     Template,
+    McpServer,
 }
 
 impl Resource {
@@ -87,6 +88,7 @@ impl Resource {
             Resource::Connection => "connection",
             Resource::Mapping => "mapping",
             Resource::Template => "template",
+            Resource::McpServer => "mcp_server",
         }
     }
 }
@@ -98,6 +100,7 @@ pub enum Conflict {
     EmailTaken,
     AgentNotMapped,
     TaskNotEditable,
+    McpServerExists,
 }
 
 impl Conflict {
@@ -107,6 +110,7 @@ impl Conflict {
             Conflict::EmailTaken => "email_taken",
             Conflict::AgentNotMapped => "agent_not_mapped",
             Conflict::TaskNotEditable => "task_not_editable",
+            Conflict::McpServerExists => "mcp_server_exists",
         }
     }
 }

@@ -29,6 +29,7 @@ pub mod crypto;
 pub mod discord;
 pub mod domain;
 pub mod error;
+pub mod mcp;
 pub mod models;
 pub mod store;
 pub mod stripe;

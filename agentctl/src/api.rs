@@ -9,14 +9,16 @@ use serde::de::DeserializeOwned;
 
 use agentcore::Session;
 use agentcore::api::{
-    ActivityList, AgentList, AgentStatusResponse, CallbackRequest, ChannelList, ConnectRequest,
-    ConnectionList, ConnectionTest, CreateAgentRequest, CreateTaskRequest, Deleted, Disconnected,
-    LoginRequest, MapRequest, Mapped, MappingList, RegisterRequest, SendRequest, SetMemoryRequest,
-    SetupRequest, StatusResponse, StepList, TaskList, TemplateList, ToolList, Unmapped,
-    UpdateAgentRequest, UpdateTaskRequest, VacationRequest,
+    ActivityList, AddMcpServerRequest, AgentList, AgentStatusResponse, CallbackRequest,
+    ChannelList, ConnectRequest, ConnectionList, ConnectionTest, CreateAgentRequest,
+    CreateTaskRequest, Deleted, Disconnected, LoginRequest, MapRequest, Mapped, MappingList,
+    McpServerList, RegisterRequest, SendRequest, SetMemoryRequest, SetupRequest, StatusResponse,
+    StepList, TaskList, TemplateList, ToolList, Unmapped, UpdateAgentRequest, UpdateTaskRequest,
+    VacationRequest,
 };
 use agentcore::domain::agent::{Agent, AgentDetail};
 use agentcore::domain::billing::Billing;
+use agentcore::domain::mcp::{McpServer, McpServerTools};
 use agentcore::domain::onboarding::Onboarded;
 use agentcore::domain::task::Task;
 use agentcore::domain::tools::Memory;
@@ -229,6 +231,27 @@ impl Client {
 
     pub async fn tools(&self) -> Result<Reply<ToolList>, Failure> {
         self.get_as("/api/tools").await
+    }
+
+    // MCP servers.
+
+    pub async fn mcp_servers(&self) -> Result<Reply<McpServerList>, Failure> {
+        self.get_as("/api/mcp/servers").await
+    }
+
+    pub async fn add_mcp_server(
+        &self,
+        request: &AddMcpServerRequest,
+    ) -> Result<Reply<McpServer>, Failure> {
+        self.post_as("/api/mcp/servers", Some(request)).await
+    }
+
+    pub async fn test_mcp_server(&self, name: &str) -> Result<Reply<McpServerTools>, Failure> {
+        self.post_as(&format!("/api/mcp/servers/{}/test", segment(name)), None::<&()>).await
+    }
+
+    pub async fn delete_mcp_server(&self, name: &str) -> Result<Reply<Deleted>, Failure> {
+        self.delete_as(&format!("/api/mcp/servers/{}", segment(name))).await
     }
 
     pub async fn retry_task(&self, agent: &str, task: &str) -> Result<Reply<Task>, Failure> {

@@ -81,8 +81,11 @@ pub(crate) enum Command {
     Chat(ChatCommand),
     /// The plan, its agent limit and how much of it is used
     Billing,
-    /// The built-in tools agents may call
+    /// The tools agents may call: built-in ones and those of MCP servers
     Tools,
+    /// MCP servers: add your own (streamable HTTP), list, test and remove them
+    #[command(subcommand)]
+    Mcp(McpCommand),
     /// The onboarding templates
     Templates,
     /// A ready agent from a template: asks for what is missing on a terminal
@@ -131,6 +134,9 @@ pub(crate) enum AgentsCommand {
         /// Model calls one task may take, 1 to 50 [default: 8]
         #[arg(long)]
         max_steps: Option<i64>,
+        /// MCP servers whose tools it may call, comma-separated (`agentctl mcp list`)
+        #[arg(long, value_delimiter = ',')]
+        mcp_servers: Option<Vec<String>>,
     },
     /// Change the given fields
     Update {
@@ -156,6 +162,9 @@ pub(crate) enum AgentsCommand {
         tools: Option<String>,
         #[arg(long)]
         max_steps: Option<i64>,
+        /// Replaces its MCP servers, comma-separated; an empty value allows none
+        #[arg(long)]
+        mcp_servers: Option<String>,
     },
     /// The agent's memory block; --set replaces it, --clear empties it
     Memory {
@@ -241,6 +250,25 @@ pub(crate) enum TasksCommand {
         agent: String,
         task: String,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum McpCommand {
+    /// Add a streamable HTTP MCP server your agents may name in `--mcp-servers`
+    Add {
+        name: String,
+        #[arg(long)]
+        url: String,
+        /// Sent as a bearer token; stored encrypted, never shown again [env: AGENTCTL_MCP_TOKEN]
+        #[arg(long, env = "AGENTCTL_MCP_TOKEN", hide_env_values = true)]
+        token: Option<String>,
+    },
+    /// Your MCP servers, and the operator's names
+    List,
+    /// Connect to a server and list its tools
+    Test { name: String },
+    /// Remove one of your servers
+    Remove { name: String },
 }
 
 #[derive(Debug, Subcommand)]

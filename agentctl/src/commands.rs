@@ -3,14 +3,16 @@
 use std::io::IsTerminal;
 
 use agentcore::api::{
-    CallbackRequest, ConnectRequest, CreateAgentRequest, CreateTaskRequest, LoginRequest,
-    MapRequest, RegisterRequest, SendRequest, SetMemoryRequest, UpdateAgentRequest,
+    AddMcpServerRequest, CallbackRequest, ConnectRequest, CreateAgentRequest, CreateTaskRequest,
+    LoginRequest, MapRequest, RegisterRequest, SendRequest, SetMemoryRequest, UpdateAgentRequest,
     UpdateTaskRequest, VacationRequest,
 };
 use agentcore::{Core, Session};
 
 use crate::api::{ActivityQuery, AgentQuery, Reply};
-use crate::cli::{AgentsCommand, ChatCommand, Cli, Command, Global, Output, TasksCommand};
+use crate::cli::{
+    AgentsCommand, ChatCommand, Cli, Command, Global, McpCommand, Output, TasksCommand,
+};
 use crate::client::{Answer, Client, Transport};
 use crate::failure::{Failure, Kind};
 use crate::onboard;
@@ -200,6 +202,7 @@ async fn dispatch(cx: &mut Context, client: &Client, command: Command) -> Result
         Command::Chat(command) => chat(cx, client, command).await,
         Command::Billing => cx.emit(&client.billing().await?.answer, View::Fields),
         Command::Tools => cx.emit(&client.tools().await?.answer, View::Tools),
+        Command::Mcp(command) => mcp(cx, client, command).await,
         Command::Templates => cx.emit(&client.templates().await?.answer, View::Templates),
         Command::Onboard(args) => onboard::run(cx, client, args).await,
         Command::Completions { .. } | Command::Run => Ok(()),
@@ -237,6 +240,7 @@ async fn agents(cx: &Context, client: &Client, command: AgentsCommand) -> Result
             model,
             tools,
             max_steps,
+            mcp_servers,
         } => {
             let request = CreateAgentRequest {
                 id: Some(id),
@@ -248,6 +252,7 @@ async fn agents(cx: &Context, client: &Client, command: AgentsCommand) -> Result
                 model,
                 tools,
                 max_steps,
+                mcp_servers,
             };
             (client.create_agent(&request).await?.answer, View::Agent)
         }
@@ -262,6 +267,7 @@ async fn agents(cx: &Context, client: &Client, command: AgentsCommand) -> Result
             model,
             tools,
             max_steps,
+            mcp_servers,
         } => {
             let request = UpdateAgentRequest {
                 name,
@@ -273,6 +279,7 @@ async fn agents(cx: &Context, client: &Client, command: AgentsCommand) -> Result
                 model: model.map(clearable),
                 tools: tools.map(|t| crate::render::list_items(&t)),
                 max_steps,
+                mcp_servers: mcp_servers.map(|s| crate::render::list_items(&s)),
             };
             if request.is_empty() {
                 return Err(Failure::usage(
@@ -397,6 +404,22 @@ async fn chat(cx: &Context, client: &Client, command: ChatCommand) -> Result<(),
                 embed_color,
             };
             (client.send(&guild_id, &request).await?.answer, View::Fields)
+        }
+    };
+    cx.emit(&answer, view)
+}
+
+async fn mcp(cx: &Context, client: &Client, command: McpCommand) -> Result<(), Failure> {
+    let (answer, view) = match command {
+        McpCommand::Add { name, url, token } => {
+            let request = AddMcpServerRequest { name: Some(name), url: Some(url), token };
+            (client.add_mcp_server(&request).await?.answer, View::Fields)
+        }
+        McpCommand::List => (client.mcp_servers().await?.answer, View::McpServers),
+        McpCommand::Test { name } => (client.test_mcp_server(&name).await?.answer, View::McpTools),
+        McpCommand::Remove { name } => {
+            cx.confirm(&format!("Remove MCP server {name}? Agents naming it lose its tools."))?;
+            (client.delete_mcp_server(&name).await?.answer, View::Fields)
         }
     };
     cx.emit(&answer, view)

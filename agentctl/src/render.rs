@@ -16,6 +16,8 @@ pub(crate) enum View {
     Steps,
     Memory,
     Tools,
+    McpServers,
+    McpTools,
     Activity,
     Templates,
     Onboarded,
@@ -79,10 +81,44 @@ impl View {
                     format!("{memory}\n{used}")
                 }
             }
-            View::Tools => rows(
-                &value["tools"],
-                &[("NAME", "name"), ("EFFECT", "effect"), ("DESCRIPTION", "description")],
-            ),
+            View::Tools => {
+                let builtin = rows(
+                    &value["tools"],
+                    &[("NAME", "name"), ("EFFECT", "effect"), ("DESCRIPTION", "description")],
+                );
+                let servers = value["mcp_servers"].as_array().cloned().unwrap_or_default();
+                let mcp: Vec<String> = servers.iter().map(|s| View::McpTools.render(s)).collect();
+                [builtin].into_iter().chain(mcp).collect::<Vec<_>>().join("\n")
+            }
+            View::McpServers => {
+                let own = rows(
+                    &value["servers"],
+                    &[
+                        ("NAME", "name"),
+                        ("URL", "url"),
+                        ("TOKEN", "has_token"),
+                        ("ADDED", "created_at"),
+                    ],
+                );
+                let names: Vec<String> = value["operator_servers"]
+                    .as_array()
+                    .map(|a| a.iter().map(text).collect())
+                    .unwrap_or_default();
+                let operator =
+                    if names.is_empty() { "(none)".to_owned() } else { names.join(", ") };
+                format!("{own}\nThe operator's servers: {operator}")
+            }
+            View::McpTools => {
+                let head =
+                    format!("MCP server {} ({})", text(&value["server"]), text(&value["origin"]));
+                match value.get("error").filter(|e| !e.is_null()) {
+                    Some(error) => format!("{head}: unreachable: {}", text(error)),
+                    None => format!(
+                        "{head}:\n{}",
+                        rows(&value["tools"], &[("NAME", "name"), ("DESCRIPTION", "description")])
+                    ),
+                }
+            }
             View::Activity => rows(
                 &value["entries"],
                 &[

@@ -81,6 +81,8 @@ pub struct Options {
     pub tools: agentcore::ToolsConfig,
     /// The model of agents that name none; `echo` unless set.
     pub default_model: Option<String>,
+    /// The operator's MCP servers: none unless set.
+    pub mcp: agentcore::mcp::McpConfig,
 }
 
 impl Options {
@@ -105,6 +107,7 @@ impl Options {
             limits: agentd::config::LimitsConfig::default(),
             tools: agentcore::ToolsConfig::default(),
             default_model: None,
+            mcp: agentcore::mcp::McpConfig::default(),
         }
     }
 
@@ -138,6 +141,7 @@ impl Options {
         config.models.timeout = Duration::from_secs(5);
         config.runtime = self.runtime;
         config.tools = self.tools.clone();
+        config.mcp = self.mcp.clone();
         if let Some(model) = &self.default_model {
             config.models.default.clone_from(model);
         }

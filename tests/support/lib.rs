@@ -26,6 +26,7 @@ pub mod db;
 pub mod fake_discord;
 pub mod fake_models;
 pub mod log;
+pub mod mcp_server;
 pub mod metrics;
 pub mod stripe_events;
 pub mod wait;

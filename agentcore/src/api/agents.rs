@@ -7,6 +7,7 @@ use crate::domain::agent::{
     AgentId, AgentName, AgentPatch, AgentStatus, AgentSummary, ChannelName, ModelName, NewAgent,
     RolePrompt, ThrottleSeconds, Workspace,
 };
+use crate::domain::mcp::McpServerSet;
 use crate::domain::tools::{MaxSteps, ToolSet};
 use crate::error::ValidationErrors;
 
@@ -54,6 +55,11 @@ pub struct CreateAgentRequest {
     #[cfg_attr(feature = "openapi", schema(nullable = false, minimum = 1, maximum = 50))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_steps: Option<i64>,
+    /// The MCP servers whose tools it may call: the operator's or the caller's own
+    /// (`GET /api/mcp/servers`); none unless given.
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mcp_servers: Option<Vec<String>>,
 }
 
 impl CreateAgentRequest {
@@ -81,7 +87,11 @@ impl CreateAgentRequest {
             Some(v) => e.check("max_steps", MaxSteps::parse(v)),
             None => Some(MaxSteps::default()),
         };
-        match (id, name, role_prompt, channel, throttle, tools, max_steps) {
+        let mcp_servers = match &self.mcp_servers {
+            Some(names) => e.check("mcp_servers", McpServerSet::parse(names)),
+            None => Some(McpServerSet::default()),
+        };
+        match (id, name, role_prompt, channel, throttle, tools, max_steps, mcp_servers) {
             (
                 Some(id),
                 Some(name),
@@ -90,6 +100,7 @@ impl CreateAgentRequest {
                 Some(throttle_seconds),
                 Some(tools),
                 Some(max_steps),
+                Some(mcp_servers),
             ) if e.is_empty() => Ok(NewAgent {
                 id,
                 name,
@@ -100,6 +111,7 @@ impl CreateAgentRequest {
                 model: model.flatten(),
                 tools,
                 max_steps,
+                mcp_servers,
             }),
             _ => Err(e),
         }
@@ -135,6 +147,10 @@ pub struct UpdateAgentRequest {
     #[cfg_attr(feature = "openapi", schema(nullable = false, minimum = 1, maximum = 50))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_steps: Option<i64>,
+    /// Replaces the list of MCP servers it may use; `[]` allows none.
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mcp_servers: Option<Vec<String>>,
 }
 
 impl UpdateAgentRequest {
@@ -150,6 +166,7 @@ impl UpdateAgentRequest {
             model,
             tools,
             max_steps,
+            mcp_servers,
         } = self;
         name.is_none()
             && role_prompt.is_none()
@@ -160,6 +177,7 @@ impl UpdateAgentRequest {
             && model.is_none()
             && tools.is_none()
             && max_steps.is_none()
+            && mcp_servers.is_none()
     }
 
     pub fn parse(&self) -> Result<AgentPatch, ValidationErrors> {
@@ -191,6 +209,10 @@ impl UpdateAgentRequest {
             }),
             tools: self.tools.as_ref().and_then(|v| e.check("tools", ToolSet::parse(v))),
             max_steps: self.max_steps.and_then(|v| e.check("max_steps", MaxSteps::parse(v))),
+            mcp_servers: self
+                .mcp_servers
+                .as_ref()
+                .and_then(|v| e.check("mcp_servers", McpServerSet::parse(v))),
         };
         if e.is_empty() { Ok(patch) } else { Err(e) }
     }

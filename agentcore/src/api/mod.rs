@@ -9,6 +9,7 @@ mod accounts;
 mod agents;
 mod backlog;
 mod chat;
+mod mcp;
 mod onboarding;
 mod tools;
 
@@ -20,6 +21,7 @@ pub use accounts::*;
 pub use agents::*;
 pub use backlog::*;
 pub use chat::*;
+pub use mcp::*;
 pub use onboarding::*;
 pub use tools::*;
 

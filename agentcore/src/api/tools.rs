@@ -2,17 +2,21 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::domain::mcp::McpServerTools;
 use crate::domain::steps::Step;
 use crate::domain::tools::{MEMORY_CHARS, MemoryText, ToolInfo};
 use crate::error::ValidationErrors;
 
 use super::required;
 
-/// `{"tools": [...]}`: every built-in tool.
+/// `{"tools": [...], "mcp_servers": [...]}`: every built-in tool, and the tools of each MCP
+/// server the caller's agents may use (or why they could not be listed).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ToolList {
     pub tools: Vec<ToolInfo>,
+    #[serde(default)]
+    pub mcp_servers: Vec<McpServerTools>,
 }
 
 /// `{"steps": [...]}`: a task's run, oldest step first.

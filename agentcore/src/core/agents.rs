@@ -17,6 +17,7 @@ impl Core {
     /// one more than the caller's plan allows is `plan_limit_reached`.
     pub async fn create_agent(&self, who: &Principal, agent: NewAgent) -> Result<Agent> {
         self.check_model(agent.model.as_ref())?;
+        self.check_mcp_servers(&who.user_id, Some(&agent.mcp_servers)).await?;
         let activity =
             NewActivity::new(Action::AgentCreated, format!("Agent '{}' created.", agent.name));
         self.store().insert_agent(&who.user_id, &agent, now(), &activity, self.plans()).await
@@ -48,6 +49,7 @@ impl Core {
         patch: AgentPatch,
     ) -> Result<Agent> {
         self.check_model(patch.model.as_ref().and_then(Option::as_ref))?;
+        self.check_mcp_servers(&who.user_id, patch.mcp_servers.as_ref()).await?;
         let agent = self
             .store()
             .update_agent(&who.user_id, id, &|current| Ok(patch_agent(current, &patch, now())))

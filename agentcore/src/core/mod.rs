@@ -9,6 +9,7 @@ mod agents;
 mod backlog;
 mod billing;
 mod chat;
+mod mcp;
 mod metrics;
 mod onboarding;
 mod tools;
@@ -27,6 +28,7 @@ use crate::domain::billing::Plans;
 use crate::domain::runtime::AgentKey;
 use crate::domain::user::UserId;
 use crate::error::{Error, Result};
+use crate::mcp::{McpClients, McpConfig};
 use crate::models::{Models, ModelsConfig};
 use crate::store::{self, DatabaseUrl, Store};
 use crate::telemetry::Counters;
@@ -56,6 +58,8 @@ pub struct CoreConfig {
     pub runtime: RuntimeConfig,
     pub billing: BillingConfig,
     pub tools: ToolsConfig,
+    /// The operator's MCP servers, which every user's agents may name.
+    pub mcp: McpConfig,
 }
 
 /// How the built-in tools behave.
@@ -81,6 +85,7 @@ impl CoreConfig {
             runtime: RuntimeConfig::default(),
             billing: BillingConfig::default(),
             tools: ToolsConfig::default(),
+            mcp: McpConfig::default(),
         }
     }
 
@@ -219,6 +224,8 @@ struct Inner {
     runtime: RuntimeConfig,
     billing: BillingConfig,
     http_fetch: HttpFetch,
+    /// This node's MCP connections.
+    mcp: McpClients,
     /// Routes "this agent has work" to its worker, or to the runtime's dispatcher.
     wakeups: Wakeups,
     counters: Counters,
@@ -240,6 +247,7 @@ impl Core {
             .map_err(|e| Error::internal(e.to_string()))?;
         let models = Models::new(&config.models)?;
         let http_fetch = HttpFetch::new(config.tools.http.clone())?;
+        let mcp = McpClients::new(&config.mcp, config.tools.http.clone())?;
         let store = store::connect(&config.database_url).await?;
         let secret = match config.jwt_secret {
             Some(secret) if secret.expose_secret().len() < MIN_JWT_SECRET_BYTES => {
@@ -265,6 +273,7 @@ impl Core {
             runtime: config.runtime,
             billing: config.billing,
             http_fetch,
+            mcp,
             wakeups: Wakeups::default(),
             counters,
             node_id: uuid::Uuid::new_v4().to_string(),
@@ -287,8 +296,10 @@ impl Core {
         self.inner.store.backend()
     }
 
-    /// Closes the database pool. Later calls fail.
+    /// Closes the MCP connections (stdio servers are stopped, each within a bound) and the
+    /// database pool. Later calls fail.
     pub async fn close(&self) {
+        self.inner.mcp.close().await;
         self.inner.store.close().await;
     }
 
@@ -310,6 +321,15 @@ impl Core {
 
     pub(crate) fn http_fetch(&self) -> &HttpFetch {
         &self.inner.http_fetch
+    }
+
+    /// This node's MCP clients: one connection per server (per user for users' servers).
+    pub fn mcp(&self) -> &McpClients {
+        &self.inner.mcp
+    }
+
+    pub(crate) fn secrets(&self) -> &SecretBox {
+        &self.inner.secrets
     }
 
     pub(crate) fn counters(&self) -> &Counters {

@@ -6,6 +6,7 @@ use std::str::FromStr;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use super::mcp::{McpServerName, McpServerSet};
 use super::task::{BacklogSummary, Task};
 use super::text;
 use super::tools::{MaxSteps, ToolName, ToolSet};
@@ -204,6 +205,7 @@ pub struct NewAgent {
     pub model: Option<ModelName>,
     pub tools: ToolSet,
     pub max_steps: MaxSteps,
+    pub mcp_servers: McpServerSet,
 }
 
 /// A partial update: `None` leaves a field as it is. For the nullable fields the inner `None`
@@ -219,6 +221,7 @@ pub struct AgentPatch {
     pub model: Option<Option<ModelName>>,
     pub tools: Option<ToolSet>,
     pub max_steps: Option<MaxSteps>,
+    pub mcp_servers: Option<McpServerSet>,
 }
 
 /// Filters for listing agents.
@@ -244,6 +247,8 @@ pub struct Agent {
     pub tools: Vec<ToolName>,
     /// Model calls one task may take.
     pub max_steps: i32,
+    /// The MCP servers whose tools it may call.
+    pub mcp_servers: Vec<McpServerName>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub backlog_summary: BacklogSummary,
@@ -265,6 +270,7 @@ pub struct AgentSummary {
     pub model: Option<String>,
     pub tools: Vec<ToolName>,
     pub max_steps: i32,
+    pub mcp_servers: Vec<McpServerName>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub backlog_summary: BacklogSummary,
@@ -282,6 +288,7 @@ impl From<Agent> for AgentSummary {
             model: agent.model,
             tools: agent.tools,
             max_steps: agent.max_steps,
+            mcp_servers: agent.mcp_servers,
             created_at: agent.created_at,
             updated_at: agent.updated_at,
             backlog_summary: agent.backlog_summary,

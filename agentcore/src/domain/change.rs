@@ -74,6 +74,10 @@ pub fn patch_agent(current: &Agent, patch: &AgentPatch, at: DateTime<Utc>) -> Op
         set("tools", tools.tools() != next.tools);
         next.tools = tools.tools().to_vec();
     }
+    if let Some(servers) = &patch.mcp_servers {
+        set("mcp_servers", servers.servers() != next.mcp_servers);
+        next.mcp_servers = servers.servers().to_vec();
+    }
     if let Some(max_steps) = patch.max_steps {
         set("max_steps", max_steps.get() != next.max_steps);
         next.max_steps = max_steps.get();

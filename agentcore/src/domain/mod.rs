@@ -5,6 +5,7 @@ pub mod agent;
 pub mod billing;
 pub mod change;
 pub mod chat;
+pub mod mcp;
 pub mod message;
 pub mod onboarding;
 pub mod runtime;

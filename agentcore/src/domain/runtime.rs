@@ -53,6 +53,8 @@ pub struct AgentRun {
     pub failure_streak: i32,
     pub tools: Vec<super::tools::ToolName>,
     pub max_steps: i32,
+    /// The MCP servers whose tools it may call.
+    pub mcp_servers: Vec<super::mcp::McpServerName>,
     pub memory: String,
 }
 
@@ -269,6 +271,7 @@ mod tests {
             failure_streak: streak,
             tools: Vec::new(),
             max_steps: 8,
+            mcp_servers: Vec::new(),
             memory: String::new(),
         }
     }

@@ -277,11 +277,13 @@ pub struct RecentTask {
 }
 
 /// The system prompt of a run: the role prompt, then the memory block, then short guidance on
-/// the tools offered, then the last finished tasks for context.
+/// the tools offered (built-in ones and MCP servers'), then the MCP servers that could not be
+/// reached, then the last finished tasks for context.
 pub fn system_prompt(
     role_prompt: &str,
     memory: &str,
-    tools: &[ToolName],
+    tools: &[&str],
+    unavailable: &[String],
     recent: &[RecentTask],
 ) -> String {
     let mut prompt = role_prompt.trim_end().to_owned();
@@ -290,19 +292,26 @@ pub fn system_prompt(
         prompt.push_str(memory.trim_end());
     }
     if !tools.is_empty() {
-        let names: Vec<&str> = tools.iter().map(|t| t.as_str()).collect();
+        let names = tools;
         prompt.push_str(&format!(
             "\n\n## Tools\nYou can call these tools: {}. Call a tool when it helps the task; \
              when the task is done, answer with your result as plain text and no tool call. \
              A tool error is a result to read, not a reason to repeat the same call.",
             names.join(", ")
         ));
-        if tools.contains(&ToolName::Memory) {
+        if tools.contains(&ToolName::Memory.as_str()) {
             prompt.push_str(
                 " Use `memory` to keep facts you will need in later tasks; it is shown to you \
                  at the start of every task.",
             );
         }
+    }
+    if !unavailable.is_empty() {
+        prompt.push_str("\n\n## Tools you cannot use now\n");
+        for problem in unavailable {
+            prompt.push_str(&format!("- {problem}\n"));
+        }
+        prompt.truncate(prompt.trim_end().len());
     }
     if !recent.is_empty() {
         prompt.push_str("\n\n## Your last finished tasks\n");
@@ -360,14 +369,16 @@ mod tests {
     #[test]
     fn the_system_prompt_holds_role_memory_tools_and_recent_tasks_in_that_order() {
         let recent = [RecentTask { title: "Plan".into(), result: "Line 1\n\nLine 2".into() }];
+        let down = ["MCP server 'files': timed out".to_owned()];
+        let tools = ["memory", "calc__add"];
         let prompt =
-            system_prompt("You write.", "Release day is Thursday.", &[ToolName::Memory], &recent);
+            system_prompt("You write.", "Release day is Thursday.", &tools, &down, &recent);
         let at = |s: &str| prompt.find(s).unwrap();
         assert!(at("You write.") < at("Release day is Thursday."));
-        assert!(
-            at("Release day") < at("## Tools") && at("## Tools") < at("- Plan: Line 1 / Line 2")
-        );
-        assert_eq!(system_prompt("You write.", "", &[], &[]), "You write.");
+        assert!(at("Release day") < at("## Tools") && at("calc__add") < at("## Tools you cannot"));
+        assert!(at("- MCP server 'files'") < at("- Plan: Line 1 / Line 2"));
+        assert!(prompt.contains("Use `memory`"));
+        assert_eq!(system_prompt("You write.", "", &[], &[], &[]), "You write.");
     }
 
     #[test]

@@ -10,6 +10,7 @@ mod agents;
 mod billing;
 mod chat;
 mod health;
+mod mcp;
 mod outbox;
 mod postgres;
 mod rows;
@@ -44,6 +45,7 @@ macro_rules! every_area {
         super::runtime::runtime_store!($store, $db);
         super::billing::billing_store!($store, $db);
         super::steps::step_store!($store, $db);
+        super::mcp::mcp_store!($store, $db);
     };
 }
 use every_area;
@@ -52,6 +54,7 @@ pub use agents::{AgentChange, AgentDecision, AgentStore, AgentWithTask};
 pub use billing::{BillingStore, UserPlan};
 pub use chat::{ChatStore, ConnectionRecord};
 pub use health::{StorageFaultCounts, StorageHealth};
+pub use mcp::{McpServerRecord, McpStore};
 pub use outbox::OutboxStore;
 pub use postgres::PostgresStore;
 pub use runtime::{Backlogs, RuntimeLoad, RuntimeStore};
@@ -170,6 +173,7 @@ pub trait Store:
     + RuntimeStore
     + BillingStore
     + StepStore
+    + McpStore
     + Send
     + Sync
     + fmt::Debug

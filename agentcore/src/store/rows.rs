@@ -4,6 +4,7 @@ use chrono::{DateTime, Utc};
 
 use crate::domain::activity::ActivityEntry;
 use crate::domain::agent::{Agent, AgentId, AgentStatus};
+use crate::domain::mcp::McpServerSet;
 use crate::domain::steps::{Step, StepKind};
 use crate::domain::task::{BacklogSummary, CreatedBy, Task, TaskId, TaskStatus, Usage};
 use crate::domain::tools::ToolSet;
@@ -52,6 +53,7 @@ pub(super) struct AgentRow {
     model: Option<String>,
     tools: String,
     max_steps: i32,
+    mcp_servers: String,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
     queued: i64,
@@ -80,6 +82,7 @@ impl TryFrom<AgentRow> for Agent {
             model: row.model,
             tools: ToolSet::from_json(&row.tools).tools().to_vec(),
             max_steps: row.max_steps,
+            mcp_servers: McpServerSet::from_json(&row.mcp_servers).servers().to_vec(),
             created_at: row.created_at,
             updated_at: row.updated_at,
             backlog_summary: BacklogSummary {
@@ -294,6 +297,7 @@ pub(super) struct AgentRunRow {
     failure_streak: i32,
     tools: String,
     max_steps: i32,
+    mcp_servers: String,
     memory: String,
     /// The database's clock, read with the lock (one round trip fewer per task).
     pub(super) db_now: DateTime<Utc>,
@@ -319,6 +323,7 @@ impl TryFrom<AgentRunRow> for AgentRun {
             failure_streak: row.failure_streak,
             tools: ToolSet::from_json(&row.tools).tools().to_vec(),
             max_steps: row.max_steps,
+            mcp_servers: McpServerSet::from_json(&row.mcp_servers).servers().to_vec(),
             memory: row.memory,
         })
     }

@@ -124,6 +124,11 @@ impl HttpFetch {
         Ok(Self { client, policy, timeout })
     }
 
+    /// The addresses it may reach.
+    pub fn policy(&self) -> &Arc<AddressPolicy> {
+        &self.policy
+    }
+
     /// Performs the request. Ok: the text for the model (first line `HTTP <status>`, the
     /// content type, a blank line, then the body as readable text). Err: a one-line
     /// explanation for the model (refused address, bad URL, method not GET/POST, timeout, ...).

@@ -16,6 +16,7 @@ impl Config {
         root.insert("data_dir".into(), text(&self.data_dir()?.display().to_string()));
         settings::show(self, &mut root);
         super::models::show(&self.models, &mut root);
+        super::mcp::show(&self.mcp, &mut root);
 
         let billing = &self.billing;
         if !billing.webhook_secrets.is_empty() {

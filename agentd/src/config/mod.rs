@@ -13,6 +13,7 @@ use std::time::Duration;
 use secrecy::{ExposeSecret, SecretString};
 
 use agentcore::domain::billing::Plans;
+use agentcore::mcp::McpConfig;
 use agentcore::models::ModelsConfig;
 use agentcore::store::DatabaseUrl;
 use agentcore::tools::http_fetch::AddressPolicy;
@@ -23,6 +24,7 @@ pub use sources::{Environment, process_environment};
 use sources::{Sources, distance, read_file};
 
 mod effective;
+mod mcp;
 mod models;
 mod settings;
 mod sources;
@@ -70,6 +72,8 @@ pub struct Config {
     pub limits: LimitsConfig,
     pub log: LogConfig,
     pub tools: ToolsSettings,
+    /// The operator's MCP servers.
+    pub mcp: McpConfig,
     /// The file that was read, if any.
     pub file: Option<PathBuf>,
     /// Every `AGENTD_*` name a setting can be given by.
@@ -211,6 +215,7 @@ impl Config {
             limits: LimitsConfig::default(),
             log: log(src)?,
             tools: ToolsSettings::default(),
+            mcp: mcp::mcp(src)?,
             file: None,
             known: BTreeSet::new(),
         };
@@ -278,6 +283,7 @@ impl Config {
         core.runtime = self.runtime;
         core.billing = self.billing.clone();
         core.tools.http = self.http_policy()?;
+        core.mcp = self.mcp.clone();
         Ok(core)
     }
 

@@ -178,6 +178,12 @@ fn flatten(
                 flatten(section, &name, &path, out)?;
                 continue;
             }
+            // A stdio server's arguments may hold commas: they keep their bounds as JSON.
+            toml::Value::Array(items) if is_argument_list(&name) => {
+                let items =
+                    items.iter().map(|v| scalar(v, &path)).collect::<Result<Vec<_>, _>>()?;
+                serde_json::to_string(&items).map_err(|e| e.to_string())?
+            }
             toml::Value::Array(items) => {
                 items.iter().map(|v| scalar(v, &path)).collect::<Result<Vec<_>, _>>()?.join(",")
             }
@@ -186,6 +192,11 @@ fn flatten(
         out.insert(name, FileValue { text, path });
     }
     Ok(())
+}
+
+/// `AGENTD_MCP__SERVERS__<NAME>__ARGS`.
+fn is_argument_list(name: &str) -> bool {
+    name.starts_with("AGENTD_MCP__SERVERS__") && name.ends_with("__ARGS")
 }
 
 fn scalar(value: &toml::Value, path: &str) -> Result<String, String> {

@@ -8,6 +8,7 @@ mod agents;
 mod backlog;
 mod billing;
 mod chat;
+mod mcp;
 mod onboarding;
 mod ops;
 mod tools;
@@ -43,6 +44,9 @@ pub(crate) fn api() -> OpenApiRouter<AppState> {
         .routes(routes!(tools::steps))
         .routes(routes!(tools::show_memory, tools::set_memory))
         .routes(routes!(tools::list))
+        .routes(routes!(mcp::list, mcp::add))
+        .routes(routes!(mcp::delete))
+        .routes(routes!(mcp::test))
         .routes(routes!(billing::show))
         .routes(routes!(billing::webhook))
         .routes(routes!(onboarding::templates))

@@ -12,9 +12,12 @@ use crate::error::ApiError;
 use crate::extract::{Caller, Json, Path, agent_id, task_id};
 
 #[utoipa::path(get, path = "/api/tools", operation_id = "list_tools", tag = "tools", security(("bearer" = [])),
-    responses((status = 200, description = "Every built-in tool, with its description and the JSON Schema of its arguments.", body = ToolList)))]
-pub(super) async fn list(State(state): State<AppState>, Caller(_): Caller) -> Reply<ToolList> {
-    Reply(ToolList { tools: state.core.tools() })
+    responses((status = 200, description = "Every built-in tool, with its description and the JSON Schema of its arguments; then each MCP server the caller's agents may use (the operator's and the caller's own), with its tools or the error that kept them from being listed.", body = ToolList)))]
+pub(super) async fn list(
+    State(state): State<AppState>,
+    Caller(who): Caller,
+) -> Result<Reply<ToolList>, ApiError> {
+    Ok(Reply(state.core.tool_list(&who).await?))
 }
 
 #[utoipa::path(get, path = "/api/agents/{id}/memory", operation_id = "show_memory", tag = "agents", security(("bearer" = [])),

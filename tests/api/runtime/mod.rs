@@ -11,6 +11,7 @@ use crate::helpers::{Options, TestApp, TestDb, User, backend_tests, eventually};
 
 mod bound;
 mod fetch;
+mod mcp;
 mod tools;
 
 const BOT: &str = "runtime-bot.1";

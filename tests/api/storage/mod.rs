@@ -38,6 +38,7 @@ fn new_agent(id: &str, workspace: Option<&str>) -> NewAgent {
         model: Some(ModelName::parse("echo").unwrap()),
         tools: agentcore::domain::tools::ToolSet::default_set(),
         max_steps: agentcore::domain::tools::MaxSteps::default(),
+        mcp_servers: agentcore::domain::mcp::McpServerSet::default(),
     }
 }
 

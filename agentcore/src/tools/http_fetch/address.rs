@@ -174,6 +174,48 @@ impl AddressPolicy {
         Ok(port)
     }
 
+    /// Checks where `url` leads now: its scheme, and every address its host resolves to
+    /// (an MCP server's URL, before it is stored). Connections are checked again when made,
+    /// by the resolver, so a name that moves to a private address later is still refused.
+    pub async fn check_host(&self, url: &str) -> Result<(), String> {
+        let url = Url::parse(url).map_err(|e| format!("is not a URL: {e}"))?;
+        let port = self.check_url(&url).map_err(|Explained(why)| why)?;
+        let host = url.host_str().unwrap_or_default();
+        let literal = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
+        if literal.parse::<IpAddr>().is_ok() {
+            return Ok(());
+        }
+        let addresses = tokio::net::lookup_host((literal, port))
+            .await
+            .map_err(|e| format!("refused: {host} does not resolve: {e}"))?;
+        for address in addresses {
+            if let Some(range) = self.refusal(address.ip(), Some(port)) {
+                return Err(format!(
+                    "refused: {host} resolves to {}, {}; {HINT}",
+                    address.ip(),
+                    range.describe()
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// A client whose connections reach only what this policy allows (resolved addresses
+    /// checked, redirects not followed), for MCP servers users add.
+    pub fn guarded_client(
+        self: &Arc<Self>,
+        timeout: std::time::Duration,
+    ) -> Result<reqwest::Client, reqwest::Error> {
+        reqwest::Client::builder()
+            .user_agent(concat!("agentd/", env!("CARGO_PKG_VERSION")))
+            .connect_timeout(timeout)
+            .no_proxy()
+            .referer(false)
+            .redirect(Policy::none())
+            .dns_resolver(GuardedResolver(Arc::clone(self)))
+            .build()
+    }
+
     /// The redirect policy of the client: at most [`MAX_REDIRECTS`], each checked like the
     /// first URL, and its port handed on to the resolver.
     pub(super) fn redirect_policy(self: Arc<Self>) -> Policy {

@@ -9,6 +9,7 @@
 //! is stored in that tool step's transaction instead: nothing slow happens in between, so a
 //! crash there costs the same one model call, and each such step saves a commit.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -19,6 +20,7 @@ use crate::domain::steps::{
     LoopGuard, Step, StepCall, StepKind, Stop, not_run, summary_request, system_prompt,
 };
 use crate::domain::tools::ToolName;
+use crate::mcp::ServerRef;
 use crate::models::{Message, ModelProvider, ToolCall, ToolChoice, ToolSpec};
 use crate::store::{RunContext, RunRef};
 use crate::tools::builtin::{self, Prepared};
@@ -43,11 +45,13 @@ pub(super) async fn run_task(node: &Node, agent: &AgentKey, claimed: &ClaimedTas
             return Some((Outcome::Failed { error, permanent: false }, 0, None));
         }
     };
-    let tools = offered(claimed, label);
+    let offer = offered(node, agent, claimed, label).await;
+    let names: Vec<&str> = offer.tools.iter().map(|t| t.name.as_str()).collect();
     let system = system_prompt(
         &claimed.agent.role_prompt,
         &claimed.agent.memory,
-        if tools.is_empty() { &[] } else { &claimed.agent.tools },
+        &names,
+        &offer.unavailable,
         &context.recent,
     );
     let (provider, mut request) =
@@ -58,8 +62,9 @@ pub(super) async fn run_task(node: &Node, agent: &AgentKey, claimed: &ClaimedTas
                 return Some((failed, 0, None));
             }
         };
-    request.tools = tools;
+    request.tools = offer.tools;
     let mut run = Run {
+        mcp: offer.mcp,
         node,
         agent,
         claimed,
@@ -83,13 +88,23 @@ pub(super) async fn run_task(node: &Node, agent: &AgentKey, claimed: &ClaimedTas
     run.go().await.map(|outcome| (outcome, 1 + run.retries, run.last.take()))
 }
 
-/// The built-in tools offered to this agent's model (of `provider`, the server's default when
-/// the agent names none); none for `echo`, which calls no model.
-fn offered(claimed: &ClaimedTask, provider: &str) -> Vec<ToolSpec> {
+/// What the model is offered: the agent's built-in tools, then its MCP servers' tools (the
+/// connections' cached lists: nothing is fetched per step), and the servers it cannot use now.
+struct Offer {
+    tools: Vec<ToolSpec>,
+    /// `<server>__<tool>` → the server and its own name for the tool.
+    mcp: HashMap<String, (ServerRef, String)>,
+    unavailable: Vec<String>,
+}
+
+/// The tools offered to this agent's model (of `provider`, the server's default when the agent
+/// names none); none for `echo`, which calls no model.
+async fn offered(node: &Node, agent: &AgentKey, claimed: &ClaimedTask, provider: &str) -> Offer {
+    let mut offer = Offer { tools: Vec::new(), mcp: HashMap::new(), unavailable: Vec::new() };
     if provider == "echo" {
-        return Vec::new();
+        return offer;
     }
-    claimed
+    offer.tools = claimed
         .agent
         .tools
         .iter()
@@ -101,11 +116,45 @@ fn offered(claimed: &ClaimedTask, provider: &str) -> Vec<ToolSpec> {
                 parameters: info.parameters,
             }
         })
-        .collect()
+        .collect();
+    if claimed.agent.mcp_servers.is_empty() {
+        return offer;
+    }
+    let owner = crate::domain::user::UserId::from_trusted(agent.owner_id.clone());
+    let servers = node.core.agent_servers(&owner, &claimed.agent.mcp_servers).await;
+    for server in servers {
+        let listed = match server {
+            Ok(server) => match node.core.mcp().tools(&server).await {
+                Ok(tools) => Ok((server, tools)),
+                Err(error) => Err(error),
+            },
+            Err(error) => Err(error),
+        };
+        match listed {
+            Ok((server, tools)) => {
+                for tool in tools.iter() {
+                    let info = &tool.info;
+                    offer.tools.push(ToolSpec {
+                        name: info.name.clone(),
+                        description: info.description.clone(),
+                        parameters: info.parameters.clone(),
+                    });
+                    offer.mcp.insert(info.name.clone(), (server.clone(), info.tool.clone()));
+                }
+            }
+            Err(error) => {
+                tracing::warn!(task = %claimed.task.id, %error, "MCP server unavailable for a run");
+                offer.unavailable.push(error);
+            }
+        }
+    }
+    offer
 }
 
 struct Run<'a> {
     node: &'a Node,
+    /// The MCP tools offered, by the name the model calls them.
+    mcp: HashMap<String, (ServerRef, String)>,
     agent: &'a AgentKey,
     claimed: &'a ClaimedTask,
     provider: Arc<dyn ModelProvider>,
@@ -237,6 +286,15 @@ impl Run<'_> {
     async fn call_tool(&mut self, call: &StepCall) -> Option<()> {
         let started = Instant::now();
         let own = &self.claimed.task.agent_id;
+        if let Some((server, tool)) = self.mcp.get(&call.name).cloned() {
+            self.store_asked().await?;
+            let remaining = self.deadline.saturating_duration_since(started);
+            let called = self.node.core.mcp().call(&server, &tool, &call.arguments);
+            let result = tokio::time::timeout(remaining, called)
+                .await
+                .unwrap_or_else(|_| Err("timed out: the task's time ran out".into()));
+            return self.record_tool(call, result, millis(started), None).await;
+        }
         let prepared = match call.name.parse::<ToolName>() {
             Ok(tool) if self.claimed.agent.tools.contains(&tool) => {
                 builtin::prepare(tool, own, &call.arguments)

@@ -1,0 +1,314 @@
+//! One MCP server's connection on this node: opened on first use, kept while it works, opened
+//! again (once per call) when it died; its tool list cached until the server says it changed.
+
+use std::collections::BTreeMap;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation};
+use rmcp::service::{NotificationContext, RunningService, ServiceError};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use secrecy::{ExposeSecret, SecretString};
+use tokio::io::AsyncBufReadExt;
+
+use super::ServerCalls;
+use super::content::render;
+use crate::domain::mcp::{McpServerName, McpToolInfo};
+
+/// How to reach the server.
+#[derive(Debug)]
+pub(super) enum Spec {
+    Stdio { command: String, args: Vec<String>, env: BTreeMap<String, SecretString> },
+    Http { url: String, headers: BTreeMap<String, SecretString>, client: reqwest::Client },
+}
+
+/// A tool of the server, with the name the model calls it by.
+#[derive(Debug, Clone)]
+pub struct McpTool {
+    pub info: McpToolInfo,
+}
+
+/// Of agentd's environment, what a stdio server is given (besides its own `env`): enough to
+/// find programs and a home, none of agentd's settings or secrets.
+const PASSED_ENV: [&str; 7] = ["PATH", "HOME", "USER", "LANG", "LC_ALL", "TZ", "TMPDIR"];
+
+#[derive(Debug)]
+pub(super) struct Connection {
+    name: McpServerName,
+    spec: Spec,
+    timeout: Duration,
+    calls: Arc<ServerCalls>,
+    /// The open session; one task at a time opens it.
+    live: tokio::sync::Mutex<Option<Arc<Live>>>,
+}
+
+#[derive(Debug)]
+struct Live {
+    service: RunningService<RoleClient, Handler>,
+    tools: std::sync::RwLock<Arc<Vec<McpTool>>>,
+}
+
+impl Live {
+    fn is_open(&self) -> bool {
+        !self.service.is_closed() && !self.service.peer().is_transport_closed()
+    }
+
+    fn tools(&self) -> Arc<Vec<McpTool>> {
+        Arc::clone(&self.tools.read().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+}
+
+/// The client side of the session: notes `tools/list_changed`.
+#[derive(Debug, Clone)]
+struct Handler {
+    stale: Arc<AtomicBool>,
+}
+
+impl ClientHandler for Handler {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.stale.store(true, Ordering::Release);
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        let agentd = Implementation::new("agentd", env!("CARGO_PKG_VERSION"));
+        ClientConfig::new(ClientCapabilities::default(), agentd)
+    }
+}
+
+impl Connection {
+    pub(super) fn new(
+        name: McpServerName,
+        spec: Spec,
+        timeout: Duration,
+        calls: Arc<ServerCalls>,
+    ) -> Self {
+        Self { name, spec, timeout, calls, live: tokio::sync::Mutex::new(None) }
+    }
+
+    /// Whether this connection goes to `url` with `token` (a user's server, as stored now).
+    pub(super) fn same_endpoint(&self, url: &str, token: Option<&SecretString>) -> bool {
+        let Spec::Http { url: own, headers, .. } = &self.spec else { return false };
+        let bearer = headers.get("authorization").map(|b| b.expose_secret().to_owned());
+        own == url && bearer == token.map(|t| format!("Bearer {}", t.expose_secret()))
+    }
+
+    /// The tools, listed when the session opened or again since the server said they changed;
+    /// `fresh` reopens the session first.
+    pub(super) async fn tools(&self, fresh: bool) -> Result<Arc<Vec<McpTool>>, String> {
+        if fresh {
+            self.reset(None).await;
+        }
+        let live = self.live().await?;
+        let stale = live.service.service().stale.swap(false, Ordering::AcqRel);
+        if stale {
+            match self.list(&live.service).await {
+                Ok(tools) => {
+                    *live.tools.write().unwrap_or_else(std::sync::PoisonError::into_inner) =
+                        Arc::new(tools);
+                }
+                Err(error) => {
+                    self.reset(Some(&live)).await;
+                    return Err(error);
+                }
+            }
+        }
+        Ok(live.tools())
+    }
+
+    /// One call; a session found dead is opened again and the call made once more.
+    pub(super) async fn call(&self, tool: &str, arguments: &str) -> Result<String, String> {
+        let arguments = match serde_json::from_str::<serde_json::Value>(arguments) {
+            Ok(serde_json::Value::Object(map)) => map,
+            Ok(serde_json::Value::Null) => serde_json::Map::new(),
+            _ => return Err("invalid arguments: not a JSON object".into()),
+        };
+        let started = Instant::now();
+        self.calls.calls.fetch_add(1, Ordering::Relaxed);
+        let mut outcome = self.call_once(tool, &arguments).await;
+        if let Err(Failure::Closed(_)) = &outcome {
+            tracing::info!(server = %self.name, "MCP session closed; opening it again for one retry");
+            outcome = self.call_once(tool, &arguments).await;
+        }
+        self.calls.latency.observe(started.elapsed());
+        let answer = match outcome {
+            Ok(answer) => answer,
+            Err(Failure::Closed(why) | Failure::Other(why)) => Err(why),
+        };
+        if answer.is_err() {
+            self.calls.errors.fetch_add(1, Ordering::Relaxed);
+        }
+        answer
+    }
+
+    async fn call_once(
+        &self,
+        tool: &str,
+        arguments: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<Result<String, String>, Failure> {
+        let live = self.live().await.map_err(Failure::Other)?;
+        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments.clone());
+        let called =
+            tokio::time::timeout(self.timeout, live.service.peer().call_tool(params)).await;
+        match called {
+            Ok(Ok(result)) => Ok(render(result)),
+            Ok(Err(ServiceError::McpError(error))) => {
+                Ok(Err(format!("the server refused the call: {}", error.message)))
+            }
+            Ok(Err(error @ (ServiceError::TransportClosed | ServiceError::TransportSend(_)))) => {
+                self.reset(Some(&live)).await;
+                Err(Failure::Closed(format!("the server closed the connection: {error}")))
+            }
+            Ok(Err(error)) => {
+                self.reset(Some(&live)).await;
+                Err(Failure::Other(format!("the call failed: {error}")))
+            }
+            Err(_) => Err(Failure::Other(format!(
+                "timed out: the server did not answer within {} s",
+                self.timeout.as_secs_f64()
+            ))),
+        }
+    }
+
+    /// The open session, opening it (and listing the tools) when there is none or it died.
+    async fn live(&self) -> Result<Arc<Live>, String> {
+        let mut slot = self.live.lock().await;
+        if let Some(live) = slot.as_ref().filter(|live| live.is_open()) {
+            return Ok(Arc::clone(live));
+        }
+        if let Some(dead) = slot.take() {
+            tokio::spawn(close_live(dead, super::CLOSE_TIMEOUT));
+        }
+        let opened = tokio::time::timeout(self.timeout, self.open()).await.unwrap_or_else(|_| {
+            Err(format!("timed out: could not connect within {} s", self.timeout.as_secs_f64()))
+        });
+        let live = Arc::new(opened.map_err(|e| format!("MCP server '{}': {e}", self.name))?);
+        *slot = Some(Arc::clone(&live));
+        Ok(live)
+    }
+
+    async fn open(&self) -> Result<Live, String> {
+        let handler = Handler { stale: Arc::new(AtomicBool::new(false)) };
+        let service = match &self.spec {
+            Spec::Stdio { command, args, env } => {
+                let transport = self.spawn(command, args, env)?;
+                handler.serve(transport).await.map_err(|e| format!("cannot initialise: {e}"))?
+            }
+            Spec::Http { url, headers, client } => {
+                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                let mut custom = std::collections::HashMap::new();
+                for (name, value) in headers {
+                    let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+                        .map_err(|e| format!("header {name}: {e}"))?;
+                    let value = reqwest::header::HeaderValue::from_str(value.expose_secret())
+                        .map_err(|_| format!("header {name}: not a valid value"))?;
+                    custom.insert(name, value);
+                }
+                config = config.custom_headers(custom);
+                let transport = StreamableHttpClientTransport::with_client(client.clone(), config);
+                handler.serve(transport).await.map_err(|e| format!("cannot initialise: {e}"))?
+            }
+        };
+        let tools = self.list(&service).await?;
+        tracing::info!(server = %self.name, tools = tools.len(), "MCP session opened");
+        Ok(Live { service, tools: std::sync::RwLock::new(Arc::new(tools)) })
+    }
+
+    fn spawn(
+        &self,
+        command: &str,
+        args: &[String],
+        env: &BTreeMap<String, SecretString>,
+    ) -> Result<TokioChildProcess, String> {
+        let mut child = tokio::process::Command::new(command);
+        child.args(args).env_clear().kill_on_drop(true);
+        for name in PASSED_ENV {
+            if let Some(value) = std::env::var_os(name) {
+                child.env(name, value);
+            }
+        }
+        for (name, value) in env {
+            child.env(name, value.expose_secret());
+        }
+        let mut wrapped = process_wrap::tokio::CommandWrap::from(child);
+        wrapped.wrap(process_wrap::tokio::ProcessGroup::leader());
+        let (transport, stderr) = TokioChildProcess::builder(wrapped)
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start '{command}': {e}"))?;
+        if let Some(stderr) = stderr {
+            let server = self.name.clone();
+            tokio::spawn(async move {
+                let mut lines = tokio::io::BufReader::new(stderr).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    tracing::info!(server = %server, "MCP server: {line}");
+                }
+            });
+        }
+        Ok(transport)
+    }
+
+    async fn list(
+        &self,
+        service: &RunningService<RoleClient, Handler>,
+    ) -> Result<Vec<McpTool>, String> {
+        let listed = tokio::time::timeout(self.timeout, service.peer().list_all_tools())
+            .await
+            .map_err(|_| "timed out listing the tools".to_owned())?
+            .map_err(|e| format!("cannot list the tools: {e}"))?;
+        let mut tools = Vec::with_capacity(listed.len());
+        for tool in &listed {
+            match super::tool_info(&self.name, tool) {
+                Some(info) => tools.push(McpTool { info }),
+                None => tracing::warn!(
+                    server = %self.name,
+                    tool = %tool.name,
+                    "MCP tool not offered: its name does not fit the providers' rules"
+                ),
+            }
+        }
+        Ok(tools)
+    }
+
+    /// Drops the session `failed` (any when `None`) so the next use opens a new one.
+    async fn reset(&self, failed: Option<&Arc<Live>>) {
+        let mut slot = self.live.lock().await;
+        let matches = match (slot.as_ref(), failed) {
+            (Some(current), Some(failed)) => Arc::ptr_eq(current, failed),
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        if matches && let Some(dead) = slot.take() {
+            tokio::spawn(close_live(dead, super::CLOSE_TIMEOUT));
+        }
+    }
+
+    /// Closes the session (a stdio server is asked to stop, then killed), within `bound`.
+    pub(super) async fn close(&self, bound: Duration) {
+        let live = self.live.lock().await.take();
+        if let Some(live) = live {
+            close_live(live, bound).await;
+        }
+    }
+}
+
+/// Why a call got no answer: the session closed (worth one retry on a new one), or else.
+enum Failure {
+    Closed(String),
+    Other(String),
+}
+
+async fn close_live(live: Arc<Live>, bound: Duration) {
+    match Arc::try_unwrap(live) {
+        Ok(mut live) => {
+            if let Err(error) = live.service.close_with_timeout(bound).await {
+                tracing::warn!(%error, "MCP session did not close cleanly");
+            }
+        }
+        // A call still holds it; its drop guard cancels the session when the last one ends.
+        Err(shared) => shared.service.cancellation_token().cancel(),
+    }
+}

@@ -1,0 +1,283 @@
+//! Model Context Protocol servers: this node's clients, built on the official SDK (`rmcp`).
+//!
+//! One connection per server per node (per user for the servers users add), opened on first
+//! use and kept: the tool list is fetched when it connects and again after the server says it
+//! changed (`notifications/tools/list_changed`) or after a failure, never per step. A call is
+//! bounded by the server's timeout; a connection found dead is opened again once and the call
+//! retried once. Stdio servers run as child processes in their own process group, killed with
+//! the node. Users' servers are reached only through a client that refuses non-public
+//! addresses after DNS resolution, as `http_fetch` does.
+
+mod connection;
+mod content;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use secrecy::{ExposeSecret, SecretString};
+
+use crate::domain::mcp::{McpOrigin, McpServerName, McpServerTools, McpToolInfo, qualified_tool};
+use crate::domain::user::UserId;
+use crate::error::{Error, Result};
+use crate::telemetry::Histogram;
+use crate::tools::http_fetch::AddressPolicy;
+use connection::{Connection, Spec};
+
+pub use connection::McpTool;
+
+/// The operator's MCP servers (`mcp.servers.<name>` in agentd's configuration).
+#[derive(Debug, Clone, Default)]
+pub struct McpConfig {
+    pub servers: BTreeMap<McpServerName, McpServerConfig>,
+}
+
+/// One operator server: how to reach it, and how long a call may take.
+#[derive(Debug, Clone)]
+pub struct McpServerConfig {
+    pub transport: McpTransport,
+    pub timeout: Duration,
+}
+
+impl McpServerConfig {
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+}
+
+/// How a server is reached.
+#[derive(Debug, Clone)]
+pub enum McpTransport {
+    /// A child process speaking MCP on its stdin and stdout. It gets `env` and, of agentd's
+    /// own environment, only `PATH`, `HOME`, `USER`, `LANG`, `LC_ALL`, `TZ` and `TMPDIR`.
+    Stdio { command: String, args: Vec<String>, env: BTreeMap<String, SecretString> },
+    /// Streamable HTTP, with these headers on every request.
+    Http { url: String, headers: BTreeMap<String, SecretString> },
+}
+
+/// Which server a run or a request means, with what connecting to it needs.
+#[derive(Debug, Clone)]
+pub enum ServerRef {
+    Operator(McpServerName),
+    User { owner: UserId, name: McpServerName, url: String, token: Option<SecretString> },
+}
+
+impl ServerRef {
+    pub fn operator(name: McpServerName) -> Self {
+        ServerRef::Operator(name)
+    }
+
+    pub fn user(
+        owner: UserId,
+        name: McpServerName,
+        url: String,
+        token: Option<SecretString>,
+    ) -> Self {
+        ServerRef::User { owner, name, url, token }
+    }
+
+    pub fn name(&self) -> &McpServerName {
+        match self {
+            ServerRef::Operator(name) | ServerRef::User { name, .. } => name,
+        }
+    }
+
+    pub fn origin(&self) -> McpOrigin {
+        match self {
+            ServerRef::Operator(_) => McpOrigin::Operator,
+            ServerRef::User { .. } => McpOrigin::User,
+        }
+    }
+}
+
+/// Calls of one server (by origin and name), for metrics.
+#[derive(Debug, Default)]
+pub(crate) struct ServerCalls {
+    pub(crate) calls: std::sync::atomic::AtomicU64,
+    pub(crate) errors: std::sync::atomic::AtomicU64,
+    pub(crate) latency: Histogram,
+}
+
+/// What `GET /metrics` shows of one server's calls.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpCallMetrics {
+    pub server: String,
+    pub origin: McpOrigin,
+    pub calls: u64,
+    pub errors: u64,
+    pub latency: crate::telemetry::HistogramSnapshot,
+}
+
+/// This node's MCP clients.
+#[derive(Debug)]
+pub struct McpClients {
+    operator: BTreeMap<McpServerName, Arc<Connection>>,
+    users: Mutex<HashMap<(UserId, McpServerName), Arc<Connection>>>,
+    /// Reaches public addresses only (unless the operator allows private ones).
+    user_http: reqwest::Client,
+    stats: Mutex<BTreeMap<(McpOrigin, McpServerName), Arc<ServerCalls>>>,
+}
+
+/// Bounds closing every connection when the node stops.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
+
+impl McpClients {
+    /// Clients for the operator's servers (nothing connects yet) and for users' servers under
+    /// `user_policy`.
+    pub fn new(config: &McpConfig, user_policy: AddressPolicy) -> Result<Self> {
+        crate::install_tls_provider();
+        let user_http = Arc::new(user_policy)
+            .guarded_client(McpServerConfig::DEFAULT_TIMEOUT)
+            .map_err(|e| Error::internal(format!("cannot build the MCP HTTP client: {e}")))?;
+        let operator_http = reqwest::Client::builder()
+            .user_agent(concat!("agentd/", env!("CARGO_PKG_VERSION")))
+            .connect_timeout(McpServerConfig::DEFAULT_TIMEOUT)
+            .build()
+            .map_err(|e| Error::internal(format!("cannot build the MCP HTTP client: {e}")))?;
+        let stats = Mutex::new(BTreeMap::new());
+        let mut clients =
+            Self { operator: BTreeMap::new(), users: Mutex::default(), user_http, stats };
+        for (name, server) in &config.servers {
+            let spec = match &server.transport {
+                McpTransport::Stdio { command, args, env } => {
+                    Spec::Stdio { command: command.clone(), args: args.clone(), env: env.clone() }
+                }
+                McpTransport::Http { url, headers } => Spec::Http {
+                    url: url.clone(),
+                    headers: headers.clone(),
+                    client: operator_http.clone(),
+                },
+            };
+            let calls = clients.calls(McpOrigin::Operator, name);
+            let connection = Connection::new(name.clone(), spec, server.timeout, calls);
+            clients.operator.insert(name.clone(), Arc::new(connection));
+        }
+        Ok(clients)
+    }
+
+    pub fn operator_names(&self) -> impl Iterator<Item = &McpServerName> {
+        self.operator.keys()
+    }
+
+    pub fn is_operator(&self, name: &McpServerName) -> bool {
+        self.operator.contains_key(name)
+    }
+
+    /// The server's tools as the model is offered them (`<server>__<tool>`); the error says
+    /// why there are none.
+    pub async fn tools(
+        &self,
+        server: &ServerRef,
+    ) -> std::result::Result<Arc<Vec<McpTool>>, String> {
+        self.connection(server)?.tools(false).await
+    }
+
+    /// A server's tools for `GET /api/tools` (`fresh`: reconnect and list again, for a test).
+    pub async fn listing(&self, server: &ServerRef, fresh: bool) -> McpServerTools {
+        let listed = match self.connection(server) {
+            Ok(connection) => connection.tools(fresh).await,
+            Err(error) => Err(error),
+        };
+        let (tools, error) = match listed {
+            Ok(tools) => (tools.iter().map(|t| t.info.clone()).collect(), None),
+            Err(error) => (Vec::new(), Some(error)),
+        };
+        McpServerTools { server: server.name().clone(), origin: server.origin(), tools, error }
+    }
+
+    /// Calls `tool` (the server's own name for it) with `arguments` (a JSON object, as the
+    /// model wrote it); the text for the model, or the error it is told.
+    pub async fn call(
+        &self,
+        server: &ServerRef,
+        tool: &str,
+        arguments: &str,
+    ) -> std::result::Result<String, String> {
+        self.connection(server)?.call(tool, arguments).await
+    }
+
+    /// Forgets this node's connection to a user's server (it was removed).
+    pub async fn forget_user(&self, owner: &UserId, name: &McpServerName) {
+        let removed = self.lock_users().remove(&(owner.clone(), name.clone()));
+        if let Some(connection) = removed {
+            connection.close(CLOSE_TIMEOUT).await;
+        }
+    }
+
+    /// Closes every connection, stopping stdio servers, each within a bound.
+    pub async fn close(&self) {
+        let users: Vec<Arc<Connection>> = self.lock_users().drain().map(|(_, c)| c).collect();
+        let all = self.operator.values().chain(users.iter());
+        futures_util::future::join_all(all.map(|c| c.close(CLOSE_TIMEOUT))).await;
+    }
+
+    /// Calls per server since the node started.
+    pub fn metrics(&self) -> Vec<McpCallMetrics> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let stats = self.stats.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        stats
+            .iter()
+            .map(|((origin, server), calls)| McpCallMetrics {
+                server: server.to_string(),
+                origin: *origin,
+                calls: calls.calls.load(Relaxed),
+                errors: calls.errors.load(Relaxed),
+                latency: calls.latency.snapshot(),
+            })
+            .collect()
+    }
+
+    fn calls(&self, origin: McpOrigin, name: &McpServerName) -> Arc<ServerCalls> {
+        let mut stats = self.stats.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        Arc::clone(stats.entry((origin, name.clone())).or_default())
+    }
+
+    fn lock_users(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<(UserId, McpServerName), Arc<Connection>>> {
+        self.users.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The connection for `server`: the operator's, or the user's, opened anew when its URL or
+    /// token changed (removed and added again, possibly on another node).
+    fn connection(&self, server: &ServerRef) -> std::result::Result<Arc<Connection>, String> {
+        match server {
+            ServerRef::Operator(name) => self
+                .operator
+                .get(name)
+                .cloned()
+                .ok_or_else(|| format!("MCP server '{name}' is not configured")),
+            ServerRef::User { owner, name, url, token } => {
+                let calls = self.calls(McpOrigin::User, name);
+                let mut users = self.lock_users();
+                let key = (owner.clone(), name.clone());
+                if let Some(existing) = users.get(&key)
+                    && existing.same_endpoint(url, token.as_ref())
+                {
+                    return Ok(Arc::clone(existing));
+                }
+                let mut headers = BTreeMap::new();
+                if let Some(token) = token {
+                    let bearer = format!("Bearer {}", token.expose_secret());
+                    headers.insert("authorization".to_owned(), SecretString::from(bearer));
+                }
+                let spec = Spec::Http { url: url.clone(), headers, client: self.user_http.clone() };
+                let timeout = McpServerConfig::DEFAULT_TIMEOUT;
+                let connection = Arc::new(Connection::new(name.clone(), spec, timeout, calls));
+                if let Some(replaced) = users.insert(key, Arc::clone(&connection)) {
+                    tokio::spawn(async move { replaced.close(CLOSE_TIMEOUT).await });
+                }
+                Ok(connection)
+            }
+        }
+    }
+}
+
+/// A server's tool as the loop offers it.
+pub(crate) fn tool_info(server: &McpServerName, tool: &rmcp::model::Tool) -> Option<McpToolInfo> {
+    let name = qualified_tool(server, &tool.name)?;
+    Some(McpToolInfo {
+        name,
+        tool: tool.name.to_string(),
+        description: tool.description.as_deref().unwrap_or_default().to_owned(),
+        parameters: serde_json::Value::Object((*tool.input_schema).clone()),
+    })
+}

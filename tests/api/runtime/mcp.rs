@@ -1,0 +1,183 @@
+//! Agents calling the tools of MCP servers, through the test server of the test crate served
+//! over streamable HTTP as an operator's server: the qualified names and schemas the model is
+//! offered, results and errors, the call timeout, and one session per server.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::tools::{acting_agent, call, calls_of, finished, start, steps};
+use super::{WAIT, models};
+use crate::fake_models::Script;
+use crate::helpers::{TestApp, TestDb, app_with, backend_tests, eventually};
+use agentcore::domain::mcp::McpServerName;
+use agentcore::mcp::{McpConfig, McpServerConfig, McpTransport};
+use support::mcp_server::McpHttpServer;
+
+backend_tests! { db;
+    an_agent_adds_with_a_servers_tool_and_the_model_saw_its_schema,
+    a_slow_call_past_the_servers_timeout_and_a_failing_tool_are_errors_the_model_reads,
+    twenty_tasks_of_three_steps_initialise_the_session_once_and_list_the_tools_once,
+    the_tool_list_shows_each_servers_tools_or_why_it_is_unreachable,
+    an_agent_may_name_only_servers_that_exist,
+}
+
+/// An operator's HTTP server called `name` at `url`, with a call timeout.
+pub(super) fn http_server(name: &str, url: &str, timeout: Duration) -> McpConfig {
+    let mut config = McpConfig::default();
+    let transport = McpTransport::Http { url: url.to_owned(), headers: Default::default() };
+    config
+        .servers
+        .insert(McpServerName::parse(name).unwrap(), McpServerConfig { transport, timeout });
+    config
+}
+
+async fn app_with_calc(db: TestDb, server: &McpHttpServer, timeout: Duration) -> TestApp {
+    let config = http_server("calc", &server.url, timeout);
+    app_with(db, |o| o.mcp = config).await
+}
+
+/// Agent `id` on `model` with the `calc` server and no built-in tools, started.
+async fn calculator(app: &TestApp, email: &str, id: &str, model: &str) -> crate::helpers::User {
+    let user = acting_agent(app, email, id, model, &[]).await;
+    app.patch(&format!("/api/agents/{id}"), &user, json!({"mcp_servers": ["calc"]}))
+        .await
+        .assert_status(200);
+    user
+}
+
+async fn an_agent_adds_with_a_servers_tool_and_the_model_saw_its_schema(db: TestDb) {
+    let server = McpHttpServer::start().await;
+    let app = app_with_calc(db, &server, McpServerConfig::DEFAULT_TIMEOUT).await;
+    for (model, email) in [("openai:adder", "a@example.com"), ("anthropic:adder", "b@example.com")]
+    {
+        let id = if model.starts_with("openai") { "adder" } else { "adder-2" };
+        let user = calculator(&app, email, id, model).await;
+        models(&app).script_for(
+            "adder",
+            [call("calc__add", json!({"a": 10, "b": 25})), Script::Answer("It is 35.".into())],
+        );
+        let task = app.add_task(&user, id, "Add 10 and 25", 0).await;
+        start(&app, &user, id).await;
+        let done = finished(&app, &user, id, &task["id"]).await;
+        assert_eq!(done["status"], "complete", "{done}");
+        let run = steps(&app, &user, id, &task["id"]).await;
+        let tool = run.iter().find(|s| s["kind"] == "tool").expect("a tool step");
+        assert_eq!(tool["tool"], "calc__add", "the transcript names the server and the tool");
+        assert_eq!(tool["output"], "35", "{tool}");
+        let asked = calls_of(&app, "adder");
+        let first = asked.iter().find(|c| c.user() == "Add 10 and 25").unwrap();
+        assert_eq!(first.tools(), ["calc__add", "calc__slow", "calc__fail", "calc__crash"]);
+        let offered = &first.body["tools"][0];
+        let schema = if first.format == "openai" {
+            &offered["function"]["parameters"]
+        } else {
+            &offered["input_schema"]
+        };
+        assert_eq!(schema["properties"]["a"]["type"], "integer", "{offered}");
+        assert_eq!(schema["required"], json!(["a", "b"]));
+        let last = asked.iter().rev().find(|c| c.user() == "Add 10 and 25").unwrap();
+        assert!(last.tool_results().iter().any(|(_, content)| content == "35"));
+    }
+}
+
+async fn a_slow_call_past_the_servers_timeout_and_a_failing_tool_are_errors_the_model_reads(
+    db: TestDb,
+) {
+    let server = McpHttpServer::start().await;
+    let app = app_with_calc(db, &server, Duration::from_secs(1)).await;
+    let user = calculator(&app, "slow@example.com", "waiter", "openai:waiter").await;
+    models(&app).script_for(
+        "waiter",
+        [
+            call("calc__slow", json!({"seconds": 5})),
+            call("calc__fail", json!({})),
+            call("calc__add", json!({"a": 1, "b": 2})),
+            Script::Answer("Done despite the errors.".into()),
+        ],
+    );
+    let task = app.add_task(&user, "waiter", "Try the tools", 0).await;
+    start(&app, &user, "waiter").await;
+    let done = finished(&app, &user, "waiter", &task["id"]).await;
+    assert_eq!(done["status"], "complete", "a tool error does not fail the task: {done}");
+    let run = steps(&app, &user, "waiter", &task["id"]).await;
+    let tools: Vec<&Value> = run.iter().filter(|s| s["kind"] == "tool").collect();
+    let error = |i: usize| tools[i]["error"].as_str().unwrap_or_default().to_owned();
+    assert!(error(0).contains("timed out"), "{}", tools[0]);
+    assert_eq!(error(1), "the tool failed on purpose");
+    assert_eq!(tools[2]["output"], "3", "the session still works after a timed-out call");
+    let last = calls_of(&app, "waiter").pop().unwrap();
+    let results = last.tool_results();
+    assert!(results[1].1.contains("the tool failed on purpose"), "{results:?}");
+}
+
+async fn twenty_tasks_of_three_steps_initialise_the_session_once_and_list_the_tools_once(
+    db: TestDb,
+) {
+    let server = McpHttpServer::start().await;
+    let app = app_with_calc(db, &server, McpServerConfig::DEFAULT_TIMEOUT).await;
+    let user = calculator(&app, "many@example.com", "counter", "openai:counter").await;
+    let mut script = Vec::new();
+    for n in 0..20 {
+        script.push(call("calc__add", json!({"a": n, "b": 1})));
+        script.push(call("calc__add", json!({"a": n, "b": 2})));
+        script.push(Script::Answer(format!("Task {n} done.")));
+    }
+    models(&app).script_for("counter", script);
+    for n in 0..20 {
+        app.add_task(&user, "counter", &format!("Count {n}"), 0).await;
+    }
+    start(&app, &user, "counter").await;
+    eventually(WAIT * 3, "twenty tasks complete", || async {
+        super::count_in(&app, &user, "counter", "complete").await == 20
+    })
+    .await;
+    assert_eq!(server.calls(), 40);
+    assert_eq!((server.initialized(), server.listed()), (1, 1), "one session, one tool list");
+}
+
+async fn the_tool_list_shows_each_servers_tools_or_why_it_is_unreachable(db: TestDb) {
+    let server = McpHttpServer::start().await;
+    let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let dead = format!("http://{}/mcp", closed.local_addr().unwrap());
+    drop(closed);
+    let mut config = http_server("calc", &server.url, Duration::from_secs(5));
+    config.servers.extend(http_server("gone", &dead, Duration::from_secs(5)).servers);
+    let app = app_with(db, |o| o.mcp = config).await;
+    let user = app.register("lister@example.com").await;
+    let list = app.get("/api/tools", &user).await.assert_status(200).clone();
+    assert!(list["tools"].as_array().unwrap().iter().any(|t| t["name"] == "memory"));
+    let servers = list["mcp_servers"].as_array().unwrap();
+    let names: Vec<&str> = servers.iter().map(|s| s["server"].as_str().unwrap()).collect();
+    assert_eq!(names, ["calc", "gone"]);
+    let calc = &servers[0];
+    assert_eq!((calc["origin"].as_str(), calc.get("error")), (Some("operator"), None));
+    let tools: Vec<&str> =
+        calc["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(tools, ["calc__add", "calc__slow", "calc__fail", "calc__crash"]);
+    assert_eq!(calc["tools"][0]["tool"], "add");
+    assert_eq!(calc["tools"][0]["description"], "Adds two integers.");
+    let gone = &servers[1];
+    assert!(gone["error"].as_str().unwrap().contains("gone"), "{gone}");
+    assert_eq!(gone["tools"], json!([]));
+}
+
+async fn an_agent_may_name_only_servers_that_exist(db: TestDb) {
+    let server = McpHttpServer::start().await;
+    let app = app_with_calc(db, &server, McpServerConfig::DEFAULT_TIMEOUT).await;
+    let user = app.register("names@example.com").await;
+    let agent = json!({"id": "a", "name": "A", "role_prompt": "Work.", "channel": "general",
+                       "mcp_servers": ["calc", "nope"]});
+    let refused = app.post("/api/agents", &user, agent).await;
+    refused.assert_error(400, "validation_failed");
+    let problem = refused.body["error"]["details"]["mcp_servers"].as_str().unwrap().to_owned();
+    assert!(problem.contains("'nope'") && problem.contains("calc"), "{problem}");
+    let agent = json!({"id": "a", "name": "A", "role_prompt": "Work.", "channel": "general",
+                       "mcp_servers": ["calc"]});
+    let created = app.post("/api/agents", &user, agent).await;
+    assert_eq!(created.assert_status(201)["mcp_servers"], json!(["calc"]));
+    let bad = app.patch("/api/agents/a", &user, json!({"mcp_servers": ["Calc"]})).await;
+    bad.assert_error(400, "validation_failed");
+    let cleared = app.patch("/api/agents/a", &user, json!({"mcp_servers": []})).await;
+    assert_eq!(cleared.assert_status(200)["mcp_servers"], json!([]));
+}
