@@ -24,6 +24,7 @@ mod chat;
 mod cli;
 mod faults;
 mod limits;
+mod mcp;
 mod metrics;
 mod models;
 mod nul;

@@ -3,8 +3,8 @@
 //! `mcp-test-server` binary. It counts the requests it received, so a test can check that a
 //! client initialises once and lists the tools once.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::handler::server::ServerHandler;
@@ -121,6 +121,8 @@ impl ServerHandler for TestMcp {
 pub struct McpHttpServer {
     pub url: String,
     pub counts: Arc<Counts>,
+    /// The `Authorization` header of every request (empty when there was none).
+    pub authorizations: Arc<Mutex<Vec<String>>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -133,13 +135,23 @@ impl McpHttpServer {
             Arc::new(LocalSessionManager::default()),
             StreamableHttpServerConfig::default(),
         );
-        let router = axum::Router::new().nest_service("/mcp", service);
+        let authorizations = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&authorizations);
+        let record = move |request: axum::extract::Request, next: axum::middleware::Next| {
+            let header = request.headers().get("authorization");
+            let value = header.and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+            seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(value);
+            next.run(request)
+        };
+        let router = axum::Router::new()
+            .nest_service("/mcp", service)
+            .layer(axum::middleware::from_fn(record));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind port 0");
         let url = format!("http://{}/mcp", listener.local_addr().expect("an address"));
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, router).await;
         });
-        Self { url, counts, task }
+        Self { url, counts, authorizations, task }
     }
 
     pub fn initialized(&self) -> usize {

@@ -4,8 +4,9 @@
 //! `url` (+ `[...headers]`); either may set `timeout_seconds` (30). Environment names are
 //! `AGENTD_MCP__SERVERS__<NAME>__COMMAND`, `__ARGS` (a JSON array, or comma-separated),
 //! `__ENV__<VAR>`, `__URL`, `__HEADERS__<HEADER>` (`_` in a header's name reads as `-`) and
-//! `__TIMEOUT_SECONDS`. Every `env` and `headers` value may come from a file instead
-//! (`..._FILE`), for secrets.
+//! `__TIMEOUT_SECONDS`. A header's value may come from a file instead (`..._FILE`), for
+//! secrets; `env` values are passed as written (a variable whose name ends in `_FILE` is the
+//! program's own).
 
 use std::collections::BTreeMap;
 
@@ -31,7 +32,7 @@ pub(super) fn mcp(src: &Sources<'_>) -> Result<McpConfig, ConfigError> {
         let command = src.get(&format!("{prefix}COMMAND"));
         let url = src.get(&format!("{prefix}URL"));
         let args = src.get(&format!("{prefix}ARGS"));
-        let env = secrets_under(src, &format!("{prefix}ENV__"), |var| var.to_owned())?;
+        let env = plain_under(src, &format!("{prefix}ENV__"));
         let headers = secrets_under(src, &format!("{prefix}HEADERS__"), |h| {
             h.replace('_', "-").to_lowercase()
         })?;
@@ -67,6 +68,17 @@ pub(super) fn mcp(src: &Sources<'_>) -> Result<McpConfig, ConfigError> {
         servers.insert(name, McpServerConfig { transport, timeout });
     }
     Ok(McpConfig { servers })
+}
+
+/// The values set under `prefix`, by the rest of their names (a stdio server's variables: a
+/// name ending in `_FILE` is passed as it is, as many programs read such paths themselves).
+fn plain_under(src: &Sources<'_>, prefix: &str) -> BTreeMap<String, SecretString> {
+    let names = src.names_under(prefix);
+    let values = names.iter().filter_map(|name| {
+        let value = src.get(&format!("{prefix}{name}"))?;
+        Some((name.clone(), SecretString::from(value)))
+    });
+    values.collect()
 }
 
 /// The values set under `prefix` (each name once, with or without `_FILE`), keyed by `key` of

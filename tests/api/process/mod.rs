@@ -15,6 +15,7 @@ use crate::helpers::{TestDb, backend_tests, eventually};
 
 mod config;
 mod delivery;
+mod mcp;
 mod steps;
 mod tasks;
 
