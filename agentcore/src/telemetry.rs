@@ -76,6 +76,8 @@ pub struct Metrics {
     /// Tasks finished and agents held by this node.
     pub runtime: RuntimeStats,
     pub model_calls: Vec<ModelCallMetrics>,
+    /// MCP tool calls, per server.
+    pub mcp_calls: Vec<crate::mcp::McpCallMetrics>,
     /// 429 answers from Discord, of any scope.
     pub discord_rate_limited: u64,
     /// Across every node: tasks queued, tasks in progress, posts not yet delivered; `None`

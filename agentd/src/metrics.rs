@@ -238,8 +238,34 @@ fn render_node(out: &mut String, node: &Metrics) {
             );
         }
     }
+    mcp_calls(out, &node.mcp_calls);
     header(out, "agentd_discord_rate_limited_total", "counter", "429 answers from Discord.");
     let _ = writeln!(out, "agentd_discord_rate_limited_total {}", node.discord_rate_limited);
+}
+
+/// MCP tool calls by server (its name, and `operator` or `user`).
+fn mcp_calls(out: &mut String, servers: &[agentcore::mcp::McpCallMetrics]) {
+    let labels = |s: &agentcore::mcp::McpCallMetrics| {
+        format!("server=\"{}\",origin=\"{}\"", s.server, s.origin.as_str())
+    };
+    header(out, "agentd_mcp_calls_total", "counter", "MCP tool calls by server.");
+    for server in servers {
+        let _ = writeln!(out, "agentd_mcp_calls_total{{{}}} {}", labels(server), server.calls);
+    }
+    header(
+        out,
+        "agentd_mcp_call_errors_total",
+        "counter",
+        "MCP tool calls that ended in an error (refused, failed, timed out, unreachable).",
+    );
+    for server in servers {
+        let _ =
+            writeln!(out, "agentd_mcp_call_errors_total{{{}}} {}", labels(server), server.errors);
+    }
+    header(out, "agentd_mcp_call_duration_seconds", "histogram", "MCP tool calls by server.");
+    for server in servers {
+        histogram(out, "agentd_mcp_call_duration_seconds", &labels(server), &server.latency);
+    }
 }
 
 fn header(out: &mut String, name: &str, kind: &str, help: &str) {

@@ -1,4 +1,5 @@
-//! A test MCP server built with `rmcp`'s server side: tools `add`, `slow`, `fail` and `crash`,
+//! A test MCP server built with `rmcp`'s server side: tools `add`, `slow`, `fail`, `crash` and
+//! `learn` (which adds `mul` and sends `notifications/tools/list_changed`),
 //! served over streamable HTTP in this process (`McpHttpServer`) or over stdio by the
 //! `mcp-test-server` binary. It counts the requests it received, so a test can check that a
 //! client initialises once and lists the tools once.
@@ -32,6 +33,8 @@ pub struct TestMcp {
     pub counts: Arc<Counts>,
     /// Whether `crash` ends the process (stdio) or only fails the call (in a test process).
     pub may_exit: bool,
+    /// Set by `learn`, which adds the tool `mul` and tells the client its tools changed.
+    pub learned: Arc<std::sync::atomic::AtomicBool>,
 }
 
 fn schema(properties: Value, required: &[&str]) -> Arc<serde_json::Map<String, Value>> {
@@ -54,7 +57,17 @@ pub fn tools() -> Vec<Tool> {
         ),
         Tool::new("fail", "Always fails.", schema(json!({}), &[])),
         Tool::new("crash", "Ends the server's process.", schema(json!({}), &[])),
+        Tool::new("learn", "Adds the tool `mul`.", schema(json!({}), &[])),
     ]
+}
+
+/// The tool `learn` adds.
+fn mul() -> Tool {
+    Tool::new(
+        "mul",
+        "Multiplies two integers.",
+        schema(json!({"a": {"type": "integer"}, "b": {"type": "integer"}}), &["a", "b"]),
+    )
 }
 
 fn text(result: impl Into<String>) -> CallToolResult {
@@ -62,9 +75,25 @@ fn text(result: impl Into<String>) -> CallToolResult {
 }
 
 impl TestMcp {
-    async fn run(&self, name: &str, args: &serde_json::Map<String, Value>) -> CallToolResult {
+    async fn run(
+        &self,
+        name: &str,
+        args: &serde_json::Map<String, Value>,
+        context: &RequestContext<RoleServer>,
+    ) -> CallToolResult {
         let int = |key: &str| args.get(key).and_then(Value::as_i64);
         match name {
+            "learn" => {
+                self.learned.store(true, Ordering::SeqCst);
+                match context.peer.notify_tool_list_changed().await {
+                    Ok(()) => text("learned mul"),
+                    Err(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
+                }
+            }
+            "mul" if self.learned.load(Ordering::SeqCst) => match (int("a"), int("b")) {
+                (Some(a), Some(b)) => text(format!("{}", a * b)),
+                _ => CallToolResult::error(vec![ContentBlock::text("a and b must be integers")]),
+            },
             "add" => match (int("a"), int("b")) {
                 (Some(a), Some(b)) => text(format!("{}", a + b)),
                 _ => CallToolResult::error(vec![ContentBlock::text("a and b must be integers")]),
@@ -84,7 +113,8 @@ impl TestMcp {
 
 impl ServerHandler for TestMcp {
     fn get_info(&self) -> InitializeResult {
-        InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
+        let capabilities = ServerCapabilities::builder().enable_tools().enable_tool_list_changed();
+        InitializeResult::new(capabilities.build())
     }
 
     async fn initialize(
@@ -103,17 +133,21 @@ impl ServerHandler for TestMcp {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         self.counts.list_tools.fetch_add(1, Ordering::SeqCst);
-        Ok(ListToolsResult::with_all_items(tools()))
+        let mut listed = tools();
+        if self.learned.load(Ordering::SeqCst) {
+            listed.push(mul());
+        }
+        Ok(ListToolsResult::with_all_items(listed))
     }
 
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         self.counts.calls.fetch_add(1, Ordering::SeqCst);
         let args = request.arguments.unwrap_or_default();
-        Ok(self.run(&request.name, &args).await.into())
+        Ok(self.run(&request.name, &args, &context).await.into())
     }
 }
 

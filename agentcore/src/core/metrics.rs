@@ -32,6 +32,7 @@ impl Core {
         Ok(Metrics {
             runtime: self.runtime_stats(),
             model_calls,
+            mcp_calls: self.mcp().metrics(),
             discord_rate_limited: self.discord_rate_limited(),
             queued_tasks: backlogs.as_ref().map(|b| b.queued_tasks),
             tasks_in_progress: backlogs.as_ref().map(|b| b.tasks_in_progress),

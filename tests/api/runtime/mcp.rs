@@ -9,7 +9,9 @@ use serde_json::{Value, json};
 use super::tools::{acting_agent, call, calls_of, finished, start, steps};
 use super::{WAIT, models};
 use crate::fake_models::Script;
-use crate::helpers::{TestApp, TestDb, app_with, backend_tests, eventually};
+use crate::helpers::{
+    TestApp, TestDb, app_with, backend_tests, eventually, metric_samples, sample,
+};
 use agentcore::domain::mcp::McpServerName;
 use agentcore::mcp::{McpConfig, McpServerConfig, McpTransport};
 use support::mcp_server::McpHttpServer;
@@ -20,6 +22,7 @@ backend_tests! { db;
     twenty_tasks_of_three_steps_initialise_the_session_once_and_list_the_tools_once,
     the_tool_list_shows_each_servers_tools_or_why_it_is_unreachable,
     an_agent_may_name_only_servers_that_exist,
+    a_server_that_says_its_tools_changed_is_listed_again,
 }
 
 /// An operator's HTTP server called `name` at `url`, with a call timeout.
@@ -67,7 +70,10 @@ async fn an_agent_adds_with_a_servers_tool_and_the_model_saw_its_schema(db: Test
         assert_eq!(tool["output"], "35", "{tool}");
         let asked = calls_of(&app, "adder");
         let first = asked.iter().find(|c| c.user() == "Add 10 and 25").unwrap();
-        assert_eq!(first.tools(), ["calc__add", "calc__slow", "calc__fail", "calc__crash"]);
+        assert_eq!(
+            first.tools(),
+            ["calc__add", "calc__slow", "calc__fail", "calc__crash", "calc__learn"]
+        );
         let offered = &first.body["tools"][0];
         let schema = if first.format == "openai" {
             &offered["function"]["parameters"]
@@ -109,6 +115,13 @@ async fn a_slow_call_past_the_servers_timeout_and_a_failing_tool_are_errors_the_
     let last = calls_of(&app, "waiter").pop().unwrap();
     let results = last.tool_results();
     assert!(results[1].1.contains("the tool failed on purpose"), "{results:?}");
+    let text = app.client.get(format!("{}/metrics", app.address)).send().await.unwrap();
+    let samples = metric_samples(&text.text().await.unwrap());
+    let series =
+        |name: &str| sample(&samples, &format!("{name}{{server=\"calc\",origin=\"operator\"}}"));
+    assert_eq!(series("agentd_mcp_calls_total"), 3.0);
+    assert_eq!(series("agentd_mcp_call_errors_total"), 2.0, "the timeout and the failure");
+    assert_eq!(series("agentd_mcp_call_duration_seconds_count"), 3.0);
 }
 
 async fn twenty_tasks_of_three_steps_initialise_the_session_once_and_list_the_tools_once(
@@ -154,7 +167,7 @@ async fn the_tool_list_shows_each_servers_tools_or_why_it_is_unreachable(db: Tes
     assert_eq!((calc["origin"].as_str(), calc.get("error")), (Some("operator"), None));
     let tools: Vec<&str> =
         calc["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(tools, ["calc__add", "calc__slow", "calc__fail", "calc__crash"]);
+    assert_eq!(tools, ["calc__add", "calc__slow", "calc__fail", "calc__crash", "calc__learn"]);
     assert_eq!(calc["tools"][0]["tool"], "add");
     assert_eq!(calc["tools"][0]["description"], "Adds two integers.");
     let gone = &servers[1];
@@ -180,4 +193,31 @@ async fn an_agent_may_name_only_servers_that_exist(db: TestDb) {
     bad.assert_error(400, "validation_failed");
     let cleared = app.patch("/api/agents/a", &user, json!({"mcp_servers": []})).await;
     assert_eq!(cleared.assert_status(200)["mcp_servers"], json!([]));
+}
+
+async fn a_server_that_says_its_tools_changed_is_listed_again(db: TestDb) {
+    let server = McpHttpServer::start().await;
+    let app = app_with_calc(db, &server, McpServerConfig::DEFAULT_TIMEOUT).await;
+    let user = calculator(&app, "learner@example.com", "learner", "openai:learner").await;
+    models(&app).script_for(
+        "learner",
+        [
+            call("calc__learn", json!({})),
+            Script::Answer("Learned.".into()),
+            call("calc__mul", json!({"a": 6, "b": 7})),
+            Script::Answer("42".into()),
+        ],
+    );
+    let first = app.add_task(&user, "learner", "Learn to multiply", 0).await;
+    start(&app, &user, "learner").await;
+    assert_eq!(finished(&app, &user, "learner", &first["id"]).await["status"], "complete");
+    assert_eq!(server.listed(), 1);
+    let second = app.add_task(&user, "learner", "Multiply 6 by 7", 0).await;
+    assert_eq!(finished(&app, &user, "learner", &second["id"]).await["status"], "complete");
+    let run = steps(&app, &user, "learner", &second["id"]).await;
+    let tool = run.iter().find(|s| s["kind"] == "tool").unwrap();
+    assert_eq!(tool["output"], "42", "{tool}");
+    let offered = calls_of(&app, "learner").pop().unwrap().tools();
+    assert!(offered.contains(&"calc__mul".to_owned()), "{offered:?}");
+    assert_eq!((server.initialized(), server.listed()), (1, 2), "listed again, not reconnected");
 }
