@@ -12,6 +12,7 @@ use crate::helpers::{Options, TestApp, TestDb, User, backend_tests, eventually};
 mod bound;
 mod fetch;
 mod mcp;
+mod mcp_everything;
 mod tools;
 
 const BOT: &str = "runtime-bot.1";
