@@ -1,7 +1,7 @@
 //! JSON request bodies as the HTTP routes read them: `agentd::decode_json_body::<T>` for each
 //! request type of `agentcore::api`, then the type's `parse` into domain values.
 //!
-//! Input layout: the first byte picks the request type (`byte % 12`, in the order of `TYPES`),
+//! Input layout: the first byte picks the request type (`byte % 13`, in the order of `TYPES`),
 //! the rest is the body.
 //!
 //! Beyond "never panics":
@@ -15,7 +15,7 @@
 
 use agentcore::ValidationErrors;
 use agentcore::api::{
-    CallbackRequest, ConnectRequest, CreateAgentRequest, CreateTaskRequest, LoginRequest,
+    AddMcpServerRequest, CallbackRequest, ConnectRequest, CreateAgentRequest, CreateTaskRequest, LoginRequest,
     MapRequest, RegisterRequest, SendRequest, SetupRequest, UpdateAgentRequest, UpdateTaskRequest,
     VacationRequest,
 };
@@ -27,7 +27,7 @@ use serde::de::DeserializeOwned;
 
 /// The selector byte's meaning, for seeds and crash reports.
 #[allow(dead_code)]
-const TYPES: [&str; 12] = [
+const TYPES: [&str; 13] = [
     "RegisterRequest",
     "LoginRequest",
     "CreateAgentRequest",
@@ -40,13 +40,14 @@ const TYPES: [&str; 12] = [
     "ConnectRequest",
     "MapRequest",
     "SendRequest",
+    "AddMcpServerRequest",
 ];
 
 fuzz_target!(|data: &[u8]| {
     let Some((&selector, body)) = data.split_first() else {
         return;
     };
-    match selector % 12 {
+    match selector % 13 {
         0 => check::<RegisterRequest, _>(body, &["email", "password", "name"], |r| {
             let user = r.parse()?;
             let email = r.email.as_deref().expect("parsed, so present");
@@ -71,6 +72,7 @@ fuzz_target!(|data: &[u8]| {
                 "model",
                 "tools",
                 "max_steps",
+                "mcp_servers",
             ],
             |r| {
                 let agent = r.parse()?;
@@ -97,6 +99,7 @@ fuzz_target!(|data: &[u8]| {
                 "model",
                 "tools",
                 "max_steps",
+                "mcp_servers",
             ],
             |r| {
                 let patch = r.parse()?;
@@ -192,7 +195,15 @@ fuzz_target!(|data: &[u8]| {
                 Ok(())
             },
         ),
-        _ => unreachable!("selector % 12"),
+        12 => check::<AddMcpServerRequest, _>(body, &["name", "url", "token"], |r| {
+            let server = r.parse()?;
+            assert_eq!(Some(server.name.as_str()), r.name.as_deref());
+            assert_eq!(Some(server.url.as_str()), r.url.as_deref());
+            assert!(server.url.as_str().starts_with("http"));
+            assert_eq!(server.token.is_some(), r.token.is_some());
+            Ok(())
+        }),
+        _ => unreachable!("selector % 13"),
     }
 });
 

@@ -1,3 +1,5 @@
+use agentcore::domain::mcp::McpServerName;
+use agentcore::mcp::{McpServerConfig, McpTransport};
 use secrecy::ExposeSecret;
 
 use super::*;
@@ -399,4 +401,71 @@ fn bad_values_are_named() {
     assert!(error.to_string().contains("database_url"), "{error}");
     let error = load(Flags::default(), &[("AGENTD_AUTH__TOKEN_TTL_SECONDS", "soon")]).unwrap_err();
     assert!(error.to_string().contains("token_ttl_seconds"), "{error}");
+}
+
+#[test]
+fn mcp_servers_are_configured_by_name_with_either_transport() {
+    let secret = File::new("github-header", "Bearer from-file\n");
+    let header = &secret.0;
+    let file = File::new(
+        "mcp.toml",
+        &format!(
+            r#"
+            [mcp.servers.files]
+            command = "npx"
+            args = ["-y", "@modelcontextprotocol/server-filesystem", "/srv/a,b"]
+            env = {{ GITHUB_TOKEN = "ghp-secret", CONFIG_FILE = "/etc/x" }}
+            [mcp.servers.github]
+            url = "https://mcp.example.com/github"
+            headers = {{ X_Api_Key = "key-1", Authorization_file = "{}" }}
+            timeout_seconds = 5
+            "#,
+            header.display()
+        ),
+    );
+    let config = load(file.flags(), &[]).unwrap();
+    let servers = &config.mcp.servers;
+    let names: Vec<&str> = servers.keys().map(|n| n.as_str()).collect();
+    assert_eq!(names, ["files", "github"]);
+    let files = &servers[&McpServerName::parse("files").unwrap()];
+    let McpTransport::Stdio { command, args, env } = &files.transport else { panic!("stdio") };
+    assert_eq!(command, "npx");
+    assert_eq!(args, &["-y", "@modelcontextprotocol/server-filesystem", "/srv/a,b"]);
+    assert_eq!(env["GITHUB_TOKEN"].expose_secret(), "ghp-secret");
+    assert_eq!(env["CONFIG_FILE"].expose_secret(), "/etc/x", "a program's own _FILE variable");
+    assert_eq!(files.timeout, McpServerConfig::DEFAULT_TIMEOUT);
+    let github = &servers[&McpServerName::parse("github").unwrap()];
+    let McpTransport::Http { url, headers } = &github.transport else { panic!("http") };
+    assert_eq!(url, "https://mcp.example.com/github");
+    assert_eq!(headers["x-api-key"].expose_secret(), "key-1");
+    assert_eq!(headers["authorization"].expose_secret(), "Bearer from-file");
+    assert_eq!(github.timeout, Duration::from_secs(5));
+    let shown = config.effective().unwrap();
+    for secret in ["ghp-secret", "key-1", "from-file"] {
+        assert!(!shown.contains(secret), "{secret} shown:\n{shown}");
+    }
+
+    let env = [
+        ("AGENTD_MCP__SERVERS__CALC__COMMAND", "calc"),
+        ("AGENTD_MCP__SERVERS__CALC__ARGS", r#"["a,b", "c"]"#),
+    ];
+    let config = load(Flags::default(), &env).unwrap();
+    let calc = &config.mcp.servers[&McpServerName::parse("calc").unwrap()];
+    let McpTransport::Stdio { args, .. } = &calc.transport else { panic!("stdio") };
+    assert_eq!(args, &["a,b", "c"]);
+    for (vars, problem) in [
+        (vec![("AGENTD_MCP__SERVERS__X__TIMEOUT_SECONDS", "3")], "missing command"),
+        (
+            vec![
+                ("AGENTD_MCP__SERVERS__X__COMMAND", "a"),
+                ("AGENTD_MCP__SERVERS__X__URL", "http://x/"),
+            ],
+            "not both",
+        ),
+        (vec![("AGENTD_MCP__SERVERS__X__URL", "ftp://x/")], "mcp.servers.x.url"),
+        (vec![("AGENTD_MCP__SERVERS__X_Y__URL", "http://x/")], "not a server name"),
+    ] {
+        let error = load(Flags::default(), &vars).unwrap_err().to_string();
+        assert!(error.contains(problem), "{vars:?}: {error}");
+    }
 }
