@@ -119,6 +119,9 @@ pub struct McpClients {
 /// Bounds closing every connection when the node stops.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How long an API request waits for a server's tool list.
+pub const LISTING_TIMEOUT: Duration = Duration::from_secs(10);
+
 impl McpClients {
     /// Clients for the operator's servers (nothing connects yet) and for users' servers under
     /// `user_policy`.
@@ -170,10 +173,19 @@ impl McpClients {
         self.connection(server)?.tools(false).await
     }
 
-    /// A server's tools for `GET /api/tools` (`fresh`: reconnect and list again, for a test).
+    /// A server's tools for `GET /api/tools` (`fresh`: reconnect and list again, for a test),
+    /// waiting at most [`LISTING_TIMEOUT`] so a request is not held by a slow server.
     pub async fn listing(&self, server: &ServerRef, fresh: bool) -> McpServerTools {
         let listed = match self.connection(server) {
-            Ok(connection) => connection.tools(fresh).await,
+            Ok(connection) => tokio::time::timeout(LISTING_TIMEOUT, connection.tools(fresh))
+                .await
+                .unwrap_or_else(|_| {
+                    Err(format!(
+                        "MCP server '{}': no tool list within {} s",
+                        server.name(),
+                        LISTING_TIMEOUT.as_secs()
+                    ))
+                }),
             Err(error) => Err(error),
         };
         let (tools, error) = match listed {

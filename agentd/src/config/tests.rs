@@ -428,14 +428,14 @@ fn mcp_servers_are_configured_by_name_with_either_transport() {
     let names: Vec<&str> = servers.keys().map(|n| n.as_str()).collect();
     assert_eq!(names, ["files", "github"]);
     let files = &servers[&McpServerName::parse("files").unwrap()];
-    let McpTransport::Stdio { command, args, env } = &files.transport else { panic!("stdio") };
+    let (command, args, env) = stdio(&files.transport).unwrap();
     assert_eq!(command, "npx");
     assert_eq!(args, &["-y", "@modelcontextprotocol/server-filesystem", "/srv/a,b"]);
     assert_eq!(env["GITHUB_TOKEN"].expose_secret(), "ghp-secret");
     assert_eq!(env["CONFIG_FILE"].expose_secret(), "/etc/x", "a program's own _FILE variable");
     assert_eq!(files.timeout, McpServerConfig::DEFAULT_TIMEOUT);
     let github = &servers[&McpServerName::parse("github").unwrap()];
-    let McpTransport::Http { url, headers } = &github.transport else { panic!("http") };
+    let McpTransport::Http { url, headers } = &github.transport else { unreachable!("http") };
     assert_eq!(url, "https://mcp.example.com/github");
     assert_eq!(headers["x-api-key"].expose_secret(), "key-1");
     assert_eq!(headers["authorization"].expose_secret(), "Bearer from-file");
@@ -451,7 +451,7 @@ fn mcp_servers_are_configured_by_name_with_either_transport() {
     ];
     let config = load(Flags::default(), &env).unwrap();
     let calc = &config.mcp.servers[&McpServerName::parse("calc").unwrap()];
-    let McpTransport::Stdio { args, .. } = &calc.transport else { panic!("stdio") };
+    let (_, args, _) = stdio(&calc.transport).unwrap();
     assert_eq!(args, &["a,b", "c"]);
     for (vars, problem) in [
         (vec![("AGENTD_MCP__SERVERS__X__TIMEOUT_SECONDS", "3")], "missing command"),
@@ -467,5 +467,14 @@ fn mcp_servers_are_configured_by_name_with_either_transport() {
     ] {
         let error = load(Flags::default(), &vars).unwrap_err().to_string();
         assert!(error.contains(problem), "{vars:?}: {error}");
+    }
+}
+
+type Stdio<'a> = (&'a String, &'a Vec<String>, &'a BTreeMap<String, SecretString>);
+
+fn stdio(transport: &McpTransport) -> Option<Stdio<'_>> {
+    match transport {
+        McpTransport::Stdio { command, args, env } => Some((command, args, env)),
+        McpTransport::Http { .. } => None,
     }
 }

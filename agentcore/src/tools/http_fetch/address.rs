@@ -185,8 +185,10 @@ impl AddressPolicy {
         if literal.parse::<IpAddr>().is_ok() {
             return Ok(());
         }
-        let addresses = tokio::net::lookup_host((literal, port))
+        let lookup = tokio::net::lookup_host((literal, port));
+        let addresses = tokio::time::timeout(std::time::Duration::from_secs(5), lookup)
             .await
+            .map_err(|_| format!("refused: {host} did not resolve within 5 s"))?
             .map_err(|e| format!("refused: {host} does not resolve: {e}"))?;
         for address in addresses {
             if let Some(range) = self.refusal(address.ip(), Some(port)) {
