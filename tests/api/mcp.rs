@@ -45,6 +45,13 @@ async fn a_url_that_reaches_a_private_address_is_refused_unless_the_operator_all
         .post("/api/mcp/servers", &user, json!({"name": "mine", "url": "http://127.0.0.1:9/mcp"}))
         .await;
     assert_eq!(added.assert_status(201)["has_token"], false);
+
+    // The operator takes the permission back: the stored URL is refused when connecting.
+    let (db, _) = app.stop().await;
+    let app = app_with(db, |_| {}).await;
+    let tools = app.get("/api/tools", &user).await.assert_status(200).clone();
+    let error = tools["mcp_servers"][0]["error"].as_str().unwrap_or_default().to_owned();
+    assert!(error.contains("loopback"), "{tools}");
 }
 
 async fn a_users_server_is_theirs_alone_and_its_token_is_never_returned(db: TestDb) {

@@ -113,6 +113,7 @@ pub struct McpClients {
     users: Mutex<HashMap<(UserId, McpServerName), Arc<Connection>>>,
     /// Reaches public addresses only (unless the operator allows private ones).
     user_http: reqwest::Client,
+    user_policy: Arc<AddressPolicy>,
     stats: Mutex<BTreeMap<(McpOrigin, McpServerName), Arc<ServerCalls>>>,
 }
 
@@ -127,7 +128,8 @@ impl McpClients {
     /// `user_policy`.
     pub fn new(config: &McpConfig, user_policy: AddressPolicy) -> Result<Self> {
         crate::install_tls_provider();
-        let user_http = Arc::new(user_policy)
+        let user_policy = Arc::new(user_policy);
+        let user_http = user_policy
             .guarded_client(McpServerConfig::DEFAULT_TIMEOUT)
             .map_err(|e| Error::internal(format!("cannot build the MCP HTTP client: {e}")))?;
         let operator_http = reqwest::Client::builder()
@@ -136,8 +138,13 @@ impl McpClients {
             .build()
             .map_err(|e| Error::internal(format!("cannot build the MCP HTTP client: {e}")))?;
         let stats = Mutex::new(BTreeMap::new());
-        let mut clients =
-            Self { operator: BTreeMap::new(), users: Mutex::default(), user_http, stats };
+        let mut clients = Self {
+            operator: BTreeMap::new(),
+            users: Mutex::default(),
+            user_http,
+            user_policy,
+            stats,
+        };
         for (name, server) in &config.servers {
             let spec = match &server.transport {
                 McpTransport::Stdio { command, args, env } => {
@@ -258,6 +265,9 @@ impl McpClients {
                 .cloned()
                 .ok_or_else(|| format!("MCP server '{name}' is not configured")),
             ServerRef::User { owner, name, url, token } => {
+                self.user_policy
+                    .check_literal(url)
+                    .map_err(|why| format!("MCP server '{name}': {why}"))?;
                 let calls = self.calls(McpOrigin::User, name);
                 let mut users = self.lock_users();
                 let key = (owner.clone(), name.clone());

@@ -174,6 +174,14 @@ impl AddressPolicy {
         Ok(port)
     }
 
+    /// Checks `url`'s scheme and, when its host is an IP literal, that address (which no
+    /// resolver sees): before each connection to a user's MCP server, in case the policy
+    /// changed since the URL was accepted.
+    pub fn check_literal(&self, url: &str) -> Result<(), String> {
+        let url = Url::parse(url).map_err(|e| format!("is not a URL: {e}"))?;
+        self.check_url(&url).map(|_| ()).map_err(|Explained(why)| why)
+    }
+
     /// Checks where `url` leads now: its scheme, and every address its host resolves to
     /// (an MCP server's URL, before it is stored). Connections are checked again when made,
     /// by the resolver, so a name that moves to a private address later is still refused.
