@@ -8,6 +8,8 @@ use crate::helpers::{TestApp, User, backend_tests};
 
 const GUILD_A: &str = "4242";
 const GUILD_B: &str = "5353";
+/// A's MCP server (never connected to: B's attempts must not reach it).
+const MCP_A: &str = "tools-a";
 
 /// Everything a user can see of their own, to compare before and after the attempts.
 async fn snapshot(app: &TestApp, user: &User) -> Value {
@@ -21,6 +23,7 @@ async fn snapshot(app: &TestApp, user: &User) -> Value {
         "/api/chat/connections",
         "/api/chat/mappings",
         "/api/billing",
+        "/api/mcp/servers",
     ] {
         seen.insert(path.into(), app.get(path, user).await.assert_status(200).clone());
     }
@@ -97,6 +100,10 @@ fn against_a(method: &Method, template: &str, task: &str) -> Vec<(String, Option
                 Some(json!({"agent_id": "alpha", "content": "from B"})),
             ),
         ],
+        ("DELETE", "/api/mcp/servers/{name}") => vec![(format!("/api/mcp/servers/{MCP_A}"), None)],
+        ("POST", "/api/mcp/servers/{name}/test") => {
+            vec![(format!("/api/mcp/servers/{MCP_A}/test"), None)]
+        }
         _ => panic!("{method} {template} takes an id: add B's attempts on A's to the tenancy test"),
     }
 }
@@ -124,6 +131,9 @@ async fn a_second_users_token_reaches_nothing_of_the_first(app: TestApp) {
     )
     .await
     .assert_status(200);
+
+    let server = json!({"name": MCP_A, "url": "https://93.184.215.14/mcp", "token": "a-secret"});
+    app.post("/api/mcp/servers", &a, server).await.assert_status(201);
 
     let b = app.register("b@example.com").await;
     app.create_agent(&b, "beta").await;
