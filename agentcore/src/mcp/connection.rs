@@ -44,7 +44,12 @@ pub(super) struct Connection {
     calls: Arc<ServerCalls>,
     /// The open session; one task at a time opens it.
     live: tokio::sync::Mutex<Option<Arc<Live>>>,
+    /// When opening it last failed, and why.
+    failed: std::sync::Mutex<Option<(Instant, String)>>,
 }
+
+/// How long a failed opening is not tried again.
+const RECONNECT_PAUSE: Duration = Duration::from_secs(10);
 
 #[derive(Debug)]
 struct Live {
@@ -86,7 +91,8 @@ impl Connection {
         timeout: Duration,
         calls: Arc<ServerCalls>,
     ) -> Self {
-        Self { name, spec, timeout, calls, live: tokio::sync::Mutex::new(None) }
+        let live = tokio::sync::Mutex::new(None);
+        Self { name, spec, timeout, calls, live, failed: std::sync::Mutex::new(None) }
     }
 
     /// Whether this connection goes to `url` with `token` (a user's server, as stored now).
@@ -101,6 +107,7 @@ impl Connection {
     pub(super) async fn tools(&self, fresh: bool) -> Result<Arc<Vec<McpTool>>, String> {
         if fresh {
             self.reset(None).await;
+            *self.lock_failure() = None;
         }
         let live = self.live().await?;
         let stale = live.service.service().stale.swap(false, Ordering::AcqRel);
@@ -174,6 +181,8 @@ impl Connection {
     }
 
     /// The open session, opening it (and listing the tools) when there is none or it died.
+    /// After a failed opening, uses within [`RECONNECT_PAUSE`] get that failure at once instead
+    /// of waiting on the server again: a dead server does not slow every run that names it.
     async fn live(&self) -> Result<Arc<Live>, String> {
         let mut slot = self.live.lock().await;
         if let Some(live) = slot.as_ref().filter(|live| live.is_open()) {
@@ -182,12 +191,34 @@ impl Connection {
         if let Some(dead) = slot.take() {
             tokio::spawn(close_live(dead, super::CLOSE_TIMEOUT));
         }
+        if let Some((at, why)) = self.failure() {
+            let left = RECONNECT_PAUSE.saturating_sub(at.elapsed()).as_secs() + 1;
+            return Err(format!("{why} (not tried again for {left} s)"));
+        }
         let opened = tokio::time::timeout(self.timeout, self.open()).await.unwrap_or_else(|_| {
             Err(format!("timed out: could not connect within {} s", self.timeout.as_secs_f64()))
         });
-        let live = Arc::new(opened.map_err(|e| format!("MCP server '{}': {e}", self.name))?);
+        let failed = |why: String| format!("MCP server '{}': {why}", self.name);
+        let live = match opened {
+            Ok(live) => Arc::new(live),
+            Err(why) => {
+                let why = failed(why);
+                *self.lock_failure() = Some((Instant::now(), why.clone()));
+                return Err(why);
+            }
+        };
+        *self.lock_failure() = None;
         *slot = Some(Arc::clone(&live));
         Ok(live)
+    }
+
+    /// The last failed opening, while it is recent.
+    fn failure(&self) -> Option<(Instant, String)> {
+        self.lock_failure().clone().filter(|(at, _)| at.elapsed() < RECONNECT_PAUSE)
+    }
+
+    fn lock_failure(&self) -> std::sync::MutexGuard<'_, Option<(Instant, String)>> {
+        self.failed.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     async fn open(&self) -> Result<Live, String> {

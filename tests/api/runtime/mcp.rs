@@ -173,6 +173,15 @@ async fn the_tool_list_shows_each_servers_tools_or_why_it_is_unreachable(db: Tes
     let gone = &servers[1];
     assert!(gone["error"].as_str().unwrap().contains("gone"), "{gone}");
     assert_eq!(gone["tools"], json!([]));
+    // A server that just failed is not waited on again by the next request...
+    let again = app.get("/api/tools", &user).await.assert_status(200).clone();
+    let error = again["mcp_servers"][1]["error"].as_str().unwrap().to_owned();
+    assert!(error.contains("not tried again"), "{error}");
+    // ...but a test tries at once.
+    let tested =
+        app.post_empty("/api/mcp/servers/gone/test", &user).await.assert_status(200).clone();
+    let error = tested["error"].as_str().unwrap().to_owned();
+    assert!(error.contains("gone") && !error.contains("not tried again"), "{error}");
 }
 
 async fn an_agent_may_name_only_servers_that_exist(db: TestDb) {
