@@ -5,9 +5,7 @@ use secrecy::ExposeSecret;
 
 use super::{Core, Principal};
 use crate::api::{McpServerList, ToolList};
-use crate::domain::mcp::{
-    McpOrigin, McpServer, McpServerName, McpServerSet, McpServerTools, NewMcpServer,
-};
+use crate::domain::mcp::{McpServer, McpServerName, McpServerSet, McpServerTools, NewMcpServer};
 use crate::domain::now;
 use crate::domain::user::UserId;
 use crate::error::{Result, ValidationErrors};
@@ -168,13 +166,4 @@ impl Core {
 /// What a token is sealed to: its owner and server, so a row copied elsewhere does not open.
 fn token_context(owner: &UserId, name: &McpServerName) -> String {
     format!("mcp:{owner}:{name}")
-}
-
-impl McpOrigin {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            McpOrigin::Operator => "operator",
-            McpOrigin::User => "user",
-        }
-    }
 }

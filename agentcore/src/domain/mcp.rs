@@ -106,6 +106,15 @@ pub enum McpOrigin {
     User,
 }
 
+impl McpOrigin {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            McpOrigin::Operator => "operator",
+            McpOrigin::User => "user",
+        }
+    }
+}
+
 /// A user's MCP server as the API shows it: never its token.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
