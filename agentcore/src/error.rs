@@ -78,6 +78,7 @@ pub enum Resource {
     Mapping,
     Template,
     McpServer,
+    Schedule,
 }
 
 impl Resource {
@@ -89,6 +90,7 @@ impl Resource {
             Resource::Mapping => "mapping",
             Resource::Template => "template",
             Resource::McpServer => "mcp_server",
+            Resource::Schedule => "schedule",
         }
     }
 }

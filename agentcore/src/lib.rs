@@ -40,7 +40,7 @@ pub mod workers;
 
 pub use crate::core::{
     BillingConfig, Connected, Core, CoreConfig, DiscordConfig, OauthUrl, OutboxConfig, Principal,
-    RuntimeConfig, Sent, Session, ToolsConfig, default_data_dir,
+    RuntimeConfig, ScheduleConfig, Sent, Session, ToolsConfig, default_data_dir,
 };
 pub use error::{Conflict, Error, Refusal, Resource, Result, StorageFault, ValidationErrors};
 pub use telemetry::RuntimeStats;

@@ -11,15 +11,16 @@ use agentcore::Session;
 use agentcore::api::{
     ActivityList, AddMcpServerRequest, AgentList, AgentStatusResponse, CallbackRequest,
     ChannelList, ConnectRequest, ConnectionList, ConnectionTest, CreateAgentRequest,
-    CreateTaskRequest, Deleted, Disconnected, LoginRequest, MapRequest, Mapped, MappingList,
-    McpServerList, RegisterRequest, SendRequest, SetMemoryRequest, SetupRequest, StatusResponse,
-    StepList, TaskList, TemplateList, ToolList, Unmapped, UpdateAgentRequest, UpdateTaskRequest,
-    VacationRequest,
+    CreateScheduleRequest, CreateTaskRequest, Deleted, Disconnected, LoginRequest, MapRequest,
+    Mapped, MappingList, McpServerList, RegisterRequest, ScheduleList, SendRequest,
+    SetMemoryRequest, SetupRequest, StatusResponse, StepList, TaskList, TemplateList, ToolList,
+    Unmapped, UpdateAgentRequest, UpdateScheduleRequest, UpdateTaskRequest, VacationRequest,
 };
 use agentcore::domain::agent::{Agent, AgentDetail};
 use agentcore::domain::billing::Billing;
 use agentcore::domain::mcp::{McpServer, McpServerTools};
 use agentcore::domain::onboarding::Onboarded;
+use agentcore::domain::schedule::Schedule;
 use agentcore::domain::task::Task;
 use agentcore::domain::tools::Memory;
 use agentcore::domain::user::User;
@@ -51,6 +52,10 @@ pub struct ActivityQuery {
 
 fn agent_path(id: &str, rest: &str) -> String {
     format!("/api/agents/{}{rest}", segment(id))
+}
+
+fn schedule_path(agent: &str, schedule: &str) -> String {
+    agent_path(agent, &format!("/schedules/{}", segment(schedule)))
 }
 
 fn task_path(agent: &str, task: &str, rest: &str) -> String {
@@ -231,6 +236,37 @@ impl Client {
 
     pub async fn tools(&self) -> Result<Reply<ToolList>, Failure> {
         self.get_as("/api/tools").await
+    }
+
+    // Schedules.
+
+    pub async fn schedules(&self, agent: &str) -> Result<Reply<ScheduleList>, Failure> {
+        self.get_as(&agent_path(agent, "/schedules")).await
+    }
+
+    pub async fn add_schedule(
+        &self,
+        agent: &str,
+        request: &CreateScheduleRequest,
+    ) -> Result<Reply<Schedule>, Failure> {
+        self.post_as(&agent_path(agent, "/schedules"), Some(request)).await
+    }
+
+    pub async fn schedule(&self, agent: &str, id: &str) -> Result<Reply<Schedule>, Failure> {
+        self.get_as(&schedule_path(agent, id)).await
+    }
+
+    pub async fn update_schedule(
+        &self,
+        agent: &str,
+        id: &str,
+        request: &UpdateScheduleRequest,
+    ) -> Result<Reply<Schedule>, Failure> {
+        self.typed(Method::PATCH, &schedule_path(agent, id), Some(request)).await
+    }
+
+    pub async fn delete_schedule(&self, agent: &str, id: &str) -> Result<Reply<Deleted>, Failure> {
+        self.delete_as(&schedule_path(agent, id)).await
     }
 
     // MCP servers.

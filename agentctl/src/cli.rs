@@ -76,6 +76,9 @@ pub(crate) enum Command {
     /// An agent's backlog of tasks
     #[command(subcommand)]
     Tasks(TasksCommand),
+    /// An agent's schedules: recurring tasks on a cron expression in a time zone
+    #[command(subcommand)]
+    Schedules(SchedulesCommand),
     /// Discord: connect servers, map agents to channels, send messages
     #[command(subcommand)]
     Chat(ChatCommand),
@@ -250,6 +253,66 @@ pub(crate) enum TasksCommand {
         agent: String,
         task: String,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum SchedulesCommand {
+    /// Queue a task on a schedule, e.g. `add brief "0 9 * * MON-FRI" "Daily brief" --timezone Europe/Berlin`
+    Add {
+        agent: String,
+        /// Five fields: minute hour day-of-month month day-of-week
+        cron: String,
+        /// The title of each task it queues
+        title: String,
+        /// An IANA zone name [default: UTC]
+        #[arg(long)]
+        timezone: Option<String>,
+        #[arg(long)]
+        description: Option<String>,
+        #[arg(long, allow_negative_numbers = true)]
+        priority: Option<i64>,
+        /// Runs missed while no node was running: skip or run_once [default: skip]
+        #[arg(long)]
+        catch_up: Option<String>,
+        /// While its last task is unfinished: skip_if_active or enqueue [default: skip_if_active]
+        #[arg(long)]
+        overlap: Option<String>,
+        /// Add it switched off
+        #[arg(long)]
+        disabled: bool,
+    },
+    /// The agent's schedules with their next run
+    List { agent: String },
+    /// One schedule with its next five runs
+    Show { agent: String, schedule: String },
+    /// Change a schedule
+    Update {
+        agent: String,
+        schedule: String,
+        #[arg(long)]
+        cron: Option<String>,
+        #[arg(long)]
+        timezone: Option<String>,
+        #[arg(long)]
+        title: Option<String>,
+        /// An empty value clears it
+        #[arg(long)]
+        description: Option<String>,
+        #[arg(long, allow_negative_numbers = true)]
+        priority: Option<i64>,
+        #[arg(long)]
+        catch_up: Option<String>,
+        #[arg(long)]
+        overlap: Option<String>,
+        /// Switch it on (its next run is the first from now)
+        #[arg(long, conflicts_with = "disable")]
+        enable: bool,
+        /// Switch it off
+        #[arg(long)]
+        disable: bool,
+    },
+    /// Delete a schedule (tasks it queued stay)
+    Delete { agent: String, schedule: String },
 }
 
 #[derive(Debug, Subcommand)]

@@ -199,6 +199,7 @@ async fn dispatch(cx: &mut Context, client: &Client, command: Command) -> Result
         Command::Whoami => cx.emit(&client.me().await?.answer, View::Fields),
         Command::Agents(command) => agents(cx, client, command).await,
         Command::Tasks(command) => tasks(cx, client, command).await,
+        Command::Schedules(command) => crate::schedules::run(cx, client, command).await,
         Command::Chat(command) => chat(cx, client, command).await,
         Command::Billing => cx.emit(&client.billing().await?.answer, View::Fields),
         Command::Tools => cx.emit(&client.tools().await?.answer, View::Tools),

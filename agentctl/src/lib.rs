@@ -11,6 +11,7 @@ pub mod failure;
 mod onboard;
 mod profile;
 mod render;
+mod schedules;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;

@@ -18,6 +18,8 @@ pub(crate) enum View {
     Tools,
     McpServers,
     McpTools,
+    Schedules,
+    Schedule,
     Activity,
     Templates,
     Onboarded,
@@ -118,6 +120,31 @@ impl View {
                         rows(&value["tools"], &[("NAME", "name"), ("DESCRIPTION", "description")])
                     ),
                 }
+            }
+            View::Schedules => {
+                let mut listed = value["schedules"].clone();
+                for schedule in listed.as_array_mut().into_iter().flatten() {
+                    let next = schedule["next_runs"][0]["local"].clone();
+                    schedule["next_run"] = if next.is_null() { "(off)".into() } else { next };
+                }
+                rows(
+                    &listed,
+                    &[
+                        ("ID", "id"),
+                        ("CRON", "cron"),
+                        ("ZONE", "timezone"),
+                        ("TITLE", "title"),
+                        ("ENABLED", "enabled"),
+                        ("NEXT RUN (LOCAL)", "next_run"),
+                        ("LAST FIRED", "last_fired_at"),
+                    ],
+                )
+            }
+            View::Schedule => {
+                let head = fields(value, &["next_runs"]);
+                let runs =
+                    rows(&value["next_runs"], &[("NEXT RUNS (LOCAL)", "local"), ("UTC", "at")]);
+                format!("{head}\n{runs}")
             }
             View::Activity => rows(
                 &value["entries"],

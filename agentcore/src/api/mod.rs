@@ -11,6 +11,7 @@ mod backlog;
 mod chat;
 mod mcp;
 mod onboarding;
+mod schedules;
 mod tools;
 
 use serde::{Deserialize, Deserializer, Serialize};
@@ -23,6 +24,7 @@ pub use backlog::*;
 pub use chat::*;
 pub use mcp::*;
 pub use onboarding::*;
+pub use schedules::*;
 pub use tools::*;
 
 /// Distinguishes an absent field (`None`) from an explicit `null` (`Some(None)`).

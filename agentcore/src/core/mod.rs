@@ -12,6 +12,7 @@ mod chat;
 mod mcp;
 mod metrics;
 mod onboarding;
+mod schedules;
 mod tools;
 
 use std::path::PathBuf;
@@ -56,6 +57,7 @@ pub struct CoreConfig {
     pub outbox: OutboxConfig,
     pub models: ModelsConfig,
     pub runtime: RuntimeConfig,
+    pub schedules: ScheduleConfig,
     pub billing: BillingConfig,
     pub tools: ToolsConfig,
     /// The operator's MCP servers, which every user's agents may name.
@@ -83,6 +85,7 @@ impl CoreConfig {
             outbox: OutboxConfig::default(),
             models: ModelsConfig::default(),
             runtime: RuntimeConfig::default(),
+            schedules: ScheduleConfig::default(),
             billing: BillingConfig::default(),
             tools: ToolsConfig::default(),
             mcp: McpConfig::default(),
@@ -212,6 +215,29 @@ impl Default for RuntimeConfig {
     }
 }
 
+/// How schedules fire.
+#[derive(Debug, Clone)]
+pub struct ScheduleConfig {
+    /// How often each node looks for due schedules.
+    pub poll: Duration,
+    /// A fire time older than this when a node first sees it was missed (no node was
+    /// running): `catch_up` decides what happens to it.
+    pub missed_after: Duration,
+    /// Whether expressions may have a sixth, leading seconds field (for tests and demos;
+    /// off by default, so a schedule fires at most once a minute).
+    pub seconds_field: bool,
+}
+
+impl Default for ScheduleConfig {
+    fn default() -> Self {
+        Self {
+            poll: Duration::from_secs(1),
+            missed_after: Duration::from_secs(60),
+            seconds_field: false,
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Inner {
     store: Arc<dyn Store>,
@@ -222,6 +248,7 @@ struct Inner {
     outbox: OutboxConfig,
     models: Models,
     runtime: RuntimeConfig,
+    schedules: ScheduleConfig,
     billing: BillingConfig,
     http_fetch: HttpFetch,
     /// This node's MCP connections.
@@ -271,6 +298,7 @@ impl Core {
             outbox: config.outbox,
             models,
             runtime: config.runtime,
+            schedules: config.schedules,
             billing: config.billing,
             http_fetch,
             mcp,
@@ -317,6 +345,10 @@ impl Core {
 
     pub(crate) fn runtime_config(&self) -> RuntimeConfig {
         self.inner.runtime
+    }
+
+    pub(crate) fn schedule_config(&self) -> &ScheduleConfig {
+        &self.inner.schedules
     }
 
     pub(crate) fn http_fetch(&self) -> &HttpFetch {

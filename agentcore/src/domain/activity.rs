@@ -29,10 +29,13 @@ pub enum Action {
     MessageSent,
     PostFailed,
     MemoryUpdated,
+    ScheduleFired,
+    ScheduleSkipped,
+    ScheduleMissed,
 }
 
 impl Action {
-    pub const ALL: [Action; 18] = [
+    pub const ALL: [Action; 21] = [
         Action::AgentCreated,
         Action::AgentUpdated,
         Action::AgentStarted,
@@ -51,6 +54,9 @@ impl Action {
         Action::MessageSent,
         Action::PostFailed,
         Action::MemoryUpdated,
+        Action::ScheduleFired,
+        Action::ScheduleSkipped,
+        Action::ScheduleMissed,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -73,6 +79,9 @@ impl Action {
             Action::MessageSent => "message_sent",
             Action::PostFailed => "post_failed",
             Action::MemoryUpdated => "memory_updated",
+            Action::ScheduleFired => "schedule_fired",
+            Action::ScheduleSkipped => "schedule_skipped",
+            Action::ScheduleMissed => "schedule_missed",
         }
     }
 }

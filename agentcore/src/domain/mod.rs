@@ -9,6 +9,7 @@ pub mod mcp;
 pub mod message;
 pub mod onboarding;
 pub mod runtime;
+pub mod schedule;
 pub mod status;
 pub mod steps;
 pub mod task;

@@ -15,6 +15,7 @@ mod outbox;
 mod postgres;
 mod rows;
 mod runtime;
+mod schedules;
 mod shared;
 mod sql;
 mod sqlite;
@@ -46,6 +47,7 @@ macro_rules! every_area {
         super::billing::billing_store!($store, $db);
         super::steps::step_store!($store, $db);
         super::mcp::mcp_store!($store, $db);
+        super::schedules::schedule_store!($store, $db);
     };
 }
 use every_area;
@@ -58,6 +60,7 @@ pub use mcp::{McpServerRecord, McpStore};
 pub use outbox::OutboxStore;
 pub use postgres::PostgresStore;
 pub use runtime::{Backlogs, RuntimeLoad, RuntimeStore};
+pub use schedules::{FireDecision, ScheduleDecision, ScheduleStore};
 pub use sqlite::SqliteStore;
 pub use steps::{RunContext, RunRef, StepStore};
 pub use tasks::{TaskChange, TaskDecision, TaskStore, TaskWrite};
@@ -174,6 +177,7 @@ pub trait Store:
     + BillingStore
     + StepStore
     + McpStore
+    + ScheduleStore
     + Send
     + Sync
     + fmt::Debug

@@ -17,7 +17,7 @@ use agentcore::mcp::McpConfig;
 use agentcore::models::ModelsConfig;
 use agentcore::store::DatabaseUrl;
 use agentcore::tools::http_fetch::AddressPolicy;
-use agentcore::{BillingConfig, CoreConfig, DiscordConfig, RuntimeConfig};
+use agentcore::{BillingConfig, CoreConfig, DiscordConfig, RuntimeConfig, ScheduleConfig};
 
 use settings::list;
 pub use sources::{Environment, process_environment};
@@ -67,6 +67,7 @@ pub struct Config {
     pub discord: DiscordConfig,
     pub models: ModelsConfig,
     pub runtime: RuntimeConfig,
+    pub schedules: ScheduleConfig,
     pub billing: BillingConfig,
     pub http: HttpConfig,
     pub limits: LimitsConfig,
@@ -210,6 +211,7 @@ impl Config {
             discord: DiscordConfig::default(),
             models: models::models(src)?,
             runtime: RuntimeConfig::default(),
+            schedules: ScheduleConfig::default(),
             billing: billing(src)?,
             http: HttpConfig::default(),
             limits: LimitsConfig::default(),
@@ -281,6 +283,7 @@ impl Config {
         core.discord = self.discord.clone();
         core.models = self.models.clone();
         core.runtime = self.runtime;
+        core.schedules = self.schedules.clone();
         core.billing = self.billing.clone();
         core.tools.http = self.http_policy()?;
         core.mcp = self.mcp.clone();

@@ -58,6 +58,9 @@ settings! {
     "runtime.poll_seconds": Seconds => runtime.poll;
     "runtime.max_attempts": Count => runtime.max_attempts;
     "runtime.task_timeout_seconds": Seconds => runtime.task_timeout;
+    "schedules.poll_seconds": Seconds => schedules.poll;
+    "schedules.missed_after_seconds": Seconds => schedules.missed_after;
+    "schedules.seconds_field": Flag => schedules.seconds_field;
     "tools.http.allow_private": Flag => tools.allow_private;
     "tools.http.allow_addresses": List => tools.allow_addresses;
     "http.body_limit_bytes": Count => http.body_limit_bytes;

@@ -11,6 +11,7 @@ mod chat;
 mod mcp;
 mod onboarding;
 mod ops;
+mod schedules;
 mod tools;
 
 use axum::Router;
@@ -41,6 +42,8 @@ pub(crate) fn api() -> OpenApiRouter<AppState> {
         .routes(routes!(backlog::list, backlog::add))
         .routes(routes!(backlog::show, backlog::update, backlog::delete))
         .routes(routes!(backlog::retry))
+        .routes(routes!(schedules::list, schedules::add))
+        .routes(routes!(schedules::show, schedules::update, schedules::delete))
         .routes(routes!(tools::steps))
         .routes(routes!(tools::show_memory, tools::set_memory))
         .routes(routes!(tools::list))

@@ -41,6 +41,8 @@ pub(super) const FINISH_TRIES: u32 = 5;
 pub struct Runtime {
     stop: Arc<watch::Sender<bool>>,
     task: tokio::task::JoinHandle<()>,
+    /// The look at due schedules (`workers::scheduler`).
+    scheduler: tokio::task::JoinHandle<()>,
 }
 
 /// Stops a runtime from taking new tasks, from anywhere (a signal handler, a shutdown hook).
@@ -63,12 +65,14 @@ impl Runtime {
     /// every lease (unfinished tasks go back to the queue for another node) and returns.
     pub async fn shutdown(self) {
         let _ = self.stop.send(true);
+        let _ = self.scheduler.await;
         let _ = self.task.await;
     }
 }
 
 impl Runtime {
-    /// Starts running active agents in the background. Start it once per `Core`.
+    /// Starts running active agents, and firing due schedules, in the background. Start it
+    /// once per `Core`.
     pub fn start(core: &Core) -> Runtime {
         let (stop, stopped) = watch::channel(false);
         let node = Arc::new(Node {
@@ -78,8 +82,9 @@ impl Runtime {
             membership: tokio::sync::Mutex::new(()),
             stopped: stopped.clone(),
         });
+        let scheduler = tokio::spawn(super::scheduler::run(core.clone(), stopped.clone()));
         let task = tokio::spawn(dispatch::dispatch(node, stopped));
-        Runtime { stop: Arc::new(stop), task }
+        Runtime { stop: Arc::new(stop), task, scheduler }
     }
 }
 

@@ -1,0 +1,136 @@
+//! Schedules: recurring tasks of an agent, and the look at due schedules every node's runtime
+//! takes (`workers::scheduler`). Times are the database's, so nodes whose clocks differ agree
+//! on what is due.
+
+use super::{Core, Principal};
+use crate::api::ScheduleList;
+use crate::domain::agent::AgentId;
+use crate::domain::schedule::{
+    self, CronSpec, NewSchedule, Schedule, ScheduleId, SchedulePatch, ScheduleRecord,
+};
+use crate::error::{Error, Result, ValidationErrors};
+
+/// Due schedules looked at in one pass; a full pass is followed by another at once.
+pub(crate) const DUE_BATCH: i64 = 200;
+
+impl Core {
+    /// Adds a schedule to the agent; its first fire time is the first after now.
+    pub async fn add_schedule(
+        &self,
+        who: &Principal,
+        agent: &AgentId,
+        new: NewSchedule,
+    ) -> Result<Schedule> {
+        self.check_cron(&new.timing.cron)?;
+        let now = self.store().database_time().await?;
+        let record = ScheduleRecord::create(agent, new, now);
+        never_fires(&record)?;
+        self.store().insert_schedule(&who.user_id, &record).await?;
+        tracing::info!(user_id = %who.user_id, agent_id = %agent, schedule = %record.id, cron = record.timing.cron.as_str(), "schedule added");
+        Ok(record.public())
+    }
+
+    /// The agent's schedules, oldest first.
+    pub async fn schedules(&self, who: &Principal, agent: &AgentId) -> Result<ScheduleList> {
+        let records = self.store().schedules(&who.user_id, agent).await?;
+        Ok(ScheduleList { schedules: records.iter().map(ScheduleRecord::public).collect() })
+    }
+
+    pub async fn schedule(
+        &self,
+        who: &Principal,
+        agent: &AgentId,
+        id: &ScheduleId,
+    ) -> Result<Schedule> {
+        Ok(self.store().schedule(&who.user_id, agent, id).await?.public())
+    }
+
+    /// Changes a schedule. A new expression or zone, or enabling it again, makes it next fire
+    /// at its first fire time after now: runs that passed while it was off are not caught up.
+    pub async fn update_schedule(
+        &self,
+        who: &Principal,
+        agent: &AgentId,
+        id: &ScheduleId,
+        patch: SchedulePatch,
+    ) -> Result<Schedule> {
+        if let Some(cron) = &patch.cron {
+            self.check_cron(cron)?;
+        }
+        let now = self.store().database_time().await?;
+        let updated = self
+            .store()
+            .update_schedule(&who.user_id, agent, id, &|current| {
+                let next = current.patched(&patch, now);
+                never_fires(&next)?;
+                Ok(next)
+            })
+            .await?;
+        Ok(updated.public())
+    }
+
+    pub async fn delete_schedule(
+        &self,
+        who: &Principal,
+        agent: &AgentId,
+        id: &ScheduleId,
+    ) -> Result<()> {
+        self.store().delete_schedule(&who.user_id, agent, id).await
+    }
+
+    /// Takes one look at every schedule due by the database's clock: each due fire time
+    /// queues its task (or is skipped or missed, as the schedule says), in one transaction
+    /// per schedule that also moves its next fire time on. Returns how many tasks it queued
+    /// and whether more schedules may be due than one pass took.
+    pub(crate) async fn fire_due_schedules(&self) -> Result<(usize, bool)> {
+        let (now, due) = self.store().due_schedules(DUE_BATCH).await?;
+        let full = due.len() as i64 == DUE_BATCH;
+        let missed_after = self.schedule_config().missed_after;
+        let mut queued = 0;
+        for (owner, record) in due {
+            let decide = |current: &ScheduleRecord, state| {
+                let due = current.next_fire_at.filter(|at| current.enabled && *at <= now)?;
+                let plan = schedule::plan(&current.timing, due, now, missed_after);
+                Some(schedule::decide(current, &plan, state, now))
+            };
+            match self.store().fire_schedule(&owner, &record.agent_id, &record.id, &decide).await {
+                Ok(Some(count)) => {
+                    if count > 0 {
+                        tracing::info!(user_id = %owner, agent_id = %record.agent_id, schedule = %record.id, tasks = count, "schedule fired");
+                        self.wake_agent(&owner, &record.agent_id);
+                    }
+                    queued += count;
+                }
+                Ok(None) => {}
+                Err(error) => {
+                    tracing::warn!(%error, schedule = %record.id, "cannot fire a schedule; the next look tries again");
+                }
+            }
+        }
+        Ok((queued, full))
+    }
+
+    /// A sixth (seconds) field only where the operator allows it.
+    fn check_cron(&self, cron: &CronSpec) -> Result<()> {
+        if cron.has_seconds() && !self.schedule_config().seconds_field {
+            return Err(ValidationErrors::single(
+                "cron",
+                "must have 5 fields (minute hour day-of-month month day-of-week); a seconds \
+                 field is not enabled on this server",
+            )
+            .into());
+        }
+        Ok(())
+    }
+}
+
+/// An enabled schedule whose expression names no future time is refused.
+fn never_fires(record: &ScheduleRecord) -> Result<()> {
+    if record.enabled && record.next_fire_at.is_none() {
+        return Err(Error::from(ValidationErrors::single(
+            "cron",
+            format!("'{}' names no time from now on", record.timing.cron.as_str()),
+        )));
+    }
+    Ok(())
+}
