@@ -33,6 +33,7 @@ mod openapi;
 mod process;
 mod providers;
 mod runtime;
+mod schedules;
 mod schemathesis;
 mod storage;
 mod tenancy;

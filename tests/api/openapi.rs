@@ -38,6 +38,11 @@ const ROUTES: &[(&str, &str)] = &[
     ("GET", "/api/agents/{id}/backlog/{task_id}/steps"),
     ("GET", "/api/agents/{id}/memory"),
     ("PUT", "/api/agents/{id}/memory"),
+    ("GET", "/api/agents/{id}/schedules"),
+    ("POST", "/api/agents/{id}/schedules"),
+    ("GET", "/api/agents/{id}/schedules/{schedule_id}"),
+    ("PATCH", "/api/agents/{id}/schedules/{schedule_id}"),
+    ("DELETE", "/api/agents/{id}/schedules/{schedule_id}"),
     ("GET", "/api/tools"),
     ("GET", "/api/mcp/servers"),
     ("POST", "/api/mcp/servers"),
@@ -63,6 +68,8 @@ const ROUTES: &[(&str, &str)] = &[
 /// Operations that take a JSON body (vacation's is optional).
 const WITH_BODY: &[(&str, &str)] = &[
     ("PUT", "/api/agents/{id}/memory"),
+    ("POST", "/api/agents/{id}/schedules"),
+    ("PATCH", "/api/agents/{id}/schedules/{schedule_id}"),
     ("POST", "/auth/register"),
     ("POST", "/auth/login"),
     ("POST", "/api/agents"),

@@ -20,6 +20,7 @@ async fn snapshot(app: &TestApp, user: &User) -> Value {
         "/api/agents/alpha/backlog",
         "/api/agents/alpha/activity?limit=1000",
         "/api/agents/alpha/memory",
+        "/api/agents/alpha/schedules",
         "/api/chat/connections",
         "/api/chat/mappings",
         "/api/billing",
@@ -32,8 +33,14 @@ async fn snapshot(app: &TestApp, user: &User) -> Value {
 
 /// B's attempts on `method template` against A's agent, task and guild: a body that passes
 /// validation, so only ownership can refuse it. An operation missing here fails the test.
-fn against_a(method: &Method, template: &str, task: &str) -> Vec<(String, Option<Value>)> {
+fn against_a(
+    method: &Method,
+    template: &str,
+    (task, schedule): (&str, &str),
+) -> Vec<(String, Option<Value>)> {
     let agent = "/api/agents/alpha";
+    let a_schedule = format!("{agent}/schedules/{schedule}");
+    let schedule_via_b = format!("/api/agents/beta/schedules/{schedule}");
     let a_task = format!("{agent}/backlog/{task}");
     // A's task id under B's own agent.
     let via_b = format!("/api/agents/beta/backlog/{task}");
@@ -66,6 +73,18 @@ fn against_a(method: &Method, template: &str, task: &str) -> Vec<(String, Option
             vec![(format!("{a_task}/steps"), None), (format!("{via_b}/steps"), None)]
         }
         ("GET", "/api/agents/{id}/memory") => vec![(format!("{agent}/memory"), None)],
+        ("GET", "/api/agents/{id}/schedules") => vec![(format!("{agent}/schedules"), None)],
+        ("POST", "/api/agents/{id}/schedules") => vec![(
+            format!("{agent}/schedules"),
+            Some(json!({"cron": "0 9 * * *", "title": "Planted"})),
+        )],
+        ("GET" | "DELETE", "/api/agents/{id}/schedules/{schedule_id}") => {
+            vec![(a_schedule, None), (schedule_via_b, None)]
+        }
+        ("PATCH", "/api/agents/{id}/schedules/{schedule_id}") => {
+            let body = json!({"title": "Changed", "enabled": true});
+            vec![(a_schedule, Some(body.clone())), (schedule_via_b, Some(body))]
+        }
         ("PUT", "/api/agents/{id}/memory") => {
             vec![(format!("{agent}/memory"), Some(json!({"memory": "Planted"})))]
         }
@@ -132,6 +151,11 @@ async fn a_second_users_token_reaches_nothing_of_the_first(app: TestApp) {
     .await
     .assert_status(200);
 
+    let schedule =
+        json!({"cron": "0 9 * * *", "title": "A's secret plan, daily", "enabled": false});
+    let schedule = app.post("/api/agents/alpha/schedules", &a, schedule).await;
+    let schedule = schedule.assert_status(201)["id"].as_str().unwrap().to_owned();
+
     let server = json!({"name": MCP_A, "url": "https://93.184.215.14/mcp", "token": "a-secret"});
     app.post("/api/mcp/servers", &a, server).await.assert_status(201);
 
@@ -149,7 +173,7 @@ async fn a_second_users_token_reaches_nothing_of_the_first(app: TestApp) {
         if template.contains('{') {
             let method = Method::from_bytes(method.as_bytes()).unwrap();
             attempts.extend(
-                against_a(&method, &template, &task)
+                against_a(&method, &template, (&task, &schedule))
                     .into_iter()
                     .map(|(path, body)| (method.clone(), path, body)),
             );

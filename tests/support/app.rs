@@ -6,7 +6,7 @@ use crate::fake_discord::{self, FakeDiscord};
 use crate::fake_models::{self, FakeModels};
 use crate::stripe_events;
 use agentcore::models::ProviderConfig;
-use agentcore::{Core, CoreConfig, OutboxConfig, RuntimeConfig};
+use agentcore::{Core, CoreConfig, OutboxConfig, RuntimeConfig, ScheduleConfig};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -70,6 +70,9 @@ pub struct Options {
     /// More OpenAI-compatible providers, by name, each a fake model server of its own.
     pub more_providers: Vec<(String, FakeModels)>,
     pub runtime: RuntimeConfig,
+    /// Schedules: looked at every 100 ms, with the seconds field allowed so a test's
+    /// schedule fires every second.
+    pub schedules: ScheduleConfig,
     /// Stripe webhook signing secrets; empty turns the webhook off.
     pub webhook_secrets: Vec<String>,
     /// Holds the server key file; shared across restarts of one test.
@@ -100,6 +103,11 @@ impl Options {
                 retry_max: Duration::from_secs(2),
                 shutdown_grace: Duration::from_secs(5),
                 ..RuntimeConfig::default()
+            },
+            schedules: ScheduleConfig {
+                poll: Duration::from_millis(100),
+                seconds_field: true,
+                ..ScheduleConfig::default()
             },
             webhook_secrets: vec![stripe_events::OLD_SECRET.into(), stripe_events::SECRET.into()],
             data_dir: Arc::new(tempfile::tempdir().expect("temporary directory")),
@@ -140,6 +148,7 @@ impl Options {
         }
         config.models.timeout = Duration::from_secs(5);
         config.runtime = self.runtime;
+        config.schedules = self.schedules.clone();
         config.tools = self.tools.clone();
         config.mcp = self.mcp.clone();
         if let Some(model) = &self.default_model {

@@ -15,6 +15,7 @@ use crate::terminal::{DOWN, ENTER, Terminal};
 
 mod acting;
 mod local;
+mod schedules;
 mod wizard;
 
 /// One person's terminal: a config directory of their own and a way to reach the service.

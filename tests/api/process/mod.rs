@@ -16,6 +16,7 @@ use crate::helpers::{TestDb, backend_tests, eventually};
 mod config;
 mod delivery;
 mod mcp;
+mod schedules;
 mod steps;
 mod tasks;
 
@@ -256,6 +257,16 @@ pub(crate) struct Cluster {
 
 impl Cluster {
     pub(crate) async fn start(db: &TestDb, latency: Duration, guild: &str, email: &str) -> Self {
+        Self::start_with(db, latency, (guild, email), &[]).await
+    }
+
+    /// [`Cluster::start`] with more settings for every node.
+    pub(crate) async fn start_with(
+        db: &TestDb,
+        latency: Duration,
+        (guild, email): (&str, &str),
+        settings: &[(&'static str, &str)],
+    ) -> Self {
         let models = FakeModels::start().await;
         models.set_latency(latency);
         let discord = FakeDiscord::start().await;
@@ -265,6 +276,7 @@ impl Cluster {
         let data_dir = tempfile::tempdir().unwrap();
         let mut env = runtime_env(db, &data_dir, &models);
         env.push(("AGENTD_DISCORD__API_BASE", discord.api_base.clone()));
+        env.extend(settings.iter().map(|(name, value)| (*name, (*value).to_owned())));
         let mut nodes = Vec::new();
         for _ in 0..3 {
             nodes.push(Server::start(&env).await);
