@@ -1,7 +1,7 @@
 //! JSON request bodies as the HTTP routes read them: `agentd::decode_json_body::<T>` for each
 //! request type of `agentcore::api`, then the type's `parse` into domain values.
 //!
-//! Input layout: the first byte picks the request type (`byte % 13`, in the order of `TYPES`),
+//! Input layout: the first byte picks the request type (`byte % 15`, in the order of `TYPES`),
 //! the rest is the body.
 //!
 //! Beyond "never panics":
@@ -15,11 +15,12 @@
 
 use agentcore::ValidationErrors;
 use agentcore::api::{
-    AddMcpServerRequest, CallbackRequest, ConnectRequest, CreateAgentRequest, CreateTaskRequest, LoginRequest,
-    MapRequest, RegisterRequest, SendRequest, SetupRequest, UpdateAgentRequest, UpdateTaskRequest,
-    VacationRequest,
+    AddMcpServerRequest, CallbackRequest, ConnectRequest, CreateAgentRequest, CreateScheduleRequest,
+    CreateTaskRequest, LoginRequest, MapRequest, RegisterRequest, SendRequest, SetupRequest,
+    UpdateAgentRequest, UpdateScheduleRequest, UpdateTaskRequest, VacationRequest,
 };
 use agentcore::domain::agent::AgentId;
+use agentcore::domain::schedule::Zone;
 use agentd::error::ApiError;
 use libfuzzer_sys::fuzz_target;
 use serde::Serialize;
@@ -27,7 +28,7 @@ use serde::de::DeserializeOwned;
 
 /// The selector byte's meaning, for seeds and crash reports.
 #[allow(dead_code)]
-const TYPES: [&str; 13] = [
+const TYPES: [&str; 15] = [
     "RegisterRequest",
     "LoginRequest",
     "CreateAgentRequest",
@@ -41,13 +42,15 @@ const TYPES: [&str; 13] = [
     "MapRequest",
     "SendRequest",
     "AddMcpServerRequest",
+    "CreateScheduleRequest",
+    "UpdateScheduleRequest",
 ];
 
 fuzz_target!(|data: &[u8]| {
     let Some((&selector, body)) = data.split_first() else {
         return;
     };
-    match selector % 13 {
+    match selector % 15 {
         0 => check::<RegisterRequest, _>(body, &["email", "password", "name"], |r| {
             let user = r.parse()?;
             let email = r.email.as_deref().expect("parsed, so present");
@@ -203,7 +206,34 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(server.token.is_some(), r.token.is_some());
             Ok(())
         }),
-        _ => unreachable!("selector % 13"),
+        13 => check::<CreateScheduleRequest, _>(
+            body,
+            &["cron", "timezone", "title", "description", "priority", "catch_up", "overlap", "enabled"],
+            |r| {
+                let schedule = r.parse()?;
+                let cron = r.cron.as_deref().expect("parsed, so present");
+                assert_eq!(schedule.timing.cron.as_str(), cron.split_whitespace().collect::<Vec<_>>().join(" "));
+                let zone = schedule.timing.zone;
+                assert_eq!(Zone::parse(zone.name()), Ok(zone));
+                assert_eq!(Some(schedule.task.title.as_str()), r.title.as_deref());
+                assert_eq!(schedule.enabled, r.enabled.unwrap_or(true));
+                assert_eq!(Some(schedule.catch_up.as_str()), r.catch_up.as_deref().or(Some("skip")));
+                Ok(())
+            },
+        ),
+        14 => check::<UpdateScheduleRequest, _>(
+            body,
+            &["cron", "timezone", "title", "description", "priority", "catch_up", "overlap", "enabled"],
+            |r| {
+                let patch = r.parse()?;
+                assert_eq!(patch.cron.is_some(), r.cron.is_some());
+                assert_eq!(patch.zone.is_some(), r.timezone.is_some());
+                assert_eq!(patch.enabled, r.enabled);
+                assert_eq!(patch.overlap.map(|o| o.as_str()), r.overlap.as_deref());
+                Ok(())
+            },
+        ),
+        _ => unreachable!("selector % 15"),
     }
 });
 
