@@ -87,6 +87,9 @@ pub struct Metrics {
     pub outbox_pending: Option<i64>,
     /// This node's clock minus the database's, as last measured.
     pub clock_skew_seconds: Option<f64>,
+    /// Micro-dollars spent on model calls by this node, per priced model (full name), then
+    /// `unpriced` for the calls of models without a price (always 0: counted as calls).
+    pub model_costs: Vec<ModelCost>,
     /// Writes refused for a storage fault since the process started.
     pub storage_faults: StorageFaultCounts,
     /// The fault writes fail with now, if they do.
@@ -101,6 +104,15 @@ pub struct ModelCallMetrics {
     pub latency: HistogramSnapshot,
     pub transient_errors: u64,
     pub permanent_errors: u64,
+}
+
+/// What one model's calls cost on this node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelCost {
+    /// A priced model's full name, or `unpriced`.
+    pub model: String,
+    pub calls: u64,
+    pub micros: u64,
 }
 
 #[cfg(test)]
@@ -143,20 +155,50 @@ pub(crate) struct Counters {
     pub(crate) dropped: AtomicU64,
     /// Per provider of the registry, in its order.
     pub(crate) models: Vec<(String, ProviderCalls)>,
+    /// Per priced model, then `unpriced`: calls and micro-dollars.
+    pub(crate) costs: Vec<(String, AtomicU64, AtomicU64)>,
     /// This node's clock against the database's.
     pub(crate) skew: Skew,
 }
 
 impl Counters {
-    /// Counters for the calls of each of `providers`.
-    pub(crate) fn new<'a>(providers: impl Iterator<Item = &'a str>) -> Self {
+    /// Counters for the calls of each of `providers`, and the cost of each `priced` model.
+    pub(crate) fn new<'a>(
+        providers: impl Iterator<Item = &'a str>,
+        priced: impl Iterator<Item = &'a str>,
+    ) -> Self {
+        let costs = priced
+            .chain(std::iter::once(UNPRICED))
+            .map(|model| (model.to_owned(), AtomicU64::default(), AtomicU64::default()))
+            .collect();
         Self {
+            costs,
             completed: AtomicU64::default(),
             failed: AtomicU64::default(),
             dropped: AtomicU64::default(),
             models: providers.map(|name| (name.to_owned(), ProviderCalls::default())).collect(),
             skew: Skew::default(),
         }
+    }
+
+    /// One answered model call of `model` that cost `micros`.
+    pub(crate) fn model_cost(&self, model: &str, unpriced: bool, micros: i64) {
+        let model = if unpriced { UNPRICED } else { model };
+        if let Some((_, calls, total)) = self.costs.iter().find(|(name, ..)| name == model) {
+            calls.fetch_add(1, Ordering::Relaxed);
+            total.fetch_add(u64::try_from(micros).unwrap_or(0), Ordering::Relaxed);
+        }
+    }
+
+    pub(crate) fn model_costs(&self) -> Vec<ModelCost> {
+        self.costs
+            .iter()
+            .map(|(model, calls, micros)| ModelCost {
+                model: model.clone(),
+                calls: calls.load(Ordering::Relaxed),
+                micros: micros.load(Ordering::Relaxed),
+            })
+            .collect()
     }
 
     /// One model call of `provider` that took `elapsed` and failed with `error`, if it did.
@@ -173,6 +215,9 @@ impl Counters {
         .fetch_add(1, Ordering::Relaxed);
     }
 }
+
+/// The cost metrics' label for models without a price.
+const UNPRICED: &str = "unpriced";
 
 /// The last measured difference (this node minus the database), in microseconds.
 #[derive(Debug)]

@@ -9,12 +9,13 @@ use serde::de::DeserializeOwned;
 
 use agentcore::Session;
 use agentcore::api::{
-    ActivityList, AddMcpServerRequest, AgentList, AgentStatusResponse, CallbackRequest,
-    ChannelList, ConnectRequest, ConnectionList, ConnectionTest, CreateAgentRequest,
-    CreateScheduleRequest, CreateTaskRequest, Deleted, Disconnected, LoginRequest, MapRequest,
-    Mapped, MappingList, McpServerList, RegisterRequest, ScheduleList, SendRequest,
-    SetMemoryRequest, SetupRequest, StatusResponse, StepList, TaskList, TemplateList, ToolList,
-    Unmapped, UpdateAgentRequest, UpdateScheduleRequest, UpdateTaskRequest, VacationRequest,
+    ActivityList, AddMcpServerRequest, AgentList, AgentStatusResponse, BudgetRequest,
+    CallbackRequest, ChannelList, ConnectRequest, ConnectionList, ConnectionTest,
+    CreateAgentRequest, CreateScheduleRequest, CreateTaskRequest, Deleted, Disconnected,
+    LoginRequest, MapRequest, Mapped, MappingList, McpServerList, RegisterRequest, ScheduleList,
+    SendRequest, SetMemoryRequest, SetupRequest, StatusResponse, StepList, TaskList, TemplateList,
+    ToolList, Unmapped, UpdateAgentRequest, UpdateScheduleRequest, UpdateTaskRequest, UsageParams,
+    VacationRequest,
 };
 use agentcore::domain::agent::{Agent, AgentDetail};
 use agentcore::domain::billing::Billing;
@@ -23,6 +24,7 @@ use agentcore::domain::onboarding::Onboarded;
 use agentcore::domain::schedule::Schedule;
 use agentcore::domain::task::Task;
 use agentcore::domain::tools::Memory;
+use agentcore::domain::usage::{BudgetView, UsageReport};
 use agentcore::domain::user::User;
 use agentcore::{Connected, OauthUrl, Sent};
 
@@ -344,6 +346,26 @@ impl Client {
 
     pub async fn billing(&self) -> Result<Reply<Billing>, Failure> {
         self.get_as("/api/billing").await
+    }
+
+    // Budgets and usage.
+
+    pub async fn budget(&self) -> Result<Reply<BudgetView>, Failure> {
+        self.get_as("/api/budget").await
+    }
+
+    pub async fn set_budget(&self, request: &BudgetRequest) -> Result<Reply<BudgetView>, Failure> {
+        self.typed(Method::PUT, "/api/budget", Some(request)).await
+    }
+
+    pub async fn usage(&self, params: &UsageParams) -> Result<Reply<UsageReport>, Failure> {
+        let query = query(&[
+            ("from", params.from.clone()),
+            ("to", params.to.clone()),
+            ("agent_id", params.agent_id.clone()),
+            ("group_by", params.group_by.clone()),
+        ]);
+        self.get_as(&format!("/api/usage{query}")).await
     }
 
     pub async fn templates(&self) -> Result<Reply<TemplateList>, Failure> {

@@ -84,6 +84,29 @@ pub(crate) enum Command {
     Chat(ChatCommand),
     /// The plan, its agent limit and how much of it is used
     Billing,
+    /// Your monthly budget for all your agents and this month's spend; --set or --clear it
+    Budget {
+        /// Dollars per calendar month (UTC)
+        #[arg(long, conflicts_with = "clear")]
+        set: Option<f64>,
+        #[arg(long)]
+        clear: bool,
+    },
+    /// What model calls cost: tokens, dollars, tasks and calls (this month unless given)
+    Usage {
+        /// Start, included: 2026-11-01 or an RFC 3339 time [default: start of this month, UTC]
+        #[arg(long)]
+        from: Option<String>,
+        /// End, excluded [default: start of next month, UTC]
+        #[arg(long)]
+        to: Option<String>,
+        /// Only this agent's calls
+        #[arg(long)]
+        agent: Option<String>,
+        /// One row per agent, model or day
+        #[arg(long, value_name = "agent|model|day", default_value = "agent")]
+        group_by: String,
+    },
     /// The tools agents may call: built-in ones and those of MCP servers
     Tools,
     /// MCP servers: add your own (streamable HTTP), list, test and remove them
@@ -140,6 +163,9 @@ pub(crate) enum AgentsCommand {
         /// MCP servers whose tools it may call, comma-separated (`agentctl mcp list`)
         #[arg(long, value_delimiter = ',')]
         mcp_servers: Option<Vec<String>>,
+        /// Its own monthly budget in dollars
+        #[arg(long)]
+        budget_monthly_usd: Option<f64>,
     },
     /// Change the given fields
     Update {
@@ -168,6 +194,9 @@ pub(crate) enum AgentsCommand {
         /// Replaces its MCP servers, comma-separated; an empty value allows none
         #[arg(long)]
         mcp_servers: Option<String>,
+        /// Its own monthly budget in dollars; `none` removes it
+        #[arg(long)]
+        budget_monthly_usd: Option<String>,
     },
     /// The agent's memory block; --set replaces it, --clear empties it
     Memory {

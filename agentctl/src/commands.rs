@@ -3,9 +3,9 @@
 use std::io::IsTerminal;
 
 use agentcore::api::{
-    AddMcpServerRequest, CallbackRequest, ConnectRequest, CreateAgentRequest, CreateTaskRequest,
-    LoginRequest, MapRequest, RegisterRequest, SendRequest, SetMemoryRequest, UpdateAgentRequest,
-    UpdateTaskRequest, VacationRequest,
+    AddMcpServerRequest, BudgetRequest, CallbackRequest, ConnectRequest, CreateAgentRequest,
+    CreateTaskRequest, LoginRequest, MapRequest, RegisterRequest, SendRequest, SetMemoryRequest,
+    UpdateAgentRequest, UpdateTaskRequest, UsageParams, VacationRequest,
 };
 use agentcore::{Core, Session};
 
@@ -202,6 +202,23 @@ async fn dispatch(cx: &mut Context, client: &Client, command: Command) -> Result
         Command::Schedules(command) => crate::schedules::run(cx, client, command).await,
         Command::Chat(command) => chat(cx, client, command).await,
         Command::Billing => cx.emit(&client.billing().await?.answer, View::Fields),
+        Command::Budget { set, clear } => {
+            let answer = match (set, clear) {
+                (Some(usd), _) => {
+                    let request = BudgetRequest { monthly_usd: Some(Some(usd)) };
+                    client.set_budget(&request).await?.answer
+                }
+                (None, true) => {
+                    client.set_budget(&BudgetRequest { monthly_usd: Some(None) }).await?.answer
+                }
+                (None, false) => client.budget().await?.answer,
+            };
+            cx.emit(&answer, View::Fields)
+        }
+        Command::Usage { from, to, agent, group_by } => {
+            let params = UsageParams { from, to, agent_id: agent, group_by: Some(group_by) };
+            cx.emit(&client.usage(&params).await?.answer, View::Usage)
+        }
         Command::Tools => cx.emit(&client.tools().await?.answer, View::Tools),
         Command::Mcp(command) => mcp(cx, client, command).await,
         Command::Templates => cx.emit(&client.templates().await?.answer, View::Templates),
@@ -242,6 +259,7 @@ async fn agents(cx: &Context, client: &Client, command: AgentsCommand) -> Result
             tools,
             max_steps,
             mcp_servers,
+            budget_monthly_usd,
         } => {
             let request = CreateAgentRequest {
                 id: Some(id),
@@ -254,6 +272,7 @@ async fn agents(cx: &Context, client: &Client, command: AgentsCommand) -> Result
                 tools,
                 max_steps,
                 mcp_servers,
+                budget_monthly_usd,
             };
             (client.create_agent(&request).await?.answer, View::Agent)
         }
@@ -269,7 +288,17 @@ async fn agents(cx: &Context, client: &Client, command: AgentsCommand) -> Result
             tools,
             max_steps,
             mcp_servers,
+            budget_monthly_usd,
         } => {
+            let budget_monthly_usd = match budget_monthly_usd.as_deref() {
+                None => None,
+                Some("none") => Some(None),
+                Some(raw) => Some(Some(raw.parse::<f64>().map_err(|_| {
+                    Failure::usage(format!(
+                        "--budget-monthly-usd: '{raw}' is not a number of dollars (or none)"
+                    ))
+                })?)),
+            };
             let request = UpdateAgentRequest {
                 name,
                 role_prompt,
@@ -281,6 +310,7 @@ async fn agents(cx: &Context, client: &Client, command: AgentsCommand) -> Result
                 tools: tools.map(|t| crate::render::list_items(&t)),
                 max_steps,
                 mcp_servers: mcp_servers.map(|s| crate::render::list_items(&s)),
+                budget_monthly_usd,
             };
             if request.is_empty() {
                 return Err(Failure::usage(

@@ -20,6 +20,7 @@ pub(crate) enum View {
     McpTools,
     Schedules,
     Schedule,
+    Usage,
     Activity,
     Templates,
     Onboarded,
@@ -145,6 +146,27 @@ impl View {
                 let runs =
                     rows(&value["next_runs"], &[("NEXT RUNS (LOCAL)", "local"), ("UTC", "at")]);
                 format!("{head}\n{runs}")
+            }
+            View::Usage => {
+                let columns = [
+                    ("GROUP", "key"),
+                    ("INPUT TOKENS", "input_tokens"),
+                    ("OUTPUT TOKENS", "output_tokens"),
+                    ("COST (USD)", "cost_usd"),
+                    ("TASKS", "tasks"),
+                    ("CALLS", "steps"),
+                    ("UNPRICED CALLS", "unpriced_steps"),
+                ];
+                let mut listed = value["rows"].as_array().cloned().unwrap_or_default();
+                let mut total = value["total"].clone();
+                total["key"] = "(total)".into();
+                listed.push(total);
+                format!(
+                    "Usage from {} to {}\n{}",
+                    text(&value["from"]),
+                    text(&value["to"]),
+                    rows(&Value::Array(listed), &columns)
+                )
             }
             View::Activity => rows(
                 &value["entries"],

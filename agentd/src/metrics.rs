@@ -238,9 +238,33 @@ fn render_node(out: &mut String, node: &Metrics) {
             );
         }
     }
+    model_costs(out, &node.model_costs);
     mcp_calls(out, &node.mcp_calls);
     header(out, "agentd_discord_rate_limited_total", "counter", "429 answers from Discord.");
     let _ = writeln!(out, "agentd_discord_rate_limited_total {}", node.discord_rate_limited);
+}
+
+/// What answered model calls cost, by priced model (and `unpriced`).
+fn model_costs(out: &mut String, costs: &[agentcore::telemetry::ModelCost]) {
+    header(
+        out,
+        "agentd_model_cost_usd_total",
+        "counter",
+        "Dollars spent on answered model calls by model (its price from models.prices; \
+         model=\"unpriced\": calls of models without a price, counted at 0).",
+    );
+    for cost in costs {
+        let usd = cost.micros as f64 / 1e6;
+        let _ = writeln!(out, "agentd_model_cost_usd_total{{model=\"{}\"}} {usd}", cost.model);
+    }
+    header(out, "agentd_model_priced_calls_total", "counter", "Answered model calls by model.");
+    for cost in costs {
+        let _ = writeln!(
+            out,
+            "agentd_model_priced_calls_total{{model=\"{}\"}} {}",
+            cost.model, cost.calls
+        );
+    }
 }
 
 /// MCP tool calls by server (its name, and `operator` or `user`).

@@ -7,6 +7,7 @@ use crate::domain::agent::{
     AgentId, AgentName, AgentPatch, AgentStatus, AgentSummary, ChannelName, ModelName, NewAgent,
     RolePrompt, ThrottleSeconds, Workspace,
 };
+use crate::domain::budget::Budget;
 use crate::domain::mcp::McpServerSet;
 use crate::domain::tools::{MaxSteps, ToolSet};
 use crate::error::ValidationErrors;
@@ -60,6 +61,10 @@ pub struct CreateAgentRequest {
     #[cfg_attr(feature = "openapi", schema(nullable = false))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mcp_servers: Option<Vec<String>>,
+    /// Its own monthly budget in dollars (0 to 1,000,000,000); none unless given.
+    #[cfg_attr(feature = "openapi", schema(nullable = false, minimum = 0))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget_monthly_usd: Option<f64>,
 }
 
 impl CreateAgentRequest {
@@ -91,6 +96,8 @@ impl CreateAgentRequest {
             Some(names) => e.check("mcp_servers", McpServerSet::parse(names)),
             None => Some(McpServerSet::default()),
         };
+        let budget =
+            self.budget_monthly_usd.map(|v| e.check("budget_monthly_usd", Budget::parse(v)));
         match (id, name, role_prompt, channel, throttle, tools, max_steps, mcp_servers) {
             (
                 Some(id),
@@ -112,6 +119,7 @@ impl CreateAgentRequest {
                 tools,
                 max_steps,
                 mcp_servers,
+                budget: budget.flatten(),
             }),
             _ => Err(e),
         }
@@ -151,6 +159,10 @@ pub struct UpdateAgentRequest {
     #[cfg_attr(feature = "openapi", schema(nullable = false))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mcp_servers: Option<Vec<String>>,
+    /// Its own monthly budget in dollars; `null` removes it.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0))]
+    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "Option::is_none")]
+    pub budget_monthly_usd: Option<Option<f64>>,
 }
 
 impl UpdateAgentRequest {
@@ -167,6 +179,7 @@ impl UpdateAgentRequest {
             tools,
             max_steps,
             mcp_servers,
+            budget_monthly_usd,
         } = self;
         name.is_none()
             && role_prompt.is_none()
@@ -178,6 +191,7 @@ impl UpdateAgentRequest {
             && tools.is_none()
             && max_steps.is_none()
             && mcp_servers.is_none()
+            && budget_monthly_usd.is_none()
     }
 
     pub fn parse(&self) -> Result<AgentPatch, ValidationErrors> {
@@ -213,6 +227,10 @@ impl UpdateAgentRequest {
                 .mcp_servers
                 .as_ref()
                 .and_then(|v| e.check("mcp_servers", McpServerSet::parse(v))),
+            budget: self.budget_monthly_usd.and_then(|v| match v {
+                None => Some(None),
+                Some(v) => e.check("budget_monthly_usd", Budget::parse(v)).map(Some),
+            }),
         };
         if e.is_empty() { Ok(patch) } else { Err(e) }
     }

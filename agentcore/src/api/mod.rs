@@ -8,6 +8,7 @@
 mod accounts;
 mod agents;
 mod backlog;
+mod budget;
 mod chat;
 mod mcp;
 mod onboarding;
@@ -21,6 +22,7 @@ use crate::error::ValidationErrors;
 pub use accounts::*;
 pub use agents::*;
 pub use backlog::*;
+pub use budget::*;
 pub use chat::*;
 pub use mcp::*;
 pub use onboarding::*;

@@ -38,6 +38,7 @@ impl Core {
             tasks_in_progress: backlogs.as_ref().map(|b| b.tasks_in_progress),
             outbox_pending: backlogs.as_ref().map(|b| b.outbox_pending),
             clock_skew_seconds: self.counters().skew.seconds(),
+            model_costs: self.counters().model_costs(),
             storage_faults: self.store().health().counts(),
             storage_fault: self.store().health().fault().map(|(fault, _)| fault),
         })

@@ -8,6 +8,7 @@ mod accounts;
 mod agents;
 mod backlog;
 mod billing;
+mod budget;
 mod chat;
 mod mcp;
 mod metrics;
@@ -288,7 +289,7 @@ impl Core {
             ),
         };
         let auth = Auth::new(&secret, config.token_ttl);
-        let counters = Counters::new(models.provider_names());
+        let counters = Counters::new(models.provider_names(), models.priced());
         let inner = Inner {
             store,
             auth,

@@ -32,10 +32,12 @@ pub enum Action {
     ScheduleFired,
     ScheduleSkipped,
     ScheduleMissed,
+    /// A budget reached its warning share this month.
+    BudgetWarning,
 }
 
 impl Action {
-    pub const ALL: [Action; 21] = [
+    pub const ALL: [Action; 22] = [
         Action::AgentCreated,
         Action::AgentUpdated,
         Action::AgentStarted,
@@ -57,6 +59,7 @@ impl Action {
         Action::ScheduleFired,
         Action::ScheduleSkipped,
         Action::ScheduleMissed,
+        Action::BudgetWarning,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -82,6 +85,7 @@ impl Action {
             Action::ScheduleFired => "schedule_fired",
             Action::ScheduleSkipped => "schedule_skipped",
             Action::ScheduleMissed => "schedule_missed",
+            Action::BudgetWarning => "budget_warning",
         }
     }
 }

@@ -6,6 +6,8 @@ use std::str::FromStr;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use super::budget::Budget;
+
 use super::mcp::{McpServerName, McpServerSet};
 use super::task::{BacklogSummary, Task};
 use super::text;
@@ -206,6 +208,7 @@ pub struct NewAgent {
     pub tools: ToolSet,
     pub max_steps: MaxSteps,
     pub mcp_servers: McpServerSet,
+    pub budget: Option<Budget>,
 }
 
 /// A partial update: `None` leaves a field as it is. For the nullable fields the inner `None`
@@ -222,6 +225,7 @@ pub struct AgentPatch {
     pub tools: Option<ToolSet>,
     pub max_steps: Option<MaxSteps>,
     pub mcp_servers: Option<McpServerSet>,
+    pub budget: Option<Option<Budget>>,
 }
 
 /// Filters for listing agents.
@@ -249,6 +253,8 @@ pub struct Agent {
     pub max_steps: i32,
     /// The MCP servers whose tools it may call.
     pub mcp_servers: Vec<McpServerName>,
+    /// Its own monthly budget in dollars; `null`: none (its owner's may still apply).
+    pub budget_monthly_usd: Option<f64>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub backlog_summary: BacklogSummary,
@@ -271,6 +277,7 @@ pub struct AgentSummary {
     pub tools: Vec<ToolName>,
     pub max_steps: i32,
     pub mcp_servers: Vec<McpServerName>,
+    pub budget_monthly_usd: Option<f64>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub backlog_summary: BacklogSummary,
@@ -289,6 +296,7 @@ impl From<Agent> for AgentSummary {
             tools: agent.tools,
             max_steps: agent.max_steps,
             mcp_servers: agent.mcp_servers,
+            budget_monthly_usd: agent.budget_monthly_usd,
             created_at: agent.created_at,
             updated_at: agent.updated_at,
             backlog_summary: agent.backlog_summary,

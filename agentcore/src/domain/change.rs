@@ -78,6 +78,11 @@ pub fn patch_agent(current: &Agent, patch: &AgentPatch, at: DateTime<Utc>) -> Op
         set("mcp_servers", servers.servers() != next.mcp_servers);
         next.mcp_servers = servers.servers().to_vec();
     }
+    if let Some(budget) = &patch.budget {
+        let budget = budget.map(|b| super::budget::usd(b.micros()));
+        set("budget_monthly_usd", budget != next.budget_monthly_usd);
+        next.budget_monthly_usd = budget;
+    }
     if let Some(max_steps) = patch.max_steps {
         set("max_steps", max_steps.get() != next.max_steps);
         next.max_steps = max_steps.get();

@@ -3,6 +3,7 @@
 pub mod activity;
 pub mod agent;
 pub mod billing;
+pub mod budget;
 pub mod change;
 pub mod chat;
 pub mod mcp;
@@ -15,6 +16,7 @@ pub mod steps;
 pub mod task;
 pub(crate) mod text;
 pub mod tools;
+pub mod usage;
 pub mod user;
 
 use chrono::{DateTime, SubsecRound, Utc};

@@ -98,6 +98,9 @@ pub enum Outcome {
     Stopped { reason: String, summary: String },
     /// `permanent`: the provider will never accept this agent's calls as configured.
     Failed { error: String, permanent: bool },
+    /// The next model call could cross a budget, so it was not sent; `error` says which
+    /// budget and how much of it is spent.
+    BudgetExhausted { error: String },
 }
 
 /// The agent's run state after a task.
@@ -159,10 +162,11 @@ pub fn finish(
             ));
             posts.push(task_post(&task.title, text, 0x2E_CC_71));
         }
-        Outcome::Failed { .. } | Outcome::Stopped { .. } => {
+        Outcome::Failed { .. } | Outcome::Stopped { .. } | Outcome::BudgetExhausted { .. } => {
             let (error, permanent, summary) = match outcome {
                 Outcome::Failed { error, permanent } => (error, *permanent, None),
                 Outcome::Stopped { reason, summary } => (reason, false, Some(summary)),
+                Outcome::BudgetExhausted { error } => (error, true, None),
                 Outcome::Complete { .. } => unreachable!("matched above"),
             };
             done.status = TaskStatus::Failed;
@@ -184,7 +188,13 @@ pub fn finish(
             };
             posts.push(task_post(&format!("Failed: {}", task.title), &told, 0xE7_4C_3C));
             after.failure_streak = agent.failure_streak.saturating_add(1);
-            let why = if permanent {
+            let why = if let Outcome::BudgetExhausted { error } = outcome {
+                Some(format!(
+                    "Stopped before a model call that could cross a budget: {error}. Its queued \
+                     tasks wait; raise the budget (or wait for next month), then start the agent \
+                     again."
+                ))
+            } else if permanent {
                 Some(format!(
                     "The model provider rejected this agent's calls: {error}. Fix the model or \
                      its key, then start the agent again."
@@ -221,6 +231,16 @@ fn task_post(title: &str, text: &str, color: u32) -> NewPost {
         title: Some(cut(title, EMBED_TITLE_CHARS)),
         description: Some(cut(text, EMBED_DESCRIPTION_CHARS)),
         color: Some(color),
+    };
+    NewPost::new(MessageBody::new(None, Some(embed)))
+}
+
+/// A budget's warning, posted in the agent's channel.
+pub fn budget_post(text: &str) -> NewPost {
+    let embed = Embed {
+        title: Some("Budget warning".to_owned()),
+        description: Some(cut(text, EMBED_DESCRIPTION_CHARS)),
+        color: Some(0xF3_9C_12),
     };
     NewPost::new(MessageBody::new(None, Some(embed)))
 }

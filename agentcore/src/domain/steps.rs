@@ -77,6 +77,9 @@ pub struct Step {
     pub duration_ms: i64,
     /// Model steps: tokens, when the provider reports them.
     pub usage: Option<Usage>,
+    /// Model steps: the model called and what the call cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<super::budget::StepCost>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -117,6 +120,7 @@ impl Step {
             error: None,
             duration_ms: ms,
             usage,
+            cost: None,
             created_at: super::now(),
         }
     }
@@ -138,6 +142,7 @@ impl Step {
             error,
             duration_ms: ms,
             usage: None,
+            cost: None,
             created_at: super::now(),
         }
     }

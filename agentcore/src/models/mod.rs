@@ -27,7 +27,9 @@ use async_trait::async_trait;
 pub use anthropic::AnthropicProvider;
 pub use echo::EchoProvider;
 pub use openai::OpenAiProvider;
-pub use registry::{Endpoint, KINDS, Kind, Models, ModelsConfig, ProviderConfig, kind_names};
+pub use registry::{
+    EXAMPLE_PRICES, Endpoint, KINDS, Kind, Models, ModelsConfig, ProviderConfig, kind_names,
+};
 
 use crate::domain::task::Usage;
 
@@ -45,6 +47,41 @@ pub struct CompletionRequest {
     /// stopped run).
     pub tool_choice: ToolChoice,
     pub max_tokens: u32,
+}
+
+/// The margin [`CompletionRequest::text_bytes`] counts for the tokens a wire format adds
+/// around each message and tool (roles, separators).
+pub const FRAMING_TOKENS: usize = 32;
+
+impl CompletionRequest {
+    /// The bytes of text the request carries (system prompt, conversation, tools offered),
+    /// plus [`FRAMING_TOKENS`] for each message, each tool and the request itself: a bound on
+    /// its input tokens, as no tokenizer makes more tokens of a text than it has bytes, and
+    /// the tokens a wire format adds around each part are fewer than that margin.
+    pub fn text_bytes(&self) -> usize {
+        let messages: usize = self
+            .messages
+            .iter()
+            .map(|message| match message {
+                Message::User(text) => text.len(),
+                Message::Assistant { text, tool_calls } => {
+                    text.len()
+                        + tool_calls
+                            .iter()
+                            .map(|c| c.id.len() + c.name.len() + c.arguments.len())
+                            .sum::<usize>()
+                }
+                Message::ToolResult { call_id, content, .. } => call_id.len() + content.len(),
+            })
+            .sum();
+        let tools: usize = self
+            .tools
+            .iter()
+            .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
+            .sum();
+        let parts = 1 + self.messages.len() + self.tools.len();
+        self.system.len() + messages + tools + parts * FRAMING_TOKENS
+    }
 }
 
 /// Whether the model may call the tools offered.

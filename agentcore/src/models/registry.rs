@@ -15,6 +15,7 @@ use super::{
     CompletionRequest, EchoProvider, Message, ModelError, ModelProvider, anthropic, openai,
 };
 use crate::domain::agent::{ModelName, provider_name};
+use crate::domain::budget::Price;
 use crate::error::{Error, Result};
 
 /// Every kind of provider this build can talk to.
@@ -72,7 +73,20 @@ pub struct ModelsConfig {
     pub timeout: Duration,
     /// The answer's length bound sent with every call.
     pub max_tokens: u32,
+    /// Prices by full model name (`openai:gpt-4o-mini`). A model without one is unpriced: its
+    /// calls are recorded at 0 and no budget can hold them back.
+    pub prices: BTreeMap<String, Price>,
 }
+
+/// List prices of a few well-known models (dollars per million input and output tokens), as
+/// the defaults of `models.prices`: examples to check against your own contract, not truths.
+pub const EXAMPLE_PRICES: [(&str, f64, f64); 5] = [
+    ("openai:gpt-4o-mini", 0.15, 0.60),
+    ("openai:gpt-4o", 2.50, 10.00),
+    ("openai:gpt-4.1-mini", 0.40, 1.60),
+    ("anthropic:claude-sonnet-4-5", 3.00, 15.00),
+    ("anthropic:claude-haiku-4-5", 1.00, 5.00),
+];
 
 impl Default for ModelsConfig {
     fn default() -> Self {
@@ -83,6 +97,12 @@ impl Default for ModelsConfig {
             providers,
             timeout: Duration::from_secs(120),
             max_tokens: 1024,
+            prices: EXAMPLE_PRICES
+                .iter()
+                .filter_map(|(name, input, output)| {
+                    Some(((*name).to_owned(), Price::per_million_usd(*input, *output).ok()?))
+                })
+                .collect(),
         }
     }
 }
@@ -115,6 +135,7 @@ pub struct Models {
     max_tokens: u32,
     /// `echo` first, then the configured ones by name.
     providers: Vec<(String, Arc<dyn ModelProvider>)>,
+    prices: BTreeMap<String, Price>,
 }
 
 impl Models {
@@ -158,8 +179,20 @@ impl Models {
             };
             providers.push((name.clone(), (kind.build)(endpoint)));
         }
-        let models =
-            Self { default: config.default.clone(), max_tokens: config.max_tokens, providers };
+        for name in config.prices.keys() {
+            let priced = ModelName::parse(name).ok().filter(|m| m.provider() != "echo");
+            if priced.is_none() || !name.contains(':') {
+                return Err(Error::NotConfigured(format!(
+                    "models.prices: '{name}' is not a model name of the form <provider>:<model>"
+                )));
+            }
+        }
+        let models = Self {
+            default: config.default.clone(),
+            max_tokens: config.max_tokens,
+            providers,
+            prices: config.prices.clone(),
+        };
         let default = ModelName::parse(&config.default).map_err(|e| {
             Error::NotConfigured(format!("models.default: '{}' {e}", config.default))
         })?;
@@ -172,6 +205,17 @@ impl Models {
     /// The server's default model name.
     pub fn default_model(&self) -> &str {
         &self.default
+    }
+
+    /// The full name of `model` (or the default) and its price, when it has one.
+    pub fn price<'a>(&'a self, model: Option<&'a str>) -> (&'a str, Option<Price>) {
+        let name = model.unwrap_or(&self.default);
+        (name, self.prices.get(name).copied())
+    }
+
+    /// The full names of the priced models, as cost metrics label them.
+    pub fn priced(&self) -> impl Iterator<Item = &str> {
+        self.prices.keys().map(String::as_str)
     }
 
     /// The providers calls are counted by: `echo`, then the configured ones.

@@ -8,6 +8,7 @@
 
 mod agents;
 mod billing;
+mod budget;
 mod chat;
 mod health;
 mod mcp;
@@ -48,12 +49,14 @@ macro_rules! every_area {
         super::steps::step_store!($store, $db);
         super::mcp::mcp_store!($store, $db);
         super::schedules::schedule_store!($store, $db);
+        super::budget::budget_store!($store, $db);
     };
 }
 use every_area;
 
 pub use agents::{AgentChange, AgentDecision, AgentStore, AgentWithTask};
 pub use billing::{BillingStore, UserPlan};
+pub use budget::{BudgetStore, UserBudget};
 pub use chat::{ChatStore, ConnectionRecord};
 pub use health::{StorageFaultCounts, StorageHealth};
 pub use mcp::{McpServerRecord, McpStore};
@@ -178,6 +181,7 @@ pub trait Store:
     + StepStore
     + McpStore
     + ScheduleStore
+    + BudgetStore
     + Send
     + Sync
     + fmt::Debug

@@ -35,6 +35,8 @@ impl PostgresStore {
         plus: |seconds| format!("(now() + {seconds}::float8 * interval '1 second')"),
     };
     const LOCK: &'static str = " FOR UPDATE";
+    /// The UTC day of a model step, as the usage report groups it.
+    const DAY_OF_STEP: &'static str = "to_char(s.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')";
     /// Two nodes claiming at once take different agents instead of waiting on each other.
     const SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
     /// Published at commit to every node's listener.

@@ -54,6 +54,7 @@ pub(super) struct AgentRow {
     tools: String,
     max_steps: i32,
     mcp_servers: String,
+    budget_micros: Option<i64>,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
     queued: i64,
@@ -83,6 +84,7 @@ impl TryFrom<AgentRow> for Agent {
             tools: ToolSet::from_json(&row.tools).tools().to_vec(),
             max_steps: row.max_steps,
             mcp_servers: McpServerSet::from_json(&row.mcp_servers).servers().to_vec(),
+            budget_monthly_usd: row.budget_micros.map(crate::domain::budget::usd),
             created_at: row.created_at,
             updated_at: row.updated_at,
             backlog_summary: BacklogSummary {
@@ -368,6 +370,9 @@ pub(super) struct StepRow {
     duration_ms: i64,
     input_tokens: Option<i64>,
     output_tokens: Option<i64>,
+    model: Option<String>,
+    cost_micros: i64,
+    unpriced: bool,
     created_at: DateTime<Utc>,
 }
 
@@ -398,6 +403,11 @@ impl TryFrom<StepRow> for Step {
                 }
                 _ => None,
             },
+            cost: row.model.map(|model| crate::domain::budget::StepCost {
+                model,
+                cost_micros: row.cost_micros,
+                unpriced: row.unpriced,
+            }),
             created_at: row.created_at,
         })
     }

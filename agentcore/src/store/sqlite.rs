@@ -43,6 +43,9 @@ impl SqliteStore {
     };
     /// `BEGIN IMMEDIATE` already holds the write lock: selected rows need no lock of their own.
     const LOCK: &'static str = "";
+    /// The UTC day of a model step (stored as RFC 3339 text in UTC), as the usage report
+    /// groups it.
+    const DAY_OF_STEP: &'static str = "substr(s.created_at, 1, 10)";
     /// The single writer already keeps two claims apart.
     const SKIP_LOCKED: &'static str = "";
     /// One process per file in practice: wake-ups stay in process, with the fallback poll for

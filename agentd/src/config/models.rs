@@ -6,13 +6,18 @@
 //! registry still configure them: `models.openai_base_url`, `models.openai_api_key` (else
 //! `OPENAI_API_KEY`), and the same for `anthropic`. A field set in the provider's own table
 //! wins over them.
+//!
+//! `[models.prices]` (`AGENTD_MODELS__PRICES`: `<provider>:<model>=<input>/<output>`, comma
+//! separated) prices models in dollars per million input and output tokens; it adds to (and
+//! overrides) the example prices of a few well-known models.
 
 use agentcore::domain::agent::provider_name;
+use agentcore::domain::budget::Price;
 use agentcore::models::{ModelsConfig, ProviderConfig};
 use secrecy::{ExposeSecret, SecretString};
 
 use super::ConfigError;
-use super::settings::{insert, number, seconds};
+use super::settings::{insert, list, number, seconds};
 use super::sources::Sources;
 
 const PROVIDERS: &str = "AGENTD_MODELS__PROVIDERS__";
@@ -68,8 +73,31 @@ pub(super) fn models(src: &Sources<'_>) -> Result<ModelsConfig, ConfigError> {
             )));
         }
     }
+    let mut prices = defaults.prices;
+    for pair in list(&src.get("AGENTD_MODELS__PRICES").unwrap_or_default()) {
+        let parsed = pair.split_once('=').and_then(|(model, price)| {
+            let (input, output) = price.split_once('/')?;
+            let (input, output) = (input.trim().parse().ok()?, output.trim().parse().ok()?);
+            Some((model.trim().to_owned(), Price::per_million_usd(input, output)))
+        });
+        match parsed {
+            Some((model, Ok(price))) => {
+                prices.insert(model, price);
+            }
+            Some((model, Err(e))) => {
+                return Err(ConfigError(format!("models.prices.\"{model}\": {e}")));
+            }
+            None => {
+                return Err(ConfigError(format!(
+                    "models.prices: '{pair}' is not <provider>:<model>=<input>/<output> \
+                     (dollars per million tokens, e.g. openai:gpt-4o-mini=0.15/0.60)"
+                )));
+            }
+        }
+    }
     Ok(ModelsConfig {
         default: src.get("AGENTD_MODELS__DEFAULT").unwrap_or(defaults.default),
+        prices,
         providers,
         timeout: src.seconds("AGENTD_MODELS__TIMEOUT_SECONDS", false)?.unwrap_or(defaults.timeout),
         max_tokens: src.count("AGENTD_MODELS__MAX_TOKENS", false)?.unwrap_or(defaults.max_tokens),
@@ -95,4 +123,13 @@ pub(super) fn show(models: &ModelsConfig, root: &mut toml::Table) {
         providers.insert(name.clone(), Value::Table(table));
     }
     insert(root, "models.providers", Value::Table(providers));
+    let prices = models
+        .prices
+        .iter()
+        .map(|(model, price)| {
+            let usd = |micros: i64| micros as f64 / 1e6;
+            (model.clone(), Value::String(format!("{}/{}", usd(price.input), usd(price.output))))
+        })
+        .collect();
+    insert(root, "models.prices", Value::Table(prices));
 }

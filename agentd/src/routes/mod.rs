@@ -7,6 +7,7 @@ mod accounts;
 mod agents;
 mod backlog;
 mod billing;
+mod budget;
 mod chat;
 mod mcp;
 mod onboarding;
@@ -50,6 +51,8 @@ pub(crate) fn api() -> OpenApiRouter<AppState> {
         .routes(routes!(mcp::list, mcp::add))
         .routes(routes!(mcp::delete))
         .routes(routes!(mcp::test))
+        .routes(routes!(budget::show, budget::set))
+        .routes(routes!(budget::usage))
         .routes(routes!(billing::show))
         .routes(routes!(billing::webhook))
         .routes(routes!(onboarding::templates))

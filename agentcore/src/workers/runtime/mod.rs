@@ -21,6 +21,7 @@
 mod dispatch;
 mod model;
 mod run;
+mod spend;
 mod worker;
 
 use std::sync::Arc;

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use super::Node;
 use super::model::call_model;
+use crate::domain::budget::StepCost;
 use crate::domain::runtime::{AgentKey, ClaimedTask, Outcome};
 use crate::domain::steps::{
     LoopGuard, Step, StepCall, StepKind, Stop, not_run, summary_request, system_prompt,
@@ -247,14 +248,16 @@ impl Run<'_> {
                 Ok(Err(outcome)) => return Some(outcome),
                 Ok(Ok(answer)) => answer,
             };
+            let (answer, cost) = answer;
             let calls: Vec<StepCall> = answer.tool_calls.iter().map(from_call).collect();
-            let step = Step::model(
+            let mut step = Step::model(
                 self.next_seq(),
                 answer.text.clone(),
                 calls.clone(),
                 answer.usage,
                 millis(started),
             );
+            step.cost = cost;
             if calls.is_empty() {
                 // Stored with the outcome: one transaction fewer for every task.
                 self.last = Some(step);
@@ -270,12 +273,24 @@ impl Run<'_> {
         }
     }
 
-    /// One model call with the conversation so far, counting its retries.
-    async fn ask(&mut self) -> Result<crate::models::Completion, Outcome> {
+    /// One model call with the conversation so far, counting its retries; its cost is
+    /// reserved before it is sent and settled when it answers (see [`super::spend`]).
+    async fn ask(&mut self) -> Result<(crate::models::Completion, Option<StepCost>), Outcome> {
+        let run = RunRef { agent: self.agent, task: &self.claimed.task.id, node: self.node.id() };
+        let model = self.claimed.agent.model.as_deref();
+        let reserved =
+            super::spend::reserve(self.node, run, model, self.label, &self.request).await?;
         let task = &self.claimed.task.id;
         let called = call_model(self.node, &*self.provider, self.label, &self.request, task).await;
         self.retries += (called.attempts - 1).max(0);
-        called.answer
+        let answer = called.answer?;
+        let cost = match reserved {
+            Some(reserved) => {
+                Some(super::spend::settle(self.node, run, reserved, answer.usage).await)
+            }
+            None => None,
+        };
+        Ok((answer, cost))
     }
 
     fn timeout(&self) -> Stop {
@@ -351,16 +366,22 @@ impl Run<'_> {
         self.request.tool_choice = ToolChoice::None;
         let started = Instant::now();
         let answered = self.ask().await;
-        let (summary, usage) = match answered {
-            Ok(answer) if !answer.text.trim().is_empty() => (answer.text, answer.usage),
-            Ok(answer) => ("(The model gave no summary.)".to_owned(), answer.usage),
-            Err(_) => {
-                ("(The summary could not be asked for: the model call failed.)".to_owned(), None)
+        let (summary, usage, cost) = match answered {
+            Ok((answer, cost)) if !answer.text.trim().is_empty() => {
+                (answer.text, answer.usage, cost)
             }
+            Ok((answer, cost)) => ("(The model gave no summary.)".to_owned(), answer.usage, cost),
+            Err(exhausted @ Outcome::BudgetExhausted { .. }) => return Some(exhausted),
+            Err(_) => (
+                "(The summary could not be asked for: the model call failed.)".to_owned(),
+                None,
+                None,
+            ),
         };
         let mut step =
             Step::model(self.next_seq(), summary.clone(), Vec::new(), usage, millis(started));
         step.kind = StepKind::Summary;
+        step.cost = cost;
         step.error = Some(stop.to_string());
         self.store(&step, None).await?;
         Some(Outcome::Stopped { reason: stop.to_string(), summary })

@@ -59,9 +59,9 @@ async fn run_task(node: &Node, agent: &AgentKey, claimed: ClaimedTask) {
             Ok(true) => {
                 let counter = match outcome {
                     Outcome::Complete { .. } => &node.core.counters().completed,
-                    Outcome::Failed { .. } | Outcome::Stopped { .. } => {
-                        &node.core.counters().failed
-                    }
+                    Outcome::Failed { .. }
+                    | Outcome::Stopped { .. }
+                    | Outcome::BudgetExhausted { .. } => &node.core.counters().failed,
                 };
                 counter.fetch_add(1, Ordering::Relaxed);
                 break;

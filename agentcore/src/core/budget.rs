@@ -1,0 +1,59 @@
+//! Budgets and usage: the user's monthly budget, and the report of what model calls cost.
+//! The runtime's reservation before every call is in `workers::runtime::spend`.
+
+use super::{Core, Principal};
+use crate::api::UsageParams;
+use crate::domain::budget::{Budget, usd};
+use crate::domain::usage::{BudgetView, UsageQuery, UsageReport, UsageRow};
+use crate::error::Result;
+use crate::store::UserBudget;
+
+impl Core {
+    /// The caller's monthly budget and this month's spend.
+    pub async fn budget(&self, who: &Principal) -> Result<BudgetView> {
+        Ok(view(self.store().user_budget(&who.user_id).await?))
+    }
+
+    /// Sets (or with `None` removes) the caller's monthly budget; a lower budget holds from
+    /// the next model call on.
+    pub async fn set_budget(&self, who: &Principal, budget: Option<Budget>) -> Result<BudgetView> {
+        let set = self.store().set_user_budget(&who.user_id, budget).await?;
+        tracing::info!(user_id = %who.user_id, budget = ?budget.map(Budget::micros), "budget set");
+        Ok(view(set))
+    }
+
+    /// Tokens, cost, tasks and model calls over a period (this month unless given), in total
+    /// and per agent, model or day. The sums are those of the steps' recorded costs.
+    pub async fn usage(&self, who: &Principal, params: &UsageParams) -> Result<UsageReport> {
+        let now = self.store().database_time().await?;
+        let query = params.parse(now)?;
+        if let Some(agent) = &query.agent_id {
+            self.store().agent(&who.user_id, agent).await?;
+        }
+        let rows = match query.group_by {
+            Some(_) => self.store().usage(&who.user_id, &query).await?,
+            None => Vec::new(),
+        };
+        let whole = UsageQuery { group_by: None, ..query.clone() };
+        let total = self.store().usage(&who.user_id, &whole).await?.into_iter().next();
+        let mut total = total.unwrap_or_else(|| UsageRow::new(String::new(), 0, 0, 0, 0, 0, 0));
+        total.key = None;
+        Ok(UsageReport {
+            from: query.from,
+            to: query.to,
+            agent_id: query.agent_id,
+            group_by: query.group_by,
+            rows,
+            total,
+        })
+    }
+}
+
+fn view(budget: UserBudget) -> BudgetView {
+    BudgetView {
+        monthly_usd: budget.budget.map(|b| usd(b.micros())),
+        month: budget.month,
+        spent_micros: budget.spent_micros,
+        spent_usd: usd(budget.spent_micros),
+    }
+}
