@@ -48,6 +48,9 @@ const ROUTES: &[(&str, &str)] = &[
     ("POST", "/api/mcp/servers"),
     ("DELETE", "/api/mcp/servers/{name}"),
     ("POST", "/api/mcp/servers/{name}/test"),
+    ("GET", "/api/budget"),
+    ("PUT", "/api/budget"),
+    ("GET", "/api/usage"),
     ("GET", "/api/billing"),
     ("POST", "/api/billing/webhook"),
     ("GET", "/api/onboarding/templates"),
@@ -68,6 +71,7 @@ const ROUTES: &[(&str, &str)] = &[
 /// Operations that take a JSON body (vacation's is optional).
 const WITH_BODY: &[(&str, &str)] = &[
     ("PUT", "/api/agents/{id}/memory"),
+    ("PUT", "/api/budget"),
     ("POST", "/api/agents/{id}/schedules"),
     ("PATCH", "/api/agents/{id}/schedules/{schedule_id}"),
     ("POST", "/auth/register"),

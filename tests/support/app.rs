@@ -86,7 +86,16 @@ pub struct Options {
     pub default_model: Option<String>,
     /// The operator's MCP servers: none unless set.
     pub mcp: agentcore::mcp::McpConfig,
+    /// The answer's length bound sent with every call; the server's default unless set.
+    pub max_tokens: Option<u32>,
 }
+
+/// The model the tests price: no input cost, $200 per million output tokens, so each answer of
+/// the fake model (22 output tokens) costs 4,400 micro-dollars.
+pub const PRICED_MODEL: &str = "openai:priced";
+/// Priced as [`PRICED_MODEL`], under another name (a latency of its own at the fake).
+pub const PRICED_TOO: &str = "openai:priced-too";
+pub const PRICED_CALL_MICROS: i64 = 4_400;
 
 impl Options {
     pub async fn new() -> Self {
@@ -116,6 +125,7 @@ impl Options {
             tools: agentcore::ToolsConfig::default(),
             default_model: None,
             mcp: agentcore::mcp::McpConfig::default(),
+            max_tokens: None,
         }
     }
 
@@ -147,6 +157,15 @@ impl Options {
             config.models.providers.insert(name.clone(), provider);
         }
         config.models.timeout = Duration::from_secs(5);
+        for model in [PRICED_MODEL, PRICED_TOO] {
+            config.models.prices.insert(
+                model.into(),
+                agentcore::domain::budget::Price::per_million_usd(0.0, 200.0).expect("a price"),
+            );
+        }
+        if let Some(max_tokens) = self.max_tokens {
+            config.models.max_tokens = max_tokens;
+        }
         config.runtime = self.runtime;
         config.schedules = self.schedules.clone();
         config.tools = self.tools.clone();

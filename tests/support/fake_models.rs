@@ -128,6 +128,8 @@ struct ModelState {
     plans: HashMap<String, Vec<Script>>,
     calls: Vec<Call>,
     latency: Duration,
+    /// A latency of its own for requests naming one model.
+    latencies: HashMap<String, Duration>,
     /// Tool call ids given so far, so each is unique on this server.
     call_ids: u64,
 }
@@ -187,6 +189,11 @@ impl FakeModels {
     pub fn set_latency(&self, latency: Duration) {
         self.state.lock().unwrap().latency = latency;
     }
+
+    /// A latency for requests naming `model` only.
+    pub fn set_latency_for(&self, model: &str, latency: Duration) {
+        self.state.lock().unwrap().latencies.insert(model.to_owned(), latency);
+    }
 }
 
 type Shared = State<Arc<Mutex<ModelState>>>;
@@ -220,7 +227,8 @@ fn begin(
     } else {
         s.script.pop_front()
     };
-    (s.calls.len() - 1, step, s.latency)
+    let latency = s.latencies.get(model).copied().unwrap_or(s.latency);
+    (s.calls.len() - 1, step, latency)
 }
 
 fn end(state: &Shared, index: usize) {

@@ -10,6 +10,7 @@ use crate::fake_models::{FakeModels, Script};
 use crate::helpers::{Options, TestApp, TestDb, User, backend_tests, eventually};
 
 mod bound;
+mod budget;
 mod fetch;
 mod mcp;
 mod mcp_everything;

@@ -39,6 +39,7 @@ fn new_agent(id: &str, workspace: Option<&str>) -> NewAgent {
         tools: agentcore::domain::tools::ToolSet::default_set(),
         max_steps: agentcore::domain::tools::MaxSteps::default(),
         mcp_servers: agentcore::domain::mcp::McpServerSet::default(),
+        budget: Some(agentcore::domain::budget::Budget::parse(12.5).unwrap()),
     }
 }
 
