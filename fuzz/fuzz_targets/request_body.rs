@@ -1,7 +1,7 @@
 //! JSON request bodies as the HTTP routes read them: `agentd::decode_json_body::<T>` for each
 //! request type of `agentcore::api`, then the type's `parse` into domain values.
 //!
-//! Input layout: the first byte picks the request type (`byte % 15`, in the order of `TYPES`),
+//! Input layout: the first byte picks the request type (`byte % 16`, in the order of `TYPES`),
 //! the rest is the body.
 //!
 //! Beyond "never panics":
@@ -15,7 +15,7 @@
 
 use agentcore::ValidationErrors;
 use agentcore::api::{
-    AddMcpServerRequest, CallbackRequest, ConnectRequest, CreateAgentRequest, CreateScheduleRequest,
+    AddMcpServerRequest, BudgetRequest, CallbackRequest, ConnectRequest, CreateAgentRequest, CreateScheduleRequest,
     CreateTaskRequest, LoginRequest, MapRequest, RegisterRequest, SendRequest, SetupRequest,
     UpdateAgentRequest, UpdateScheduleRequest, UpdateTaskRequest, VacationRequest,
 };
@@ -28,7 +28,7 @@ use serde::de::DeserializeOwned;
 
 /// The selector byte's meaning, for seeds and crash reports.
 #[allow(dead_code)]
-const TYPES: [&str; 15] = [
+const TYPES: [&str; 16] = [
     "RegisterRequest",
     "LoginRequest",
     "CreateAgentRequest",
@@ -44,13 +44,14 @@ const TYPES: [&str; 15] = [
     "AddMcpServerRequest",
     "CreateScheduleRequest",
     "UpdateScheduleRequest",
+    "BudgetRequest",
 ];
 
 fuzz_target!(|data: &[u8]| {
     let Some((&selector, body)) = data.split_first() else {
         return;
     };
-    match selector % 15 {
+    match selector % 16 {
         0 => check::<RegisterRequest, _>(body, &["email", "password", "name"], |r| {
             let user = r.parse()?;
             let email = r.email.as_deref().expect("parsed, so present");
@@ -76,9 +77,11 @@ fuzz_target!(|data: &[u8]| {
                 "tools",
                 "max_steps",
                 "mcp_servers",
+                "budget_monthly_usd",
             ],
             |r| {
                 let agent = r.parse()?;
+                assert_eq!(agent.budget.is_some(), r.budget_monthly_usd.is_some());
                 assert_eq!(Some(agent.id.as_str()), r.id.as_deref());
                 agent_id(agent.id.as_str());
                 single_line(agent.name.as_str(), 100);
@@ -103,9 +106,11 @@ fuzz_target!(|data: &[u8]| {
                 "tools",
                 "max_steps",
                 "mcp_servers",
+                "budget_monthly_usd",
             ],
             |r| {
                 let patch = r.parse()?;
+                assert_eq!(patch.budget.is_some(), r.budget_monthly_usd.is_some());
                 // Absent stays absent, present is applied, `null` clears.
                 assert_eq!(patch.name.is_some(), r.name.is_some());
                 assert_eq!(patch.role_prompt.is_some(), r.role_prompt.is_some());
@@ -233,7 +238,16 @@ fuzz_target!(|data: &[u8]| {
                 Ok(())
             },
         ),
-        _ => unreachable!("selector % 15"),
+        15 => check::<BudgetRequest, _>(body, &["monthly_usd"], |r| {
+            let budget = r.parse()?;
+            let usd = r.monthly_usd.expect("parsed, so present");
+            assert_eq!(budget.is_some(), usd.is_some());
+            if let (Some(budget), Some(usd)) = (budget, usd) {
+                assert!(budget.micros() >= 0 && (0.0..=1e9).contains(&usd));
+            }
+            Ok(())
+        }),
+        _ => unreachable!("selector % 16"),
     }
 });
 
