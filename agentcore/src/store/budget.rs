@@ -169,6 +169,17 @@ macro_rules! budget_store {
                     run: RunRef<'_>,
                     worst: i64,
                 ) -> Result<std::result::Result<bool, Refusal>> {
+                    // Most calls fall under no budget: a plain read says so, and no write
+                    // lock is taken for them. A budget set after this read holds from the
+                    // next call on.
+                    let budgeted: Option<i32> = sqlx::query_scalar(sql::ANY_BUDGET)
+                        .bind(run.agent.owner_id.as_str())
+                        .bind(run.agent.agent_id.as_str())
+                        .fetch_optional(self.reader())
+                        .await?;
+                    if budgeted == Some(0) {
+                        return Ok(Ok(false));
+                    }
                     watched(self.storage_health(), async {
                         let mut tx = self.begin_write().await?;
                         let (standings, _) = Self::standings(&mut tx, run).await?;
@@ -311,6 +322,10 @@ pub(super) mod sql {
         format!("SELECT budget_micros FROM users WHERE id = $1{lock}")
     }
     pub(crate) const SET_USER_BUDGET: &str = "UPDATE users SET budget_micros = $2 WHERE id = $1";
+    /// 1 when the agent or its owner has a budget, else 0.
+    pub(crate) const ANY_BUDGET: &str = "SELECT CASE WHEN u.budget_micros IS NULL \
+        AND a.budget_micros IS NULL THEN 0 ELSE 1 END FROM users u \
+        JOIN agents a ON a.owner_id = u.id WHERE u.id = $1 AND a.id = $2";
     pub(crate) const AGENT_BUDGET: &str =
         "SELECT name, budget_micros FROM agents WHERE owner_id = $1 AND id = $2";
     /// The owner's and the agent's settled spend of the month.
