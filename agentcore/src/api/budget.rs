@@ -17,7 +17,7 @@ pub struct BudgetRequest {
     /// The monthly budget of all the user's agents together, in dollars (0 to
     /// 1,000,000,000); `null` removes it.
     #[cfg_attr(feature = "openapi", schema(required = true, minimum = 0))]
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "Option::is_none")]
     pub monthly_usd: Option<Option<f64>>,
 }
 
