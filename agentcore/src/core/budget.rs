@@ -36,7 +36,7 @@ impl Core {
         };
         let whole = UsageQuery { group_by: None, ..query.clone() };
         let total = self.store().usage(&who.user_id, &whole).await?.into_iter().next();
-        let mut total = total.unwrap_or_else(|| UsageRow::new(String::new(), 0, 0, 0, 0, 0, 0));
+        let mut total = total.unwrap_or_else(UsageRow::empty);
         total.key = None;
         Ok(UsageReport {
             from: query.from,

@@ -1,5 +1,37 @@
 //! The domain: values parsed once at the edge, and the types the facade returns.
 
+/// An id the service issues: a UUID v7 in its hyphenated text form. Any text of one line is a
+/// possible id to look up (ids never issued match nothing).
+macro_rules! generated_id {
+    ($(#[$meta:meta])* $name:ident) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+        #[serde(transparent)]
+        pub struct $name(String);
+
+        impl $name {
+            pub(crate) fn generate() -> Self {
+                Self(uuid::Uuid::now_v7().to_string())
+            }
+
+            pub fn parse(value: &str) -> Result<Self, String> {
+                super::text::line(value, 1, 64).map(Self)
+            }
+
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+    };
+}
+
 pub mod activity;
 pub mod agent;
 pub mod billing;

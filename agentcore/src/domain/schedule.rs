@@ -6,7 +6,6 @@
 
 mod fire;
 
-use std::fmt;
 use std::str::FromStr;
 
 use chrono::{DateTime, TimeZone, Utc};
@@ -16,39 +15,16 @@ use serde::{Deserialize, Serialize};
 
 use super::agent::AgentId;
 use super::task::{NewTask, TaskId};
-use super::text;
 
 pub use fire::{FirePlan, FireState, FireWrite, Missed, SkipReason, decide, plan};
 
 /// How many upcoming fire times a schedule shows.
 pub const NEXT_RUNS: usize = 5;
 
-/// A schedule's id: a UUID v7 in its hyphenated text form.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(transparent)]
-pub struct ScheduleId(String);
-
-impl ScheduleId {
-    pub(crate) fn generate() -> Self {
-        Self(uuid::Uuid::now_v7().to_string())
-    }
-
-    /// Any text is a possible id to look up; ids never issued match nothing.
-    pub fn parse(value: &str) -> Result<Self, String> {
-        text::line(value, 1, 64).map(Self)
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for ScheduleId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+generated_id!(
+    /// A schedule's id: a UUID v7 in its hyphenated text form.
+    ScheduleId
+);
 
 /// A cron expression: five fields (minute, hour, day of month, month, day of week) with
 /// ranges, lists, steps and names (`MON-FRI`, `JAN`), or a nickname (`@daily`). A sixth,

@@ -9,32 +9,10 @@ use serde::{Deserialize, Serialize};
 use super::agent::AgentId;
 use super::text;
 
-/// A task's id: a UUID v7 in its hyphenated text form.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(transparent)]
-pub struct TaskId(String);
-
-impl TaskId {
-    pub(crate) fn generate() -> Self {
-        Self(uuid::Uuid::now_v7().to_string())
-    }
-
-    /// Any text is a possible id to look up; ids that were never issued simply match nothing.
-    pub fn parse(value: &str) -> Result<Self, String> {
-        text::line(value, 1, 64).map(Self)
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for TaskId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+generated_id!(
+    /// A task's id: a UUID v7 in its hyphenated text form.
+    TaskId
+);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

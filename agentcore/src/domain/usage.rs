@@ -7,7 +7,6 @@ use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::agent::AgentId;
-use super::budget::usd;
 
 /// How the rows of a report are grouped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -76,24 +75,17 @@ pub struct UsageRow {
 }
 
 impl UsageRow {
-    pub fn new(
-        key: String,
-        input_tokens: i64,
-        output_tokens: i64,
-        cost_micros: i64,
-        steps: i64,
-        tasks: i64,
-        unpriced_steps: i64,
-    ) -> Self {
+    /// The sums of no step at all.
+    pub fn empty() -> Self {
         Self {
-            key: Some(key),
-            input_tokens,
-            output_tokens,
-            cost_micros,
-            cost_usd: usd(cost_micros),
-            tasks,
-            steps,
-            unpriced_steps,
+            key: None,
+            input_tokens: 0,
+            output_tokens: 0,
+            cost_micros: 0,
+            cost_usd: 0.0,
+            tasks: 0,
+            steps: 0,
+            unpriced_steps: 0,
         }
     }
 }

@@ -56,15 +56,16 @@ pub(super) struct UsageSums {
 
 impl From<UsageSums> for UsageRow {
     fn from(sums: UsageSums) -> Self {
-        UsageRow::new(
-            sums.key,
-            sums.input_tokens,
-            sums.output_tokens,
-            sums.cost_micros,
-            sums.steps,
-            sums.tasks,
-            sums.unpriced_steps,
-        )
+        UsageRow {
+            key: Some(sums.key),
+            input_tokens: sums.input_tokens,
+            output_tokens: sums.output_tokens,
+            cost_micros: sums.cost_micros,
+            cost_usd: crate::domain::budget::usd(sums.cost_micros),
+            tasks: sums.tasks,
+            steps: sums.steps,
+            unpriced_steps: sums.unpriced_steps,
+        }
     }
 }
 
