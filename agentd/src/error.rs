@@ -120,6 +120,15 @@ impl ApiError {
         }
     }
 
+    /// Logs the cause of a server-side failure (never sent to the client).
+    pub(crate) fn log(&self) {
+        if let ApiError::Core(Error::Internal(cause)) = self {
+            tracing::error!(error = %cause, "request failed");
+        } else if self.status().is_server_error() {
+            tracing::warn!(code = %self.code(), "request failed");
+        }
+    }
+
     /// The body, carrying `request_id`.
     pub fn body(&self, request_id: &str) -> ErrorBody {
         ErrorBody {
@@ -158,11 +167,7 @@ pub struct ErrorDetail {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
-        if let ApiError::Core(Error::Internal(cause)) = &self {
-            tracing::error!(error = %cause, "request failed");
-        } else if status.is_server_error() {
-            tracing::warn!(code = %self.code(), "request failed");
-        }
+        self.log();
         let request_id = request_id::current().unwrap_or_default();
         let mut response = (status, Json(self.body(&request_id))).into_response();
         if let ApiError::RateLimited(wait) = &self {

@@ -15,6 +15,7 @@ mod metrics;
 pub mod openapi;
 pub mod request_id;
 mod routes;
+mod ui;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -72,7 +73,7 @@ impl AppState {
 /// The whole HTTP application.
 pub fn router(state: AppState) -> Router {
     let http = &state.http.config;
-    let router = routes::routes()
+    let router = routes::routes(&state)
         .layer(DefaultBodyLimit::max(http.body_limit_bytes))
         .layer(axum::middleware::from_fn_with_state(state.clone(), deadline))
         .layer(axum::middleware::from_fn_with_state(state.clone(), metrics::count))

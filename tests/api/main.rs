@@ -22,6 +22,7 @@ mod backup;
 mod billing;
 mod chat;
 mod cli;
+mod dashboard;
 mod faults;
 mod limits;
 mod mcp;

@@ -21,6 +21,7 @@
 )]
 
 pub mod app;
+pub mod browser;
 pub mod crash;
 pub mod db;
 pub mod fake_discord;

@@ -105,6 +105,11 @@ pub struct HttpConfig {
     pub trust_forwarded_for: bool,
     /// When set, `GET /metrics` needs `Authorization: Bearer <token>`.
     pub metrics_token: Option<SecretString>,
+    /// Serve the web dashboard at `/` (off for API-only deployments).
+    pub ui: bool,
+    /// Mark the dashboard's cookies `Secure` even when the request did not say it came over
+    /// https (a TLS-terminating proxy that sends no `X-Forwarded-Proto`).
+    pub secure_cookies: bool,
 }
 
 impl Default for HttpConfig {
@@ -115,6 +120,8 @@ impl Default for HttpConfig {
             cors_origins: Vec::new(),
             trust_forwarded_for: false,
             metrics_token: None,
+            ui: true,
+            secure_cookies: false,
         }
     }
 }

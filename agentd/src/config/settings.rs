@@ -68,6 +68,8 @@ settings! {
     "http.cors_origins": List => http.cors_origins;
     "http.trust_forwarded_for": Flag => http.trust_forwarded_for;
     "http.metrics_token": Secret => http.metrics_token;
+    "http.ui": Flag => http.ui;
+    "http.secure_cookies": Flag => http.secure_cookies;
     "limits.auth_per_minute": CountOrZero => limits.auth_per_minute;
     "limits.requests_per_minute": CountOrZero => limits.requests_per_minute;
 }

@@ -69,8 +69,11 @@ pub(crate) fn api() -> OpenApiRouter<AppState> {
         .routes(routes!(chat::send))
 }
 
-/// The router: [`api`] with the API's answers for unknown routes and methods.
-pub(crate) fn routes() -> Router<AppState> {
+/// The router: [`api`], the dashboard (`crate::ui`) unless `http.ui` is off, and the API's
+/// answers for unknown routes and methods.
+pub(crate) fn routes(state: &AppState) -> Router<AppState> {
     let (router, _) = api().split_for_parts();
+    let router =
+        if state.http.config.ui { router.merge(crate::ui::routes(state.clone())) } else { router };
     router.fallback(ops::route_not_found).method_not_allowed_fallback(ops::method_not_allowed)
 }

@@ -1,0 +1,56 @@
+//! The web dashboard: server-rendered pages over the same facade as the API, at `/`.
+//!
+//! Pages are templates compiled into the binary (`render.rs`, `templates/`); htmx, vendored
+//! and served with the stylesheet under hashed names (`assets.rs`), refreshes parts of pages
+//! and submits forms in place, but every form also works without JavaScript. Signing in
+//! gives the browser the API's own token in an `HttpOnly` cookie, and every POST is checked
+//! for its CSRF token before a handler runs (`session.rs`). The pages are not part of the API
+//! and not in its OpenAPI document; `http.ui = false` leaves them out.
+
+mod assets;
+mod form;
+mod pages;
+mod render;
+mod session;
+
+use axum::Router;
+use axum::routing::{get, post};
+
+use crate::AppState;
+
+use pages::{accounts, agents, backlog, chat, onboarding, settings, usage};
+
+/// Every page and form of the dashboard, each behind the CSRF guard and the browser security
+/// headers.
+// The dashboard is not the API: it has no OpenAPI description, so it is routed directly.
+#[allow(clippy::disallowed_methods)]
+pub(crate) fn routes(state: AppState) -> Router<AppState> {
+    Router::new()
+        .route("/", get(agents::overview))
+        .route("/login", get(accounts::login_page).post(accounts::login))
+        .route("/register", get(accounts::register_page).post(accounts::register))
+        .route("/logout", post(accounts::logout))
+        .route("/partials/agents", get(agents::rows))
+        .route("/agents", post(agents::create))
+        .route("/agents/{id}", get(agents::show))
+        .route("/agents/{id}/live", get(agents::live))
+        .route("/agents/{id}/settings", post(settings::update))
+        .route("/agents/{id}/memory", post(settings::memory))
+        .route("/agents/{id}/schedules", post(settings::add_schedule))
+        .route("/agents/{id}/schedules/{schedule_id}/{command}", post(settings::schedule_command))
+        .route("/agents/{id}/tasks", post(backlog::add))
+        .route("/agents/{id}/tasks/{task_id}", get(backlog::show).post(backlog::update))
+        .route("/agents/{id}/tasks/{task_id}/{command}", post(backlog::command))
+        .route("/agents/{id}/do/{command}", post(agents::command))
+        .route("/discord", get(chat::page))
+        .route("/discord/connect", post(chat::connect))
+        .route("/discord/callback", get(chat::callback))
+        .route("/discord/unmap", post(chat::unmap))
+        .route("/discord/{guild_id}", get(chat::guild))
+        .route("/discord/{guild_id}/{command}", post(chat::command))
+        .route("/onboarding", get(onboarding::page).post(onboarding::setup))
+        .route("/usage", get(usage::page))
+        .route("/usage/budget", post(usage::set_budget))
+        .layer(axum::middleware::from_fn_with_state(state, session::guard))
+        .route("/assets/{file}", get(assets::serve))
+}

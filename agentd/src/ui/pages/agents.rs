@@ -1,0 +1,203 @@
+//! The agents overview (refreshing itself), creating an agent, and an agent's page with its
+//! live part (status, counts, backlog) refreshing itself.
+
+use std::collections::BTreeMap;
+
+use axum::extract::{Path, Query, State};
+use axum::response::IntoResponse;
+use minijinja::{Value, context};
+use serde::Deserialize;
+
+use agentcore::Principal;
+use agentcore::api::{CreateAgentRequest, UsageParams};
+use agentcore::domain::activity::ActivityQuery;
+use agentcore::domain::agent::{AgentFilter, AgentId};
+
+use crate::AppState;
+use crate::ui::form::Fields;
+use crate::ui::render::{FormErrors, Page};
+use crate::ui::session::{Csrf, Viewer};
+
+use super::{Shown, agent_id, agent_url, fail, see};
+
+/// `GET /`: every agent with its status, backlog counts, last activity and cost this month.
+pub(crate) async fn overview(
+    State(state): State<AppState>,
+    Viewer(who): Viewer,
+    csrf: Csrf,
+) -> Shown {
+    overview_page(&state, &who, &csrf, &Fields::default(), FormErrors::default()).await
+}
+
+/// `GET /partials/agents`: the overview's rows, which the page fetches every few seconds.
+pub(crate) async fn rows(State(state): State<AppState>, Viewer(who): Viewer) -> Shown {
+    let agents = agent_rows(&state, &who).await?;
+    Ok(Page::new("agent_rows.html", context! { agents }).into_response())
+}
+
+/// `POST /agents`: a new agent from the overview's form.
+pub(crate) async fn create(
+    State(state): State<AppState>,
+    Viewer(who): Viewer,
+    csrf: Csrf,
+    fields: Fields,
+) -> Shown {
+    let request = CreateAgentRequest {
+        id: fields.get("id"),
+        name: fields.get("name"),
+        role_prompt: fields.get("role_prompt"),
+        channel: fields.get("channel"),
+        model: fields.text("model"),
+        ..CreateAgentRequest::default()
+    };
+    let created = async {
+        Ok::<_, crate::error::ApiError>(state.core.create_agent(&who, request.parse()?).await?)
+    };
+    match created.await {
+        Ok(agent) => see(&agent_url(&agent.id)),
+        Err(error) => {
+            let status = error.status();
+            let page = overview_page(&state, &who, &csrf, &fields, FormErrors::of(&error)).await?;
+            let mut page = page;
+            *page.status_mut() = status;
+            Ok(page)
+        }
+    }
+}
+
+async fn overview_page(
+    state: &AppState,
+    who: &Principal,
+    csrf: &Csrf,
+    fields: &Fields,
+    errors: FormErrors,
+) -> Shown {
+    let agents = agent_rows(state, who).await?;
+    let billing = state.core.billing(who).await.map_err(fail)?;
+    let default_model = state.core.models().default_model();
+    Ok(Page::new(
+        "agents.html",
+        context! { csrf => csrf.0, nav => "agents", agents, billing, default_model, values => fields.values(), errors },
+    )
+    .into_response())
+}
+
+/// Each agent as the overview shows it: the summary, its cost this month and its last entry.
+async fn agent_rows(state: &AppState, who: &Principal) -> Result<Vec<Value>, super::Failed> {
+    let agents = state.core.list_agents(who, &AgentFilter::default()).await.map_err(fail)?;
+    let usage = UsageParams { group_by: Some("agent".into()), ..UsageParams::default() };
+    let usage = state.core.usage(who, &usage).await.map_err(fail)?;
+    let cost: BTreeMap<String, i64> =
+        usage.rows.into_iter().filter_map(|row| Some((row.key?, row.cost_micros))).collect();
+    let mut rows = Vec::with_capacity(agents.len());
+    for agent in agents {
+        let last = state
+            .core
+            .activity(who, &agent.id, &ActivityQuery { limit: 1, before: None })
+            .await
+            .map_err(fail)?
+            .into_iter()
+            .next();
+        let cost_micros = cost.get(agent.id.as_str()).copied().unwrap_or(0);
+        rows.push(context! { agent, last, cost_micros });
+    }
+    Ok(rows)
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct ActivityPage {
+    before: Option<String>,
+}
+
+/// `GET /agents/{id}`: settings, status commands, the live backlog, memory, schedules and a
+/// page of activity (`?before=` an entry's time for the next).
+pub(crate) async fn show(
+    State(state): State<AppState>,
+    Viewer(who): Viewer,
+    csrf: Csrf,
+    Path(id): Path<String>,
+    Query(page): Query<ActivityPage>,
+) -> Shown {
+    let id = agent_id(&id)?;
+    agent_page(&state, &who, &csrf, &id, page.before.as_deref(), Value::UNDEFINED).await
+}
+
+/// The agent page, with `form` (which form was refused, its values and errors) when one was.
+pub(super) async fn agent_page(
+    state: &AppState,
+    who: &Principal,
+    csrf: &Csrf,
+    id: &AgentId,
+    before: Option<&str>,
+    form: Value,
+) -> Shown {
+    let detail = state.core.agent(who, id).await.map_err(fail)?;
+    let before = match before.map(chrono::DateTime::parse_from_rfc3339) {
+        Some(Ok(at)) => Some(at.with_timezone(&chrono::Utc)),
+        Some(Err(_)) => {
+            return Err(fail(agentcore::ValidationErrors::single(
+                "before",
+                "not an RFC 3339 time",
+            )));
+        }
+        None => None,
+    };
+    let query = ActivityQuery { limit: ActivityQuery::DEFAULT_LIMIT, before };
+    let activity = state.core.activity(who, id, &query).await.map_err(fail)?;
+    let older = (activity.len() == query.limit as usize)
+        .then(|| activity.last().map(|entry| entry.timestamp.to_rfc3339()))
+        .flatten();
+    let memory = state.core.memory(who, id).await.map_err(fail)?;
+    let schedules = state.core.schedules(who, id).await.map_err(fail)?.schedules;
+    let tools = state.core.tools();
+    let default_model = state.core.models().default_model();
+    Ok(Page::new(
+        "agent.html",
+        context! {
+            csrf => csrf.0, nav => "agents", agent => detail.agent, backlog => detail.backlog,
+            activity, older, memory, schedules, tools, default_model, form,
+        },
+    )
+    .into_response())
+}
+
+/// `GET /agents/{id}/live`: status, counts and backlog, fetched by the page every 2 s.
+pub(crate) async fn live(
+    State(state): State<AppState>,
+    Viewer(who): Viewer,
+    csrf: Csrf,
+    Path(id): Path<String>,
+) -> Shown {
+    let detail = state.core.agent(&who, &agent_id(&id)?).await.map_err(fail)?;
+    Ok(Page::new(
+        "agent_live.html",
+        context! { csrf => csrf.0, agent => detail.agent, backlog => detail.backlog },
+    )
+    .into_response())
+}
+
+/// `POST /agents/{id}/{command}`: start, stop, vacation (on or off) or delete.
+pub(crate) async fn command(
+    State(state): State<AppState>,
+    Viewer(who): Viewer,
+    Path((id, command)): Path<(String, String)>,
+    fields: Fields,
+) -> Shown {
+    let id = agent_id(&id)?;
+    let core = &state.core;
+    match command.as_str() {
+        "start" => core.start_agent(&who, &id).await.map(drop),
+        "stop" => core.stop_agent(&who, &id).await.map(drop),
+        "vacation" => core
+            .set_vacation(&who, &id, Some(fields.get("enabled").as_deref() == Some("true")))
+            .await
+            .map(drop),
+        "delete" => {
+            core.delete_agent(&who, &id).await.map_err(fail)?;
+            return see("/");
+        }
+        _ => return Err(fail(crate::error::ApiError::RouteNotFound)),
+    }
+    .map_err(fail)?;
+    see(&agent_url(&id))
+}

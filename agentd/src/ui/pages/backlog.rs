@@ -1,0 +1,117 @@
+//! Tasks: adding one, a task's page (its result rendered from Markdown and its steps), and
+//! editing, retrying and deleting it.
+
+use axum::extract::{Path, State};
+use axum::response::IntoResponse;
+use minijinja::{Value, context};
+
+use agentcore::Principal;
+use agentcore::api::{CreateTaskRequest, UpdateTaskRequest};
+use agentcore::domain::agent::AgentId;
+use agentcore::domain::task::TaskId;
+
+use crate::AppState;
+use crate::error::ApiError;
+use crate::ui::form::Fields;
+use crate::ui::render::{FormErrors, Page};
+use crate::ui::session::{Csrf, Viewer};
+
+use super::settings::refused;
+use super::{Shown, agent_id, agent_url, fail, see, task_id};
+
+/// `POST /agents/{id}/tasks`: a new task in the backlog.
+pub(crate) async fn add(
+    State(state): State<AppState>,
+    Viewer(who): Viewer,
+    csrf: Csrf,
+    Path(id): Path<String>,
+    fields: Fields,
+) -> Shown {
+    let id = agent_id(&id)?;
+    let mut errors = agentcore::ValidationErrors::new();
+    let request = CreateTaskRequest {
+        title: fields.get("title"),
+        description: fields.text("description"),
+        priority: fields.number("priority", &mut errors),
+    };
+    let result = async {
+        errors.into_result()?;
+        Ok::<_, ApiError>(state.core.add_task(&who, &id, request.parse()?).await?)
+    };
+    match result.await {
+        Ok(_) => see(&agent_url(&id)),
+        Err(error) => refused(&state, &who, &csrf, &id, "task", &fields, &error).await,
+    }
+}
+
+/// `GET /agents/{id}/tasks/{task_id}`: the task, its result and its steps.
+pub(crate) async fn show(
+    State(state): State<AppState>,
+    Viewer(who): Viewer,
+    csrf: Csrf,
+    Path((id, task)): Path<(String, String)>,
+) -> Shown {
+    task_page(&state, &who, &csrf, &agent_id(&id)?, &task_id(&task)?, Value::UNDEFINED).await
+}
+
+async fn task_page(
+    state: &AppState,
+    who: &Principal,
+    csrf: &Csrf,
+    agent: &AgentId,
+    id: &TaskId,
+    form: Value,
+) -> Shown {
+    let task = state.core.task(who, agent, id).await.map_err(fail)?;
+    let steps = state.core.steps(who, agent, id).await.map_err(fail)?;
+    Ok(Page::new(
+        "task.html",
+        context! { csrf => csrf.0, nav => "agents", agent_id => agent, task, steps, form },
+    )
+    .into_response())
+}
+
+/// `POST /agents/{id}/tasks/{task_id}`: title, description and priority of a queued task.
+pub(crate) async fn update(
+    State(state): State<AppState>,
+    Viewer(who): Viewer,
+    csrf: Csrf,
+    Path((id, task)): Path<(String, String)>,
+    fields: Fields,
+) -> Shown {
+    let (id, task) = (agent_id(&id)?, task_id(&task)?);
+    let mut errors = agentcore::ValidationErrors::new();
+    let request = UpdateTaskRequest {
+        title: fields.get("title"),
+        description: Some(fields.text("description")),
+        priority: fields.number("priority", &mut errors),
+    };
+    let result = async {
+        errors.into_result()?;
+        Ok::<_, ApiError>(state.core.update_task(&who, &id, &task, request.parse()?).await?)
+    };
+    match result.await {
+        Ok(_) => see(&format!("{}/tasks/{task}", agent_url(&id))),
+        Err(error) => {
+            let form = context! { values => fields.values(), errors => FormErrors::of(&error) };
+            let mut page = task_page(&state, &who, &csrf, &id, &task, form).await?;
+            *page.status_mut() = error.status();
+            Ok(page)
+        }
+    }
+}
+
+/// `POST /agents/{id}/tasks/{task_id}/{command}`: retry a failed task, or delete one.
+pub(crate) async fn command(
+    State(state): State<AppState>,
+    Viewer(who): Viewer,
+    Path((id, task, command)): Path<(String, String, String)>,
+) -> Shown {
+    let (id, task) = (agent_id(&id)?, task_id(&task)?);
+    match command.as_str() {
+        "retry" => drop(state.core.retry_task(&who, &id, &task).await.map_err(fail)?),
+        "delete" => state.core.delete_task(&who, &id, &task).await.map_err(fail)?,
+        _ => return Err(fail(ApiError::RouteNotFound)),
+    }
+    see(&agent_url(&id))
+}

@@ -1,0 +1,239 @@
+//! The dashboard's sign-in state and its CSRF defence.
+//!
+//! A signed-in browser carries the same bearer token an API client would, in an `HttpOnly`
+//! cookie, so it is checked, limited and revoked (sign-out, which is the API's logout) exactly
+//! like one. Every state-changing request carries a CSRF token, a double submit: a random value
+//! in its own `SameSite=Strict` cookie, which each page writes into its forms (field `csrf`)
+//! and into htmx's request headers (`X-CSRF-Token`); [`guard`] refuses a request whose two
+//! copies differ before any handler runs.
+
+use axum::body::{Body, to_bytes};
+use axum::extract::{FromRequestParts, Request, State};
+use axum::http::header::{self, HeaderMap, HeaderValue};
+use axum::http::request::Parts;
+use axum::http::{Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Redirect, Response};
+
+use agentcore::Principal;
+
+use crate::AppState;
+use crate::error::ApiError;
+
+pub(super) const SESSION_COOKIE: &str = "agentd_session";
+const CSRF_COOKIE: &str = "agentd_csrf";
+pub(super) const CSRF_FIELD: &str = "csrf";
+const CSRF_HEADER: &str = "x-csrf-token";
+
+/// The signed-in user of a page.
+#[derive(Debug, Clone)]
+pub(super) struct Viewer(pub Principal);
+
+/// Not signed in (no cookie, or a token that expired or was revoked): to the sign-in page.
+#[derive(Debug)]
+pub(super) enum SignInFirst {
+    Redirect,
+    Limited(ApiError),
+}
+
+impl IntoResponse for SignInFirst {
+    fn into_response(self) -> Response {
+        match self {
+            // htmx follows HX-Redirect with a full navigation; a plain browser follows 303.
+            SignInFirst::Redirect => {
+                let mut response = Redirect::to("/login").into_response();
+                response.headers_mut().insert("hx-redirect", HeaderValue::from_static("/login"));
+                response
+            }
+            SignInFirst::Limited(error) => super::render::error_page(&error),
+        }
+    }
+}
+
+impl FromRequestParts<AppState> for Viewer {
+    type Rejection = SignInFirst;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, SignInFirst> {
+        let token = cookie(&parts.headers, SESSION_COOKIE).ok_or(SignInFirst::Redirect)?;
+        let principal = state.core.authenticate(&token).await.map_err(|_| SignInFirst::Redirect)?;
+        state.http.limits.user(&principal.user_id).map_err(SignInFirst::Limited)?;
+        Ok(Viewer(principal))
+    }
+}
+
+/// The CSRF token of this browser, for the page's forms.
+#[derive(Debug, Clone)]
+pub(super) struct Csrf(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for Csrf {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        Ok(parts.extensions.get::<Csrf>().cloned().unwrap_or(Csrf(String::new())))
+    }
+}
+
+/// Middleware on every dashboard route: gives a browser without one its CSRF cookie, and
+/// refuses a POST whose form field (or htmx header) does not match that cookie.
+pub(super) async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let (mut parts, body) = request.into_parts();
+    let existing = cookie(&parts.headers, CSRF_COOKIE).filter(|t| t.len() == 64);
+    let had_cookie = existing.is_some();
+    let token = existing.clone().unwrap_or_else(new_token);
+    let request = if parts.method == Method::POST {
+        let Some(expected) = existing else {
+            return refused();
+        };
+        let limit = state.http.config.body_limit_bytes;
+        let Ok(bytes) = to_bytes(body, limit).await else {
+            return ApiError::PayloadTooLarge.into_response();
+        };
+        let sent = header_value(&parts.headers, CSRF_HEADER).or_else(|| form_field(&bytes));
+        if !sent.is_some_and(|sent| same(sent.as_bytes(), expected.as_bytes())) {
+            tracing::warn!(path = %parts.uri.path(), "dashboard form refused: CSRF token");
+            return refused();
+        }
+        parts.extensions.insert(Csrf(token.clone()));
+        Request::from_parts(parts, Body::from(bytes))
+    } else {
+        parts.extensions.insert(Csrf(token.clone()));
+        Request::from_parts(parts, body)
+    };
+    let secure = is_secure(&state, request.headers());
+    let mut response = next.run(request).await;
+    let headers = response.headers_mut();
+    if !had_cookie && !existing_cookie_in(headers) {
+        let value = format!(
+            "{CSRF_COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict{}",
+            if secure { "; Secure" } else { "" }
+        );
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            headers.append(header::SET_COOKIE, value);
+        }
+    }
+    secure_headers(headers);
+    response
+}
+
+/// A response that sets the CSRF cookie itself (sign-in rotates it) keeps that one.
+fn existing_cookie_in(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::SET_COOKIE)
+        .iter()
+        .any(|v| v.to_str().is_ok_and(|v| v.starts_with(CSRF_COOKIE)))
+}
+
+fn refused() -> Response {
+    let error = ApiError::Core(agentcore::Error::Forbidden(
+        "This form was not sent from this dashboard, or its page is too old: reload the page \
+         and try again."
+            .into(),
+    ));
+    let mut response = super::render::error_page(&error);
+    *response.status_mut() = StatusCode::FORBIDDEN;
+    response
+}
+
+/// The browser-facing security headers: a strict Content-Security-Policy (scripts and styles
+/// only from this origin, no inline script), no framing, no sniffing, and no caching of pages.
+fn secure_headers(headers: &mut HeaderMap) {
+    let fixed: [(&str, &str); 4] = [
+        (
+            "content-security-policy",
+            "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
+             connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; \
+             frame-ancestors 'none'",
+        ),
+        ("x-frame-options", "DENY"),
+        ("x-content-type-options", "nosniff"),
+        ("referrer-policy", "same-origin"),
+    ];
+    for (name, value) in fixed {
+        headers.insert(name, HeaderValue::from_static(value));
+    }
+    headers.entry(header::CACHE_CONTROL).or_insert(HeaderValue::from_static("no-store"));
+}
+
+/// `Set-Cookie` values for a new session: the token, and a fresh CSRF token (so a value
+/// planted before sign-in is not kept).
+pub(super) fn sign_in_cookies(state: &AppState, headers: &HeaderMap, token: &str) -> [String; 2] {
+    let secure = if is_secure(state, headers) { "; Secure" } else { "" };
+    [
+        format!("{SESSION_COOKIE}={token}; Path=/; HttpOnly; SameSite=Lax{secure}"),
+        format!("{CSRF_COOKIE}={}; Path=/; HttpOnly; SameSite=Strict{secure}", new_token()),
+    ]
+}
+
+/// The `Set-Cookie` value that removes the session.
+pub(super) fn sign_out_cookie() -> String {
+    format!("{SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0")
+}
+
+/// Came over https: configured so, or said so by the proxy in front.
+fn is_secure(state: &AppState, headers: &HeaderMap) -> bool {
+    state.http.config.secure_cookies
+        || header_value(headers, "x-forwarded-proto")
+            .is_some_and(|p| p.eq_ignore_ascii_case("https"))
+        || header_value(headers, "forwarded")
+            .is_some_and(|f| f.to_ascii_lowercase().contains("proto=https"))
+}
+
+pub(super) fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value.to_owned())
+        .filter(|value| !value.is_empty())
+}
+
+fn header_value(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned)
+}
+
+fn form_field(body: &[u8]) -> Option<String> {
+    serde_urlencoded::from_bytes::<Vec<(String, String)>>(body)
+        .ok()?
+        .into_iter()
+        .find(|(key, _)| key == CSRF_FIELD)
+        .map(|(_, value)| value)
+}
+
+/// 244 random bits from the operating system, as 64 hex digits.
+fn new_token() -> String {
+    format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple())
+}
+
+/// Constant-time comparison.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cookies_are_found_among_others() {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::COOKIE, HeaderValue::from_static("a=1; agentd_csrf=xyz; b=2"));
+        assert_eq!(cookie(&headers, CSRF_COOKIE).as_deref(), Some("xyz"));
+        assert_eq!(cookie(&headers, SESSION_COOKIE), None);
+    }
+
+    #[test]
+    fn the_form_field_is_read_from_an_urlencoded_body() {
+        assert_eq!(form_field(b"title=a%26b&csrf=abc").as_deref(), Some("abc"));
+        assert_eq!(form_field(b"title=x"), None);
+    }
+
+    #[test]
+    fn comparison_needs_equal_values() {
+        assert!(same(b"abc", b"abc"));
+        assert!(!same(b"abc", b"abd"));
+        assert!(!same(b"abc", b"ab"));
+    }
+}
