@@ -140,7 +140,11 @@ async fn run(config: Config) -> anyhow::Result<()> {
     let listener = TcpListener::bind(config.bind)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.bind))?;
-    tracing::info!(address = %listener.local_addr()?, "agentd listening");
+    let address = listener.local_addr()?;
+    tracing::info!(%address, "agentd listening");
+    if config.http.ui {
+        tracing::info!("dashboard: open http://{address}/ in a browser");
+    }
     crate::serve(
         listener,
         AppState::configured(core.clone(), config.http.clone(), config.limits),

@@ -49,7 +49,11 @@ static TEMPLATE_SET: LazyLock<Environment<'static>> = LazyLock::new(|| {
         Some((at, _)) => format!("{}…", &text[..at]),
         None => text,
     });
-    env.add_filter("usd", |micros: i64| format!("${:.2}", micros as f64 / 1_000_000.0));
+    // Cents, except below one cent, where a single model call's cost would read as $0.00.
+    env.add_filter("usd", |micros: i64| match micros {
+        1..10_000 => format!("${:.4}", micros as f64 / 1_000_000.0),
+        _ => format!("${:.2}", micros as f64 / 1_000_000.0),
+    });
     env.add_filter("when", |at: String| at.get(..19).unwrap_or(&at).replace('T', " "));
     env.add_global("htmx_path", Value::from_safe_string(assets::HTMX.path()));
     env.add_global("style_path", Value::from_safe_string(assets::STYLE.path()));

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use support::browser::Browser;
 use support::fake_models::Script;
 
-use crate::helpers::{Backend, TestDb, app_with, backend_tests};
+use crate::helpers::{Backend, PRICED_MODEL, TestDb, app_with, backend_tests};
 
 const BOT: &str = "user-bot-token.1";
 const GUILD: &str = "111";
@@ -23,9 +23,9 @@ backend_tests! { db;
 
 async fn a_person_runs_an_agent_from_the_dashboard(db: TestDb) {
     let backend = db.backend;
-    let app = app_with(db, |o| o.default_model = Some("openai:dash".into())).await;
+    let app = app_with(db, |o| o.default_model = Some(PRICED_MODEL.into())).await;
     let Some(browser) = Browser::start().await else { return };
-    app.options.models.repeat_for("dash", Script::Answer(RESULT.into()));
+    app.options.models.repeat_for("priced", Script::Answer(RESULT.into()));
     let at = |path: &str| format!("{}{path}", app.address);
 
     // Register: straight onto the (empty) overview.

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::Visitor;
-use crate::helpers::{TestApp, backend_tests};
+use crate::helpers::{TestApp, TestDb, app_with, backend_tests};
 
 backend_tests! { app;
     backlog_forms_edit_retry_and_delete_tasks,
@@ -13,6 +13,10 @@ backend_tests! { app;
     discord_forms_connect_map_test_unmap_install_and_disconnect,
     the_usage_page_and_the_budget_form,
     onboarding_checks_everything_before_creating_anything,
+}
+
+backend_tests! { db;
+    an_agents_mcp_servers_are_ticked_in_its_settings,
 }
 
 async fn api(app: &TestApp, visitor: &Visitor, path: &str) -> Value {
@@ -316,4 +320,36 @@ async fn onboarding_checks_everything_before_creating_anything(app: TestApp) {
         (mappings[0]["agent_id"].as_str(), mappings[0]["channel_id"].as_str()),
         (Some(agent.as_str()), Some("1112"))
     );
+}
+
+async fn an_agents_mcp_servers_are_ticked_in_its_settings(db: TestDb) {
+    use agentcore::mcp::{McpConfig, McpServerConfig, McpTransport};
+    let mut config = McpConfig::default();
+    // Never connected: the settings only name the server.
+    let transport =
+        McpTransport::Http { url: "http://127.0.0.1:9/mcp".into(), headers: Default::default() };
+    config.servers.insert(
+        agentcore::domain::mcp::McpServerName::parse("docs").unwrap(),
+        McpServerConfig { transport, timeout: McpServerConfig::DEFAULT_TIMEOUT },
+    );
+    let app = app_with(db, |o| o.mcp = config).await;
+    let mut dana = Visitor::with_writer(&app, "dana@example.com").await;
+    let page = dana.get("/agents/writer").await.body;
+    assert!(page.contains("name=\"mcp_servers\" value=\"docs\" >"), "offered, not ticked: {page}");
+    let base = [("name", "Writer"), ("channel", "writing"), ("role_prompt", "Writes.")];
+    let ticked = dana
+        .post("/agents/writer/settings", &[base.as_slice(), &[("mcp_servers", "docs")]].concat())
+        .await;
+    assert_eq!(ticked.status, 303, "{}", ticked.body);
+    assert_eq!(
+        api(&app, &dana, "/api/agents/writer").await["mcp_servers"],
+        serde_json::json!(["docs"])
+    );
+    assert!(dana.get("/agents/writer").await.body.contains("value=\"docs\" checked"));
+    let unknown = dana
+        .post("/agents/writer/settings", &[base.as_slice(), &[("mcp_servers", "nowhere")]].concat())
+        .await;
+    assert_eq!(unknown.status, 400, "{}", unknown.body);
+    assert_eq!(dana.post("/agents/writer/settings", &base).await.status, 303);
+    assert_eq!(api(&app, &dana, "/api/agents/writer").await["mcp_servers"], serde_json::json!([]));
 }

@@ -18,7 +18,7 @@ use crate::ui::form::Fields;
 use crate::ui::render::{FormErrors, Page};
 use crate::ui::session::{Csrf, Viewer};
 
-use super::{Shown, agent_id, agent_url, fail, see};
+use super::{Shown, agent_id, agent_url, fail, refused, see};
 
 /// `GET /`: every agent with its status, backlog counts, last activity and cost this month.
 pub(crate) async fn overview(
@@ -55,13 +55,10 @@ pub(crate) async fn create(
     };
     match created.await {
         Ok(agent) => see(&agent_url(&agent.id)),
-        Err(error) => {
-            let status = error.status();
-            let page = overview_page(&state, &who, &csrf, &fields, FormErrors::of(&error)).await?;
-            let mut page = page;
-            *page.status_mut() = status;
-            Ok(page)
-        }
+        Err(error) => refused(
+            overview_page(&state, &who, &csrf, &fields, FormErrors::of(&error)).await?,
+            &error,
+        ),
     }
 }
 
@@ -150,12 +147,19 @@ pub(super) async fn agent_page(
     let memory = state.core.memory(who, id).await.map_err(fail)?;
     let schedules = state.core.schedules(who, id).await.map_err(fail)?.schedules;
     let tools = state.core.tools();
+    let servers = state.core.mcp_servers(who).await.map_err(fail)?;
+    let mcp_servers: Vec<String> = servers
+        .operator_servers
+        .iter()
+        .map(ToString::to_string)
+        .chain(servers.servers.iter().map(|server| server.name.to_string()))
+        .collect();
     let default_model = state.core.models().default_model();
     Ok(Page::new(
         "agent.html",
         context! {
             csrf => csrf.0, nav => "agents", agent => detail.agent, backlog => detail.backlog,
-            activity, older, memory, schedules, tools, default_model, form,
+            activity, older, memory, schedules, tools, mcp_servers, default_model, form,
         },
     )
     .into_response())

@@ -16,8 +16,8 @@ use crate::ui::form::Fields;
 use crate::ui::render::{FormErrors, Page};
 use crate::ui::session::{Csrf, Viewer};
 
-use super::settings::refused;
-use super::{Shown, agent_id, agent_url, fail, see, task_id};
+use super::settings::answer;
+use super::{Shown, agent_id, agent_url, fail, refused, see, task_id};
 
 /// `POST /agents/{id}/tasks`: a new task in the backlog.
 pub(crate) async fn add(
@@ -38,10 +38,7 @@ pub(crate) async fn add(
         errors.into_result()?;
         Ok::<_, ApiError>(state.core.add_task(&who, &id, request.parse()?).await?)
     };
-    match result.await {
-        Ok(_) => see(&agent_url(&id)),
-        Err(error) => refused(&state, &who, &csrf, &id, "task", &fields, &error).await,
-    }
+    answer(&state, &who, &csrf, &id, "task", &fields, result.await).await
 }
 
 /// `GET /agents/{id}/tasks/{task_id}`: the task, its result and its steps.
@@ -94,9 +91,7 @@ pub(crate) async fn update(
         Ok(_) => see(&format!("{}/tasks/{task}", agent_url(&id))),
         Err(error) => {
             let form = context! { values => fields.values(), errors => FormErrors::of(&error) };
-            let mut page = task_page(&state, &who, &csrf, &id, &task, form).await?;
-            *page.status_mut() = error.status();
-            Ok(page)
+            refused(task_page(&state, &who, &csrf, &id, &task, form).await?, &error)
         }
     }
 }

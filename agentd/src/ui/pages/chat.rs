@@ -17,7 +17,7 @@ use crate::ui::form::Fields;
 use crate::ui::render::{FormErrors, Page};
 use crate::ui::session::{Csrf, Viewer};
 
-use super::{Shown, fail, see};
+use super::{Shown, fail, refused, see};
 
 fn guild_id(raw: &str) -> Result<GuildId, super::Failed> {
     GuildId::parse(raw).map_err(|_| fail(Error::not_found(Resource::Connection, raw)))
@@ -68,9 +68,7 @@ pub(crate) async fn connect(
             let mut values = fields.values();
             values.remove("bot_token");
             let form = context! { values, errors => FormErrors::of(&error) };
-            let mut page = discord_page(&state, &who, &csrf, form, None).await?;
-            *page.status_mut() = error.status();
-            Ok(page)
+            refused(discord_page(&state, &who, &csrf, form, None).await?, &error)
         }
     }
 }
@@ -177,9 +175,7 @@ pub(crate) async fn command(
                 Err(error) => {
                     let form =
                         context! { values => fields.values(), errors => FormErrors::of(&error) };
-                    let mut page = guild_page(&state, &who, &csrf, &guild, form, None).await?;
-                    *page.status_mut() = error.status();
-                    Ok(page)
+                    refused(guild_page(&state, &who, &csrf, &guild, form, None).await?, &error)
                 }
             }
         }

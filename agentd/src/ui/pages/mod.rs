@@ -42,6 +42,12 @@ pub(super) fn see(to: &str) -> Shown {
     Ok(Redirect::to(to).into_response())
 }
 
+/// A page shown again for a refused form, with the refusal's status.
+pub(super) fn refused(mut page: Response, error: &ApiError) -> Shown {
+    *page.status_mut() = error.status();
+    Ok(page)
+}
+
 pub(super) fn agent_id(raw: &str) -> Result<AgentId, Failed> {
     crate::extract::agent_id(raw).map_err(Failed)
 }

@@ -15,7 +15,7 @@ use crate::ui::form::Fields;
 use crate::ui::render::{FormErrors, Page};
 use crate::ui::session::{Csrf, Viewer};
 
-use super::{Shown, agent_url, fail, see};
+use super::{Shown, agent_url, fail, refused, see};
 
 /// `GET /onboarding`.
 pub(crate) async fn page(State(state): State<AppState>, Viewer(who): Viewer, csrf: Csrf) -> Shown {
@@ -90,11 +90,9 @@ pub(crate) async fn setup(
     };
     match result.await {
         Ok(agent) => see(&agent_url(&agent)),
-        Err(error) => {
-            let mut page =
-                onboarding_page(&state, &who, &csrf, &fields, FormErrors::of(&error)).await?;
-            *page.status_mut() = error.status();
-            Ok(page)
-        }
+        Err(error) => refused(
+            onboarding_page(&state, &who, &csrf, &fields, FormErrors::of(&error)).await?,
+            &error,
+        ),
     }
 }

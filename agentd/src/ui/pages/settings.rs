@@ -16,7 +16,7 @@ use crate::ui::render::FormErrors;
 use crate::ui::session::{Csrf, Viewer};
 
 use super::agents::agent_page;
-use super::{Shown, agent_id, agent_url, fail, see};
+use super::{Shown, agent_id, agent_url, fail, refused, see};
 
 /// `POST /agents/{id}/settings`: name, role prompt, channel, model, tools, step limit, budget.
 /// A blank model or budget means none (the default model; no budget).
@@ -38,6 +38,7 @@ pub(crate) async fn update(
         channel: fields.get("channel"),
         model: Some(fields.text("model")),
         tools: Some(fields.all("tools")),
+        mcp_servers: Some(fields.all("mcp_servers")),
         max_steps,
         throttle_seconds,
         budget_monthly_usd: Some(budget),
@@ -47,10 +48,7 @@ pub(crate) async fn update(
         errors.into_result()?;
         Ok::<_, ApiError>(state.core.update_agent(&who, &id, request.parse()?).await?)
     };
-    match result.await {
-        Ok(_) => see(&agent_url(&id)),
-        Err(error) => refused(&state, &who, &csrf, &id, "settings", &fields, &error).await,
-    }
+    answer(&state, &who, &csrf, &id, "settings", &fields, result.await).await
 }
 
 /// `POST /agents/{id}/memory`: replaces the memory block.
@@ -65,10 +63,7 @@ pub(crate) async fn memory(
     let request = SetMemoryRequest { memory: Some(fields.all("memory").concat()) };
     let result =
         async { Ok::<_, ApiError>(state.core.set_memory(&who, &id, &request.parse()?).await?) };
-    match result.await {
-        Ok(_) => see(&agent_url(&id)),
-        Err(error) => refused(&state, &who, &csrf, &id, "memory", &fields, &error).await,
-    }
+    answer(&state, &who, &csrf, &id, "memory", &fields, result.await).await
 }
 
 /// `POST /agents/{id}/schedules`: a new schedule.
@@ -95,10 +90,7 @@ pub(crate) async fn add_schedule(
         errors.into_result()?;
         Ok::<_, ApiError>(state.core.add_schedule(&who, &id, request.parse()?).await?)
     };
-    match result.await {
-        Ok(_) => see(&agent_url(&id)),
-        Err(error) => refused(&state, &who, &csrf, &id, "schedule", &fields, &error).await,
-    }
+    answer(&state, &who, &csrf, &id, "schedule", &fields, result.await).await
 }
 
 /// `POST /agents/{id}/schedules/{schedule_id}/{command}`: enable, disable or delete.
@@ -125,18 +117,20 @@ pub(crate) async fn schedule_command(
     see(&agent_url(&id))
 }
 
-/// The agent page again, with the refused form's values and errors.
-pub(super) async fn refused(
+/// After a form on an agent's page: back to the page, or, refused, the page again with the
+/// form's values and its errors beside their fields.
+pub(super) async fn answer<T>(
     state: &AppState,
     who: &Principal,
     csrf: &Csrf,
     id: &AgentId,
     which: &str,
     fields: &Fields,
-    error: &ApiError,
+    result: Result<T, ApiError>,
 ) -> Shown {
-    let form = context! { which, values => fields.values(), errors => FormErrors::of(error) };
-    let mut page = agent_page(state, who, csrf, id, None, form).await?;
-    *page.status_mut() = error.status();
-    Ok(page)
+    let Err(error) = result else {
+        return see(&agent_url(id));
+    };
+    let form = context! { which, values => fields.values(), errors => FormErrors::of(&error) };
+    refused(agent_page(state, who, csrf, id, None, form).await?, &error)
 }

@@ -14,7 +14,7 @@ use crate::ui::form::Fields;
 use crate::ui::render::{FormErrors, Page};
 use crate::ui::session::{Csrf, Viewer};
 
-use super::{Shown, fail, see};
+use super::{Shown, fail, refused, see};
 
 /// `GET /usage?from=&to=`: the period's usage three ways, the budget and the plan.
 pub(crate) async fn page(
@@ -67,8 +67,8 @@ pub(crate) async fn set_budget(
     };
     match result.await {
         Ok(_) => see("/usage"),
-        Err(error) => {
-            let mut page = usage_page(
+        Err(error) => refused(
+            usage_page(
                 &state,
                 &who,
                 &csrf,
@@ -76,9 +76,8 @@ pub(crate) async fn set_budget(
                 &fields,
                 FormErrors::of(&error),
             )
-            .await?;
-            *page.status_mut() = error.status();
-            Ok(page)
-        }
+            .await?,
+            &error,
+        ),
     }
 }
