@@ -1,5 +1,6 @@
 //! A test MCP server built with `rmcp`'s server side: tools `add`, `slow`, `fail`, `crash` and
-//! `learn` (which adds `mul` and sends `notifications/tools/list_changed`),
+//! `learn` (which adds `mul` and sends `notifications/tools/list_changed`), `learn_quietly`
+//! (which adds `mul` and says nothing),
 //! served over streamable HTTP in this process (`McpHttpServer`) or over stdio by the
 //! `mcp-test-server` binary. It counts the requests it received, so a test can check that a
 //! client initialises once and lists the tools once.
@@ -58,6 +59,7 @@ pub fn tools() -> Vec<Tool> {
         Tool::new("fail", "Always fails.", schema(json!({}), &[])),
         Tool::new("crash", "Ends the server's process.", schema(json!({}), &[])),
         Tool::new("learn", "Adds the tool `mul`.", schema(json!({}), &[])),
+        Tool::new("learn_quietly", "Adds the tool `mul` without telling.", schema(json!({}), &[])),
     ]
 }
 
@@ -89,6 +91,10 @@ impl TestMcp {
                     Ok(()) => text("learned mul"),
                     Err(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
                 }
+            }
+            "learn_quietly" => {
+                self.learned.store(true, Ordering::SeqCst);
+                text("learned mul")
             }
             "mul" if self.learned.load(Ordering::SeqCst) => match (int("a"), int("b")) {
                 (Some(a), Some(b)) => text(format!("{}", a * b)),

@@ -112,18 +112,33 @@ impl Connection {
         let live = self.live().await?;
         let stale = live.service.service().stale.swap(false, Ordering::AcqRel);
         if stale {
-            match self.list(&live.service).await {
-                Ok(tools) => {
-                    *live.tools.write().unwrap_or_else(std::sync::PoisonError::into_inner) =
-                        Arc::new(tools);
-                }
-                Err(error) => {
-                    self.reset(Some(&live)).await;
-                    return Err(error);
-                }
-            }
+            self.list_again(&live).await?;
         }
         Ok(live.tools())
+    }
+
+    /// The tools, listed again now whatever the cache says: the model named a tool of this
+    /// server that the cache lacks, and the server's `tools/list_changed` may still be on its
+    /// way (the client handles it apart from the call that caused it).
+    pub(super) async fn tools_listed_again(&self) -> Result<Arc<Vec<McpTool>>, String> {
+        let live = self.live().await?;
+        live.service.service().stale.store(false, Ordering::Release);
+        self.list_again(&live).await?;
+        Ok(live.tools())
+    }
+
+    async fn list_again(&self, live: &Arc<Live>) -> Result<(), String> {
+        match self.list(&live.service).await {
+            Ok(tools) => {
+                *live.tools.write().unwrap_or_else(std::sync::PoisonError::into_inner) =
+                    Arc::new(tools);
+                Ok(())
+            }
+            Err(error) => {
+                self.reset(Some(live)).await;
+                Err(error)
+            }
+        }
     }
 
     /// One call; a session found dead is opened again and the call made once more.

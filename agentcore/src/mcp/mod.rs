@@ -180,6 +180,14 @@ impl McpClients {
         self.connection(server)?.tools(false).await
     }
 
+    /// A server's tools, listed again now (see `Connection::tools_listed_again`).
+    pub async fn tools_listed_again(
+        &self,
+        server: &ServerRef,
+    ) -> std::result::Result<Arc<Vec<McpTool>>, String> {
+        self.connection(server)?.tools_listed_again().await
+    }
+
     /// A server's tools for `GET /api/tools` (`fresh`: reconnect and list again, for a test),
     /// waiting at most [`LISTING_TIMEOUT`] so a request is not held by a slow server.
     pub async fn listing(&self, server: &ServerRef, fresh: bool) -> McpServerTools {

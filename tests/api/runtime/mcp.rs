@@ -23,6 +23,7 @@ backend_tests! { db;
     the_tool_list_shows_each_servers_tools_or_why_it_is_unreachable,
     an_agent_may_name_only_servers_that_exist,
     a_server_that_says_its_tools_changed_is_listed_again,
+    a_tool_the_model_names_that_the_list_lacks_is_looked_for_once_more,
 }
 
 /// An operator's HTTP server called `name` at `url`, with a call timeout.
@@ -72,7 +73,14 @@ async fn an_agent_adds_with_a_servers_tool_and_the_model_saw_its_schema(db: Test
         let first = asked.iter().find(|c| c.user() == "Add 10 and 25").unwrap();
         assert_eq!(
             first.tools(),
-            ["calc__add", "calc__slow", "calc__fail", "calc__crash", "calc__learn"]
+            [
+                "calc__add",
+                "calc__slow",
+                "calc__fail",
+                "calc__crash",
+                "calc__learn",
+                "calc__learn_quietly"
+            ]
         );
         let offered = &first.body["tools"][0];
         let schema = if first.format == "openai" {
@@ -167,7 +175,17 @@ async fn the_tool_list_shows_each_servers_tools_or_why_it_is_unreachable(db: Tes
     assert_eq!((calc["origin"].as_str(), calc.get("error")), (Some("operator"), None));
     let tools: Vec<&str> =
         calc["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(tools, ["calc__add", "calc__slow", "calc__fail", "calc__crash", "calc__learn"]);
+    assert_eq!(
+        tools,
+        [
+            "calc__add",
+            "calc__slow",
+            "calc__fail",
+            "calc__crash",
+            "calc__learn",
+            "calc__learn_quietly"
+        ]
+    );
     assert_eq!(calc["tools"][0]["tool"], "add");
     assert_eq!(calc["tools"][0]["description"], "Adds two integers.");
     let gone = &servers[1];
@@ -229,4 +247,41 @@ async fn a_server_that_says_its_tools_changed_is_listed_again(db: TestDb) {
     let offered = calls_of(&app, "learner").pop().unwrap().tools();
     assert!(offered.contains(&"calc__mul".to_owned()), "{offered:?}");
     assert_eq!((server.initialized(), server.listed()), (1, 2), "listed again, not reconnected");
+}
+
+/// The server added `mul` without a `tools/list_changed` (or the notice is still on its way):
+/// the model naming `calc__mul` makes the run list that server's tools again, once, instead of
+/// calling the name unknown; a name the server does not have is then unknown without more lists.
+async fn a_tool_the_model_names_that_the_list_lacks_is_looked_for_once_more(db: TestDb) {
+    let server = McpHttpServer::start().await;
+    let app = app_with_calc(db, &server, McpServerConfig::DEFAULT_TIMEOUT).await;
+    let user = calculator(&app, "quiet@example.com", "quiet", "openai:quiet").await;
+    models(&app).script_for(
+        "quiet",
+        [
+            call("calc__learn_quietly", json!({})),
+            Script::Answer("Learned.".into()),
+            call("calc__mul", json!({"a": 6, "b": 7})),
+            call("calc__div", json!({"a": 6, "b": 3})),
+            call("calc__pow", json!({"a": 2, "b": 3})),
+            Script::Answer("42".into()),
+        ],
+    );
+    let first = app.add_task(&user, "quiet", "Learn to multiply", 0).await;
+    start(&app, &user, "quiet").await;
+    assert_eq!(finished(&app, &user, "quiet", &first["id"]).await["status"], "complete");
+    assert_eq!(server.listed(), 1);
+    let second = app.add_task(&user, "quiet", "Multiply 6 by 7", 0).await;
+    assert_eq!(finished(&app, &user, "quiet", &second["id"]).await["status"], "complete");
+    let run = steps(&app, &user, "quiet", &second["id"]).await;
+    let tools: Vec<_> = run.iter().filter(|s| s["kind"] == "tool").collect();
+    assert_eq!(tools[0]["output"], "42", "{}", tools[0]);
+    assert_eq!(tools[1]["error"], "unknown tool 'calc__div'", "{}", tools[1]);
+    assert_eq!(tools[2]["error"], "unknown tool 'calc__pow'", "{}", tools[2]);
+    let offered = calls_of(&app, "quiet").pop().unwrap().tools();
+    assert!(
+        offered.contains(&"calc__mul".to_owned()),
+        "offered from the next call on: {offered:?}"
+    );
+    assert_eq!((server.initialized(), server.listed()), (1, 2), "listed once more, for one run");
 }

@@ -9,7 +9,7 @@
 //! is stored in that tool step's transaction instead: nothing slow happens in between, so a
 //! crash there costs the same one model call, and each such step saves a commit.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -46,7 +46,7 @@ pub(super) async fn run_task(node: &Node, agent: &AgentKey, claimed: &ClaimedTas
             return Some((Outcome::Failed { error, permanent: false }, 0, None));
         }
     };
-    let offer = offered(node, agent, claimed, label).await;
+    let offer = offered(node, agent, claimed, label, None).await;
     let names: Vec<&str> = offer.tools.iter().map(|t| t.name.as_str()).collect();
     let system = system_prompt(
         &claimed.agent.role_prompt,
@@ -66,6 +66,7 @@ pub(super) async fn run_task(node: &Node, agent: &AgentKey, claimed: &ClaimedTas
     request.tools = offer.tools;
     let mut run = Run {
         mcp: offer.mcp,
+        listed_again: HashSet::new(),
         node,
         agent,
         claimed,
@@ -100,7 +101,13 @@ struct Offer {
 
 /// The tools offered to this agent's model (of `provider`, the server's default when the agent
 /// names none); none for `echo`, which calls no model.
-async fn offered(node: &Node, agent: &AgentKey, claimed: &ClaimedTask, provider: &str) -> Offer {
+async fn offered(
+    node: &Node,
+    agent: &AgentKey,
+    claimed: &ClaimedTask,
+    provider: &str,
+    list_again: Option<&str>,
+) -> Offer {
     let mut offer = Offer { tools: Vec::new(), mcp: HashMap::new(), unavailable: Vec::new() };
     if provider == "echo" {
         return offer;
@@ -125,10 +132,15 @@ async fn offered(node: &Node, agent: &AgentKey, claimed: &ClaimedTask, provider:
     let servers = node.core.agent_servers(&owner, &claimed.agent.mcp_servers).await;
     for server in servers {
         let listed = match server {
-            Ok(server) => match node.core.mcp().tools(&server).await {
-                Ok(tools) => Ok((server, tools)),
-                Err(error) => Err(error),
-            },
+            Ok(server) => {
+                let mcp = node.core.mcp();
+                let tools = if list_again == Some(server.name().as_str()) {
+                    mcp.tools_listed_again(&server).await
+                } else {
+                    mcp.tools(&server).await
+                };
+                tools.map(|tools| (server, tools))
+            }
             Err(error) => Err(error),
         };
         match listed {
@@ -156,6 +168,8 @@ struct Run<'a> {
     node: &'a Node,
     /// The MCP tools offered, by the name the model calls them.
     mcp: HashMap<String, (ServerRef, String)>,
+    /// The servers listed again in this run for a tool name they lacked.
+    listed_again: HashSet<String>,
     agent: &'a AgentKey,
     claimed: &'a ClaimedTask,
     provider: Arc<dyn ModelProvider>,
@@ -293,6 +307,14 @@ impl Run<'_> {
         Ok((answer, cost))
     }
 
+    /// The agent's server whose tool `name` would be (`<server>__<tool>`), if any; asked once
+    /// per server and run, so a model inventing names does not make each call list again.
+    fn server_of_unknown_tool(&mut self, name: &str) -> Option<String> {
+        let (server, _) = name.split_once("__")?;
+        let mine = self.claimed.agent.mcp_servers.iter().any(|s| s.as_str() == server);
+        (mine && self.listed_again.insert(server.to_owned())).then(|| server.to_owned())
+    }
+
     fn timeout(&self) -> Stop {
         Stop::Timeout(self.node.config.task_timeout.as_secs())
     }
@@ -301,6 +323,17 @@ impl Run<'_> {
     async fn call_tool(&mut self, call: &StepCall) -> Option<()> {
         let started = Instant::now();
         let own = &self.claimed.task.agent_id;
+        if !self.mcp.contains_key(&call.name)
+            && let Some(server) = self.server_of_unknown_tool(&call.name)
+        {
+            // The server may have added the tool and said so in a `tools/list_changed` that
+            // has not been handled yet: its tools are listed again before the name is called
+            // unknown, and the model is offered the new list from its next call on.
+            let offer =
+                offered(self.node, self.agent, self.claimed, self.label, Some(&server)).await;
+            self.mcp = offer.mcp;
+            self.request.tools = offer.tools;
+        }
         if let Some((server, tool)) = self.mcp.get(&call.name).cloned() {
             self.store_asked().await?;
             let remaining = self.deadline.saturating_duration_since(started);
