@@ -146,6 +146,32 @@ async fn a_person_runs_an_agent_from_the_dashboard(db: TestDb) {
         browser.set_size(1280, 900).await;
     }
 
+    // A form posted from the page without its CSRF token is refused and creates nothing; another
+    // user's agent is not found.
+    let forged = browser
+        .eval(
+            "return fetch('/agents', {method: 'POST', headers: {'content-type': \
+             'application/x-www-form-urlencoded'}, body: 'name=X&id=forged&channel=c&role_prompt=r'}) \
+             .then(r => r.status)",
+        )
+        .await;
+    assert_eq!(forged.as_u64(), Some(403));
+    assert_eq!(app.db.count("SELECT COUNT(*) FROM agents WHERE id = 'forged'", &[]).await, 0);
+    let eve = app.register("eve@example.com").await;
+    app.create_agent(&eve, "secret").await;
+    browser.goto(&at("/agents/secret")).await;
+    assert!(
+        browser.text("main").await.contains("No agent with id 'secret'."),
+        "{}",
+        browser.text("main").await
+    );
+    assert_eq!(
+        browser.eval("return document.querySelector('[data-code]').dataset.code").await,
+        "agent_not_found"
+    );
+    browser.goto(&at("/")).await;
+    browser.find("#agent-rows").await;
+
     // Sign out; the pages are then refused.
     let session =
         browser.client.get_named_cookie("agentd_session").await.expect("a session cookie");
