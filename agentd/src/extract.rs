@@ -9,6 +9,7 @@ use axum::http::{StatusCode, header};
 use serde::de::DeserializeOwned;
 
 use agentcore::domain::agent::AgentId;
+use agentcore::domain::chat::GuildId;
 use agentcore::domain::schedule::ScheduleId;
 use agentcore::domain::task::TaskId;
 use agentcore::{Error, Principal, Resource};
@@ -165,6 +166,11 @@ pub(crate) fn agent_id(raw: &str) -> Result<AgentId, ApiError> {
 
 pub(crate) fn task_id(raw: &str) -> Result<TaskId, ApiError> {
     TaskId::parse(raw).map_err(|_| Error::not_found(Resource::Task, raw).into())
+}
+
+/// A guild id from the path; one that cannot exist is simply not connected.
+pub(crate) fn guild_id(raw: &str) -> Result<GuildId, ApiError> {
+    GuildId::parse(raw).map_err(|_| Error::not_found(Resource::Connection, raw).into())
 }
 
 pub(crate) fn schedule_id(raw: &str) -> Result<ScheduleId, ApiError> {

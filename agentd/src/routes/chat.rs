@@ -8,17 +8,11 @@ use agentcore::api::{
     MapRequest, Mapped, MappingList, SendRequest, Unmapped,
 };
 use agentcore::domain::agent::AgentId;
-use agentcore::domain::chat::GuildId;
 use agentcore::{Connected, Error, OauthUrl, Resource, Sent};
 
 use crate::AppState;
 use crate::error::ApiError;
-use crate::extract::{Caller, Json, Path};
-
-/// A guild id from the path; one that cannot exist is simply not connected.
-fn guild_id(raw: &str) -> Result<GuildId, ApiError> {
-    GuildId::parse(raw).map_err(|_| Error::not_found(Resource::Connection, raw).into())
-}
+use crate::extract::{Caller, Json, Path, guild_id};
 
 #[utoipa::path(get, path = "/api/chat/oauth-url", operation_id = "oauth_url", tag = "chat", security(("bearer" = [])),
     responses((status = 200, description = "Where to install the service's bot, with the state to send back.", body = OauthUrl)))]

@@ -35,10 +35,7 @@ pub(crate) async fn login(
         limit?;
         Ok::<_, ApiError>(state.core.login(request.parse()?).await?)
     };
-    match signed_in.await {
-        Ok(session) => signed_in_response(&state, &headers, &session),
-        Err(error) => refused("login.html", &csrf, &fields, &error),
-    }
+    answer(&state, &headers, "login.html", &csrf, &fields, signed_in.await)
 }
 
 pub(crate) async fn register(
@@ -57,10 +54,7 @@ pub(crate) async fn register(
         limit?;
         Ok::<_, ApiError>(state.core.register(request.parse()?).await?)
     };
-    match registered.await {
-        Ok(session) => signed_in_response(&state, &headers, &session),
-        Err(error) => refused("register.html", &csrf, &fields, &error),
-    }
+    answer(&state, &headers, "register.html", &csrf, &fields, registered.await)
 }
 
 /// Sign-out is the API's logout: every session and token of the user stops working.
@@ -80,7 +74,24 @@ pub(crate) async fn logout(
     response
 }
 
-fn signed_in_response(state: &AppState, headers: &HeaderMap, session: &Session) -> Response {
+/// Signed in: the session's cookies and on to the overview. Refused: the form again, with the
+/// refusal's status and its errors beside their fields.
+fn answer(
+    state: &AppState,
+    headers: &HeaderMap,
+    template: &'static str,
+    csrf: &Csrf,
+    fields: &Fields,
+    result: Result<Session, ApiError>,
+) -> Response {
+    let session = match result {
+        Ok(session) => session,
+        Err(error) => {
+            return form_page(template, csrf, fields, FormErrors::of(&error))
+                .with_status(error.status())
+                .into_response();
+        }
+    };
     let mut response = Redirect::to("/").into_response();
     for cookie in session::sign_in_cookies(state, headers, &session.access_token) {
         if let Ok(value) = HeaderValue::from_str(&cookie) {
@@ -88,11 +99,6 @@ fn signed_in_response(state: &AppState, headers: &HeaderMap, session: &Session) 
         }
     }
     response
-}
-
-fn refused(template: &'static str, csrf: &Csrf, fields: &Fields, error: &ApiError) -> Response {
-    let status = error.status();
-    form_page(template, csrf, fields, FormErrors::of(error)).with_status(status).into_response()
 }
 
 fn form_page(template: &'static str, csrf: &Csrf, fields: &Fields, errors: FormErrors) -> Page {

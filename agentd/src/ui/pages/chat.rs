@@ -20,7 +20,7 @@ use crate::ui::session::{Csrf, Viewer};
 use super::{Shown, fail, refused, see};
 
 fn guild_id(raw: &str) -> Result<GuildId, super::Failed> {
-    GuildId::parse(raw).map_err(|_| fail(Error::not_found(Resource::Connection, raw)))
+    crate::extract::guild_id(raw).map_err(fail)
 }
 
 /// `GET /discord`: connections, mappings, and the ways to connect.
