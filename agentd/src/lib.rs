@@ -196,30 +196,44 @@ pub async fn serve(
     Ok(())
 }
 
-/// Completes on Ctrl-C or SIGTERM.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        if let Err(error) = tokio::signal::ctrl_c().await {
-            tracing::error!(%error, "cannot listen for Ctrl-C");
-            std::future::pending::<()>().await;
-        }
-    };
+/// Completes on Ctrl-C or SIGTERM. The handlers are installed when this is called, not when
+/// the future is first polled: a signal that arrives while the server is already answering
+/// (before its accept loop got round to polling the future) must not meet the default action,
+/// which kills the process.
+pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
+    let (interrupt, terminate) = {
+        use tokio::signal::unix::{SignalKind, signal};
+        let listen = |kind: SignalKind, name: &'static str| match signal(kind) {
+            Ok(signal) => Some(signal),
             Err(error) => {
-                tracing::error!(%error, "cannot listen for SIGTERM");
+                tracing::error!(%error, "cannot listen for {name}");
+                None
+            }
+        };
+        (listen(SignalKind::interrupt(), "Ctrl-C"), listen(SignalKind::terminate(), "SIGTERM"))
+    };
+    async move {
+        #[cfg(unix)]
+        {
+            let wait = |signal: Option<tokio::signal::unix::Signal>| async move {
+                match signal {
+                    Some(mut signal) => drop(signal.recv().await),
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            tokio::select! {
+                () = wait(interrupt) => tracing::info!("Ctrl-C received, shutting down"),
+                () = wait(terminate) => tracing::info!("SIGTERM received, shutting down"),
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            if let Err(error) = tokio::signal::ctrl_c().await {
+                tracing::error!(%error, "cannot listen for Ctrl-C");
                 std::future::pending::<()>().await;
             }
+            tracing::info!("Ctrl-C received, shutting down");
         }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => tracing::info!("Ctrl-C received, shutting down"),
-        () = terminate => tracing::info!("SIGTERM received, shutting down"),
     }
 }
