@@ -79,6 +79,7 @@ pub enum Resource {
     Template,
     McpServer,
     Schedule,
+    Approval,
 }
 
 impl Resource {
@@ -91,6 +92,7 @@ impl Resource {
             Resource::Template => "template",
             Resource::McpServer => "mcp_server",
             Resource::Schedule => "schedule",
+            Resource::Approval => "approval",
         }
     }
 }
@@ -103,6 +105,8 @@ pub enum Conflict {
     AgentNotMapped,
     TaskNotEditable,
     McpServerExists,
+    /// The task waits for no approval (never did, or it was decided already).
+    NotAwaitingApproval,
 }
 
 impl Conflict {
@@ -113,6 +117,7 @@ impl Conflict {
             Conflict::AgentNotMapped => "agent_not_mapped",
             Conflict::TaskNotEditable => "task_not_editable",
             Conflict::McpServerExists => "mcp_server_exists",
+            Conflict::NotAwaitingApproval => "not_awaiting_approval",
         }
     }
 }
@@ -126,6 +131,9 @@ pub enum Refusal {
     GuildNotAccessible,
     /// A webhook whose signature does not match its body (or is missing, or too old).
     InvalidSignature,
+    /// A Discord interaction whose Ed25519 signature does not match (or is missing, too old,
+    /// or for an endpoint with no key): Discord expects 401 for it.
+    InvalidInteractionSignature,
 }
 
 impl Refusal {
@@ -134,6 +142,7 @@ impl Refusal {
             Refusal::InvalidBotToken => "invalid_bot_token",
             Refusal::GuildNotAccessible => "guild_not_accessible",
             Refusal::InvalidSignature => "invalid_signature",
+            Refusal::InvalidInteractionSignature => "invalid_interaction_signature",
         }
     }
 }

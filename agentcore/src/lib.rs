@@ -39,8 +39,9 @@ mod wakeups;
 pub mod workers;
 
 pub use crate::core::{
-    BillingConfig, Connected, Core, CoreConfig, DiscordConfig, OauthUrl, OutboxConfig, Principal,
-    RuntimeConfig, ScheduleConfig, Sent, Session, ToolsConfig, default_data_dir,
+    BillingConfig, Connected, Core, CoreConfig, DiscordConfig, InteractionEndpoint, OauthUrl,
+    OutboxConfig, Principal, RuntimeConfig, ScheduleConfig, Sent, Session, ToolsConfig,
+    default_data_dir,
 };
 pub use error::{Conflict, Error, Refusal, Resource, Result, StorageFault, ValidationErrors};
 pub use telemetry::RuntimeStats;

@@ -9,16 +9,17 @@ use serde::de::DeserializeOwned;
 
 use agentcore::Session;
 use agentcore::api::{
-    ActivityList, AddMcpServerRequest, AgentList, AgentStatusResponse, BudgetRequest,
-    CallbackRequest, ChannelList, ConnectRequest, ConnectionList, ConnectionTest,
+    ActivityList, AddMcpServerRequest, AgentList, AgentStatusResponse, ApprovalDecided,
+    BudgetRequest, CallbackRequest, ChannelList, ConnectRequest, ConnectionList, ConnectionTest,
     CreateAgentRequest, CreateScheduleRequest, CreateTaskRequest, Deleted, Disconnected,
-    LoginRequest, MapRequest, Mapped, MappingList, McpServerList, RegisterRequest, ScheduleList,
-    SendRequest, SetMemoryRequest, SetupRequest, StatusResponse, StepList, TaskList, TemplateList,
-    ToolList, Unmapped, UpdateAgentRequest, UpdateScheduleRequest, UpdateTaskRequest, UsageParams,
-    VacationRequest,
+    LoginRequest, MapRequest, Mapped, MappingList, McpServerList, RegisterRequest, RolesRequest,
+    ScheduleList, SendRequest, SetMemoryRequest, SetupRequest, StatusResponse, StepList, TaskList,
+    TemplateList, ToolList, Unmapped, UpdateAgentRequest, UpdateScheduleRequest, UpdateTaskRequest,
+    UsageParams, VacationRequest,
 };
 use agentcore::domain::agent::{Agent, AgentDetail};
 use agentcore::domain::billing::Billing;
+use agentcore::domain::chat::Connection;
 use agentcore::domain::mcp::{McpServer, McpServerTools};
 use agentcore::domain::onboarding::Onboarded;
 use agentcore::domain::schedule::Schedule;
@@ -296,6 +297,16 @@ impl Client {
         self.post_as(&task_path(agent, task, "/retry"), None::<&()>).await
     }
 
+    /// Approves (`approve`) or denies (`deny`) the tool call the task waits on.
+    pub async fn decide_task(
+        &self,
+        agent: &str,
+        task: &str,
+        decision: &str,
+    ) -> Result<Reply<ApprovalDecided>, Failure> {
+        self.post_as(&task_path(agent, task, &format!("/{decision}")), None::<&()>).await
+    }
+
     // Chat.
 
     pub async fn oauth_url(&self) -> Result<Reply<OauthUrl>, Failure> {
@@ -316,6 +327,15 @@ impl Client {
 
     pub async fn test_connection(&self, guild: &str) -> Result<Reply<ConnectionTest>, Failure> {
         self.post_as(&format!("/api/chat/test/{}", segment(guild)), None::<&()>).await
+    }
+
+    pub async fn set_allowed_roles(
+        &self,
+        guild: &str,
+        request: &RolesRequest,
+    ) -> Result<Reply<Connection>, Failure> {
+        let path = format!("/api/chat/connections/{}/roles", segment(guild));
+        self.typed(Method::PUT, &path, Some(request)).await
     }
 
     pub async fn disconnect(&self, guild: &str) -> Result<Reply<Disconnected>, Failure> {

@@ -166,6 +166,9 @@ pub(crate) enum AgentsCommand {
         /// Its own monthly budget in dollars
         #[arg(long)]
         budget_monthly_usd: Option<f64>,
+        /// Tools whose calls wait for a person's approval, comma-separated
+        #[arg(long, value_delimiter = ',')]
+        approval_tools: Option<Vec<String>>,
     },
     /// Change the given fields
     Update {
@@ -197,6 +200,9 @@ pub(crate) enum AgentsCommand {
         /// Its own monthly budget in dollars; `none` removes it
         #[arg(long)]
         budget_monthly_usd: Option<String>,
+        /// Replaces the tools whose calls wait for approval, comma-separated; empty: none
+        #[arg(long)]
+        approval_tools: Option<String>,
     },
     /// The agent's memory block; --set replaces it, --clear empties it
     Memory {
@@ -247,7 +253,7 @@ pub(crate) enum TasksCommand {
     /// The agent's tasks in creation order
     List {
         agent: String,
-        /// queued, in_progress, complete or failed
+        /// queued, in_progress, awaiting_approval, complete or failed
         #[arg(long)]
         status: Option<String>,
     },
@@ -274,6 +280,16 @@ pub(crate) enum TasksCommand {
     },
     /// Queue a failed task again
     Retry {
+        agent: String,
+        task: String,
+    },
+    /// Approve the tool call a task waits on (status awaiting_approval); its run goes on
+    Approve {
+        agent: String,
+        task: String,
+    },
+    /// Deny the tool call a task waits on; its model is told it was denied
+    Deny {
         agent: String,
         task: String,
     },
@@ -385,7 +401,14 @@ pub(crate) enum ChatCommand {
         bot_token: String,
         #[arg(long)]
         guild_name: Option<String>,
+        /// The bot's application public key, for slash commands and approval buttons [default:
+        /// the one Discord reports]
+        #[arg(long)]
+        public_key: Option<String>,
     },
+    /// Roles (ids) whose members may run commands that change something, besides members
+    /// with Manage Server; none given clears them
+    Roles { guild_id: String, role_ids: Vec<String> },
     /// Connected servers
     Connections,
     /// Check that the bot still reaches a server

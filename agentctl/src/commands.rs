@@ -4,8 +4,8 @@ use std::io::IsTerminal;
 
 use agentcore::api::{
     AddMcpServerRequest, BudgetRequest, CallbackRequest, ConnectRequest, CreateAgentRequest,
-    CreateTaskRequest, LoginRequest, MapRequest, RegisterRequest, SendRequest, SetMemoryRequest,
-    UpdateAgentRequest, UpdateTaskRequest, UsageParams, VacationRequest,
+    CreateTaskRequest, LoginRequest, MapRequest, RegisterRequest, RolesRequest, SendRequest,
+    SetMemoryRequest, UpdateAgentRequest, UpdateTaskRequest, UsageParams, VacationRequest,
 };
 use agentcore::{Core, Session};
 
@@ -260,6 +260,7 @@ async fn agents(cx: &Context, client: &Client, command: AgentsCommand) -> Result
             max_steps,
             mcp_servers,
             budget_monthly_usd,
+            approval_tools,
         } => {
             let request = CreateAgentRequest {
                 id: Some(id),
@@ -273,6 +274,7 @@ async fn agents(cx: &Context, client: &Client, command: AgentsCommand) -> Result
                 max_steps,
                 mcp_servers,
                 budget_monthly_usd,
+                approval_tools,
             };
             (client.create_agent(&request).await?.answer, View::Agent)
         }
@@ -289,6 +291,7 @@ async fn agents(cx: &Context, client: &Client, command: AgentsCommand) -> Result
             max_steps,
             mcp_servers,
             budget_monthly_usd,
+            approval_tools,
         } => {
             let budget_monthly_usd = match budget_monthly_usd.as_deref() {
                 None => None,
@@ -311,6 +314,7 @@ async fn agents(cx: &Context, client: &Client, command: AgentsCommand) -> Result
                 max_steps,
                 mcp_servers: mcp_servers.map(|s| crate::render::list_items(&s)),
                 budget_monthly_usd,
+                approval_tools: approval_tools.map(|s| crate::render::list_items(&s)),
             };
             if request.is_empty() {
                 return Err(Failure::usage(
@@ -380,6 +384,12 @@ async fn tasks(cx: &Context, client: &Client, command: TasksCommand) -> Result<(
         TasksCommand::Retry { agent, task } => {
             (client.retry_task(&agent, &task).await?.answer, View::Fields)
         }
+        TasksCommand::Approve { agent, task } => {
+            (client.decide_task(&agent, &task, "approve").await?.answer, View::Fields)
+        }
+        TasksCommand::Deny { agent, task } => {
+            (client.decide_task(&agent, &task, "deny").await?.answer, View::Fields)
+        }
         TasksCommand::Steps { agent, task } => {
             (client.steps(&agent, &task).await?.answer, View::Steps)
         }
@@ -394,10 +404,18 @@ async fn chat(cx: &Context, client: &Client, command: ChatCommand) -> Result<(),
             let request = CallbackRequest { code: Some(code), state, guild_id };
             (client.callback(&request).await?.answer, View::Fields)
         }
-        ChatCommand::Connect { guild_id, bot_token, guild_name } => {
-            let request =
-                ConnectRequest { guild_id: Some(guild_id), bot_token: Some(bot_token), guild_name };
+        ChatCommand::Connect { guild_id, bot_token, guild_name, public_key } => {
+            let request = ConnectRequest {
+                guild_id: Some(guild_id),
+                bot_token: Some(bot_token),
+                guild_name,
+                public_key,
+            };
             (client.connect(&request).await?.answer, View::Fields)
+        }
+        ChatCommand::Roles { guild_id, role_ids } => {
+            let request = RolesRequest { allowed_role_ids: Some(role_ids) };
+            (client.set_allowed_roles(&guild_id, &request).await?.answer, View::Fields)
         }
         ChatCommand::Connections => (client.connections().await?.answer, View::Connections),
         ChatCommand::Test { guild_id } => {

@@ -228,6 +228,7 @@ async fn connect_with_token(client: &Client, guild: &str, token: &str) -> Result
         guild_id: Some(guild.to_owned()),
         bot_token: Some(token.to_owned()),
         guild_name: None,
+        public_key: None,
     };
     let connected = client.connect(&request).await?.body;
     eprintln!("Connected {}.", connected.guild_name);

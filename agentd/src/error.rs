@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use agentcore::{Error, StorageFault};
+use agentcore::{Error, Refusal, StorageFault};
 
 use crate::request_id;
 
@@ -51,6 +51,9 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
             ApiError::Core(error) => match error {
+                Error::Refused { kind: Refusal::InvalidInteractionSignature, .. } => {
+                    StatusCode::UNAUTHORIZED
+                }
                 Error::Validation(_) | Error::Refused { .. } => StatusCode::BAD_REQUEST,
                 Error::Unauthorized => StatusCode::UNAUTHORIZED,
                 Error::Forbidden(_) => StatusCode::FORBIDDEN,
@@ -207,6 +210,11 @@ mod tests {
             (Error::refused(Refusal::GuildNotAccessible, "no").into(), 400, "guild_not_accessible"),
             (Error::Unauthorized.into(), 401, "unauthorized"),
             (
+                Error::refused(Refusal::InvalidInteractionSignature, "no").into(),
+                401,
+                "invalid_interaction_signature",
+            ),
+            (
                 Error::PlanLimitReached { plan: "free".into(), limit: 3 }.into(),
                 402,
                 "plan_limit_reached",
@@ -217,6 +225,12 @@ mod tests {
             (Error::conflict(Conflict::AgentExists, "x").into(), 409, "agent_exists"),
             (Error::conflict(Conflict::TaskNotEditable, "x").into(), 409, "task_not_editable"),
             (Error::conflict(Conflict::AgentNotMapped, "x").into(), 409, "agent_not_mapped"),
+            (
+                Error::conflict(Conflict::NotAwaitingApproval, "x").into(),
+                409,
+                "not_awaiting_approval",
+            ),
+            (Error::not_found(Resource::Approval, "p").into(), 404, "approval_not_found"),
             (Error::not_found(Resource::Connection, "g").into(), 404, "connection_not_found"),
             (Error::not_found(Resource::Mapping, "a").into(), 404, "mapping_not_found"),
             (ApiError::PayloadTooLarge, 413, "payload_too_large"),

@@ -1,7 +1,7 @@
 //! JSON request bodies as the HTTP routes read them: `agentd::decode_json_body::<T>` for each
 //! request type of `agentcore::api`, then the type's `parse` into domain values.
 //!
-//! Input layout: the first byte picks the request type (`byte % 16`, in the order of `TYPES`),
+//! Input layout: the first byte picks the request type (`byte % 17`, in the order of `TYPES`),
 //! the rest is the body.
 //!
 //! Beyond "never panics":
@@ -15,9 +15,10 @@
 
 use agentcore::ValidationErrors;
 use agentcore::api::{
-    AddMcpServerRequest, BudgetRequest, CallbackRequest, ConnectRequest, CreateAgentRequest, CreateScheduleRequest,
-    CreateTaskRequest, LoginRequest, MapRequest, RegisterRequest, SendRequest, SetupRequest,
-    UpdateAgentRequest, UpdateScheduleRequest, UpdateTaskRequest, VacationRequest,
+    AddMcpServerRequest, BudgetRequest, CallbackRequest, ConnectRequest, CreateAgentRequest,
+    CreateScheduleRequest, CreateTaskRequest, LoginRequest, MapRequest, RegisterRequest,
+    RolesRequest, SendRequest, SetupRequest, UpdateAgentRequest, UpdateScheduleRequest,
+    UpdateTaskRequest, VacationRequest,
 };
 use agentcore::domain::agent::AgentId;
 use agentcore::domain::schedule::Zone;
@@ -28,7 +29,7 @@ use serde::de::DeserializeOwned;
 
 /// The selector byte's meaning, for seeds and crash reports.
 #[allow(dead_code)]
-const TYPES: [&str; 16] = [
+const TYPES: [&str; 17] = [
     "RegisterRequest",
     "LoginRequest",
     "CreateAgentRequest",
@@ -45,13 +46,14 @@ const TYPES: [&str; 16] = [
     "CreateScheduleRequest",
     "UpdateScheduleRequest",
     "BudgetRequest",
+    "RolesRequest",
 ];
 
 fuzz_target!(|data: &[u8]| {
     let Some((&selector, body)) = data.split_first() else {
         return;
     };
-    match selector % 16 {
+    match selector % 17 {
         0 => check::<RegisterRequest, _>(body, &["email", "password", "name"], |r| {
             let user = r.parse()?;
             let email = r.email.as_deref().expect("parsed, so present");
@@ -78,6 +80,7 @@ fuzz_target!(|data: &[u8]| {
                 "max_steps",
                 "mcp_servers",
                 "budget_monthly_usd",
+                "approval_tools",
             ],
             |r| {
                 let agent = r.parse()?;
@@ -107,6 +110,7 @@ fuzz_target!(|data: &[u8]| {
                 "max_steps",
                 "mcp_servers",
                 "budget_monthly_usd",
+                "approval_tools",
             ],
             |r| {
                 let patch = r.parse()?;
@@ -167,13 +171,21 @@ fuzz_target!(|data: &[u8]| {
             }
             Ok(())
         }),
-        9 => check::<ConnectRequest, _>(body, &["bot_token", "guild_id", "guild_name"], |r| {
-            let (guild, _token, name) = r.parse()?;
-            snowflake(guild.as_str());
-            assert_eq!(Some(guild.as_str()), r.guild_id.as_deref());
-            assert_eq!(name.as_deref(), r.guild_name.as_deref());
-            Ok(())
-        }),
+        9 => check::<ConnectRequest, _>(
+            body,
+            &["bot_token", "guild_id", "guild_name", "public_key"],
+            |r| {
+                let connection = r.parse()?;
+                let guild = &connection.guild;
+                snowflake(guild.as_str());
+                assert_eq!(Some(guild.as_str()), r.guild_id.as_deref());
+                assert_eq!(connection.guild_name.as_deref(), r.guild_name.as_deref());
+                if let Some(key) = &connection.public_key {
+                    assert!(key.len() == 64 && key.bytes().all(|b| b.is_ascii_hexdigit()));
+                }
+                Ok(())
+            },
+        ),
         10 => check::<MapRequest, _>(body, &["agent_id", "channel_id", "channel_name"], |r| {
             let (agent, channel) = r.parse()?;
             agent_id(agent.as_str());
@@ -213,22 +225,46 @@ fuzz_target!(|data: &[u8]| {
         }),
         13 => check::<CreateScheduleRequest, _>(
             body,
-            &["cron", "timezone", "title", "description", "priority", "catch_up", "overlap", "enabled"],
+            &[
+                "cron",
+                "timezone",
+                "title",
+                "description",
+                "priority",
+                "catch_up",
+                "overlap",
+                "enabled",
+            ],
             |r| {
                 let schedule = r.parse()?;
                 let cron = r.cron.as_deref().expect("parsed, so present");
-                assert_eq!(schedule.timing.cron.as_str(), cron.split_whitespace().collect::<Vec<_>>().join(" "));
+                assert_eq!(
+                    schedule.timing.cron.as_str(),
+                    cron.split_whitespace().collect::<Vec<_>>().join(" ")
+                );
                 let zone = schedule.timing.zone;
                 assert_eq!(Zone::parse(zone.name()), Ok(zone));
                 assert_eq!(Some(schedule.task.title.as_str()), r.title.as_deref());
                 assert_eq!(schedule.enabled, r.enabled.unwrap_or(true));
-                assert_eq!(Some(schedule.catch_up.as_str()), r.catch_up.as_deref().or(Some("skip")));
+                assert_eq!(
+                    Some(schedule.catch_up.as_str()),
+                    r.catch_up.as_deref().or(Some("skip"))
+                );
                 Ok(())
             },
         ),
         14 => check::<UpdateScheduleRequest, _>(
             body,
-            &["cron", "timezone", "title", "description", "priority", "catch_up", "overlap", "enabled"],
+            &[
+                "cron",
+                "timezone",
+                "title",
+                "description",
+                "priority",
+                "catch_up",
+                "overlap",
+                "enabled",
+            ],
             |r| {
                 let patch = r.parse()?;
                 assert_eq!(patch.cron.is_some(), r.cron.is_some());
@@ -247,7 +283,13 @@ fuzz_target!(|data: &[u8]| {
             }
             Ok(())
         }),
-        _ => unreachable!("selector % 16"),
+        16 => check::<RolesRequest, _>(body, &["allowed_role_ids"], |r| {
+            let roles = r.parse()?;
+            assert!(roles.ids().len() <= 25);
+            roles.ids().iter().for_each(|id| snowflake(id));
+            Ok(())
+        }),
+        _ => unreachable!("selector % 17"),
     }
 });
 

@@ -24,6 +24,7 @@ mod chat;
 mod cli;
 mod dashboard;
 mod faults;
+mod interactions;
 mod limits;
 mod mcp;
 mod metrics;

@@ -119,6 +119,21 @@ fn against_a(
                 Some(json!({"agent_id": "alpha", "content": "from B"})),
             ),
         ],
+        (
+            "POST",
+            "/api/agents/{id}/backlog/{task_id}/approve"
+            | "/api/agents/{id}/backlog/{task_id}/deny",
+        ) => {
+            let decision = template.rsplit('/').next().unwrap();
+            vec![(format!("{a_task}/{decision}"), None), (format!("{via_b}/{decision}"), None)]
+        }
+        ("PUT", "/api/chat/connections/{guild_id}/roles") => vec![(
+            format!("/api/chat/connections/{GUILD_A}/roles"),
+            Some(json!({"allowed_role_ids": ["123456789"]})),
+        )],
+        // Signed by Discord, not by a user's token: a token reaches nothing there (see
+        // interactions::a_ping_is_answered...).
+        ("POST", "/api/chat/interactions/{connection_id}") => Vec::new(),
         ("DELETE", "/api/mcp/servers/{name}") => vec![(format!("/api/mcp/servers/{MCP_A}"), None)],
         ("POST", "/api/mcp/servers/{name}/test") => {
             vec![(format!("/api/mcp/servers/{MCP_A}/test"), None)]

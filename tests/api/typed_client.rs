@@ -80,6 +80,7 @@ async fn every_typed_call_reads_the_servers_answer(app: TestApp) {
         guild_id: Some(GUILD.into()),
         bot_token: Some(BOT.into()),
         guild_name: None,
+        public_key: None,
     };
     assert_eq!(client.connect(&connect).await.unwrap().body.guild_name, "Typed");
     assert_eq!(client.connections().await.unwrap().body.connections.len(), 1);

@@ -141,6 +141,8 @@ impl Options {
             config.discord.client_secret = Some(fake_discord::CLIENT_SECRET.into());
             config.discord.redirect_uri = Some(fake_discord::REDIRECT_URI.into());
             config.discord.bot_token = Some(fake_discord::SERVICE_BOT_TOKEN.into());
+            config.discord.public_key =
+                Some(fake_discord::public_key_hex(&fake_discord::SERVICE_APP_SEED));
         }
         let openai = config.models.provider_mut("openai");
         openai.base_url = Some(self.models.openai_base());

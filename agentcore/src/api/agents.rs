@@ -7,6 +7,7 @@ use crate::domain::agent::{
     AgentId, AgentName, AgentPatch, AgentStatus, AgentSummary, ChannelName, ModelName, NewAgent,
     RolePrompt, ThrottleSeconds, Workspace,
 };
+use crate::domain::approval::ApprovalTools;
 use crate::domain::budget::Budget;
 use crate::domain::mcp::McpServerSet;
 use crate::domain::tools::{MaxSteps, ToolSet};
@@ -65,6 +66,11 @@ pub struct CreateAgentRequest {
     #[cfg_attr(feature = "openapi", schema(nullable = false, minimum = 0))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub budget_monthly_usd: Option<f64>,
+    /// Tools (built-in names or `<server>__<tool>`) whose calls wait for a person's approval;
+    /// none unless given.
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval_tools: Option<Vec<String>>,
 }
 
 impl CreateAgentRequest {
@@ -98,6 +104,10 @@ impl CreateAgentRequest {
         };
         let budget =
             self.budget_monthly_usd.map(|v| e.check("budget_monthly_usd", Budget::parse(v)));
+        let approval_tools = match &self.approval_tools {
+            Some(names) => e.check("approval_tools", ApprovalTools::parse(names)),
+            None => Some(ApprovalTools::default()),
+        };
         match (id, name, role_prompt, channel, throttle, tools, max_steps, mcp_servers) {
             (
                 Some(id),
@@ -120,6 +130,7 @@ impl CreateAgentRequest {
                 max_steps,
                 mcp_servers,
                 budget: budget.flatten(),
+                approval_tools: approval_tools.unwrap_or_default(),
             }),
             _ => Err(e),
         }
@@ -163,6 +174,10 @@ pub struct UpdateAgentRequest {
     #[cfg_attr(feature = "openapi", schema(minimum = 0))]
     #[serde(default, deserialize_with = "nullable", skip_serializing_if = "Option::is_none")]
     pub budget_monthly_usd: Option<Option<f64>>,
+    /// Replaces the tools whose calls wait for approval; `[]`: none.
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval_tools: Option<Vec<String>>,
 }
 
 impl UpdateAgentRequest {
@@ -180,6 +195,7 @@ impl UpdateAgentRequest {
             max_steps,
             mcp_servers,
             budget_monthly_usd,
+            approval_tools,
         } = self;
         name.is_none()
             && role_prompt.is_none()
@@ -192,6 +208,7 @@ impl UpdateAgentRequest {
             && max_steps.is_none()
             && mcp_servers.is_none()
             && budget_monthly_usd.is_none()
+            && approval_tools.is_none()
     }
 
     pub fn parse(&self) -> Result<AgentPatch, ValidationErrors> {
@@ -231,6 +248,10 @@ impl UpdateAgentRequest {
                 None => Some(None),
                 Some(v) => e.check("budget_monthly_usd", Budget::parse(v)).map(Some),
             }),
+            approval_tools: self
+                .approval_tools
+                .as_ref()
+                .and_then(|v| e.check("approval_tools", ApprovalTools::parse(v))),
         };
         if e.is_empty() { Ok(patch) } else { Err(e) }
     }

@@ -83,3 +83,11 @@ impl UpdateTaskRequest {
 pub struct TaskList {
     pub tasks: Vec<Task>,
 }
+
+/// `{"status": "approved" | "denied", "approval": {...}}`: a decided tool approval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ApprovalDecided {
+    pub status: String,
+    pub approval: crate::domain::approval::Approval,
+}

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::agent::AgentId;
 use crate::domain::chat::{
-    BotToken, ChannelId, ChannelInfo, Connection, GuildId, Mapping, OutgoingMessage,
+    AllowedRoles, BotToken, ChannelId, ChannelInfo, Connection, GuildId, Mapping, OutgoingMessage,
 };
 use crate::error::ValidationErrors;
 
@@ -55,19 +55,40 @@ pub struct ConnectRequest {
     #[cfg_attr(feature = "openapi", schema(nullable = false))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub guild_name: Option<String>,
+    /// The bot's application public key (64 hex characters), which its interactions are
+    /// verified with; by default the one Discord reports for the application.
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub public_key: Option<String>,
+}
+
+/// A connection through the user's own bot, as asked.
+#[derive(Debug, Clone)]
+pub struct NewConnection {
+    pub guild: GuildId,
+    pub token: BotToken,
+    pub guild_name: Option<String>,
+    pub public_key: Option<String>,
 }
 
 impl ConnectRequest {
-    pub fn parse(&self) -> Result<(GuildId, BotToken, Option<String>), ValidationErrors> {
+    pub fn parse(&self) -> Result<NewConnection, ValidationErrors> {
         let mut e = ValidationErrors::new();
         let token = required(&mut e, "bot_token", &self.bot_token)
             .and_then(|v| e.check("bot_token", BotToken::parse(v)));
         let guild = required(&mut e, "guild_id", &self.guild_id)
             .and_then(|v| e.check("guild_id", GuildId::parse(v)));
-        let name =
+        let guild_name =
             self.guild_name.as_deref().and_then(|v| e.check("guild_name", text_field(v, 0, 100)));
+        let public_key = self
+            .public_key
+            .as_deref()
+            .filter(|k| !k.trim().is_empty())
+            .and_then(|v| e.check("public_key", crate::domain::chat::public_key(v)));
         match (guild, token) {
-            (Some(guild), Some(token)) if e.is_empty() => Ok((guild, token, name)),
+            (Some(guild), Some(token)) if e.is_empty() => {
+                Ok(NewConnection { guild, token, guild_name, public_key })
+            }
             _ => Err(e),
         }
     }
@@ -207,4 +228,25 @@ pub struct Disconnected {
 pub struct Unmapped {
     pub status: String,
     pub agent_id: String,
+}
+
+/// `PUT /api/chat/connections/{guild_id}/roles`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RolesRequest {
+    /// Role ids whose members may run commands that change something (besides members with
+    /// Manage Server); `[]` leaves only those.
+    #[cfg_attr(feature = "openapi", schema(required = true, nullable = false))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allowed_role_ids: Option<Vec<String>>,
+}
+
+impl RolesRequest {
+    pub fn parse(&self) -> Result<AllowedRoles, ValidationErrors> {
+        let Some(ids) = &self.allowed_role_ids else {
+            return Err(ValidationErrors::single("allowed_role_ids", "is required"));
+        };
+        AllowedRoles::parse(ids)
+            .map_err(|error| ValidationErrors::single("allowed_role_ids", error))
+    }
 }

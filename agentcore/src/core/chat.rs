@@ -6,11 +6,13 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 
 use super::{Core, Principal};
+use crate::api::NewConnection;
 use crate::discord::{Channel, DiscordError};
 use crate::domain::activity::{Action, NewActivity};
 use crate::domain::agent::AgentId;
 use crate::domain::chat::{
-    BotToken, ChannelId, ChannelInfo, Connection, ConnectionKind, GuildId, Mapping, OutgoingMessage,
+    AllowedRoles, ChannelId, ChannelInfo, Connection, ConnectionKind, GuildId, Mapping,
+    OutgoingMessage,
 };
 use crate::domain::now;
 use crate::error::{Conflict, Error, Refusal, Result, ValidationErrors};
@@ -63,7 +65,7 @@ impl Core {
         let site =
             self.inner.discord.api_base().split("/api/").next().unwrap_or_default().to_owned();
         let url = format!(
-            "{site}/oauth2/authorize?client_id={}&scope=bot&permissions={BOT_PERMISSIONS}&response_type=code&redirect_uri={}&state={}",
+            "{site}/oauth2/authorize?client_id={}&scope=bot%20applications.commands&permissions={BOT_PERMISSIONS}&response_type=code&redirect_uri={}&state={}",
             encode(client_id),
             encode(redirect_uri),
             encode(&state)
@@ -114,32 +116,43 @@ impl Core {
         })?;
         let guild_id = GuildId::parse(&guild.id)
             .map_err(|_| Error::Upstream("Discord named an invalid server id".into()))?;
-        self.store_connection(who, &guild_id, bot_token, ConnectionKind::Oauth, None, None).await
+        let bot = Bot {
+            token: bot_token,
+            kind: ConnectionKind::Oauth,
+            sealed: None,
+            application_id: Some(client_id.to_owned()),
+            public_key: None,
+        };
+        self.store_connection(who, &guild_id, bot, None).await
     }
 
-    /// Connects a guild through the user's own bot, after checking the token and the guild.
-    pub async fn connect(
-        &self,
-        who: &Principal,
-        guild_id: &GuildId,
-        token: &BotToken,
-        guild_name: Option<String>,
-    ) -> Result<Connected> {
+    /// Connects a guild through the user's own bot, after checking the token and the guild;
+    /// registers the slash commands of the bot's application there.
+    pub async fn connect(&self, who: &Principal, new: &NewConnection) -> Result<Connected> {
+        let (guild_id, token) = (&new.guild, &new.token);
         let sealed = self.inner.secrets.seal(
             token.0.expose_secret(),
             &seal_context(who.user_id.as_str(), guild_id.as_str()),
         )?;
         self.inner.discord.forgive(&token.0);
         self.inner.discord.current_user(&token.0).await.map_err(|e| guild_error(&e))?;
-        self.store_connection(
-            who,
-            guild_id,
-            &token.0,
-            ConnectionKind::BotToken,
-            Some(sealed),
-            guild_name,
-        )
-        .await
+        let application = match self.inner.discord.current_application(&token.0).await {
+            Ok(application) => Some(application),
+            Err(error) => {
+                tracing::warn!(%error, "cannot read the bot's application; no slash commands");
+                None
+            }
+        };
+        let public_key =
+            new.public_key.clone().or_else(|| application.as_ref()?.verify_key.clone());
+        let bot = Bot {
+            token: &token.0,
+            kind: ConnectionKind::BotToken,
+            sealed: Some(sealed),
+            application_id: application.map(|a| a.id),
+            public_key,
+        };
+        self.store_connection(who, guild_id, bot, new.guild_name.clone()).await
     }
 
     pub async fn connections(&self, who: &Principal) -> Result<Vec<Connection>> {
@@ -155,9 +168,34 @@ impl Core {
         Ok(guild.name)
     }
 
-    /// Removes the connection, its mappings and its pending posts.
+    /// Removes the connection, its mappings and its pending posts, and the slash commands it
+    /// registered in the server (when Discord can still be asked to).
     pub async fn disconnect(&self, who: &Principal, guild_id: &GuildId) -> Result<()> {
+        let found = self.credentials(who, guild_id).await;
+        if let Ok((token, record)) = &found
+            && let Some(application) = &record.connection.application_id
+        {
+            let none = serde_json::json!([]);
+            let removed = self
+                .inner
+                .discord
+                .overwrite_guild_commands(token, application, guild_id.as_str(), &none)
+                .await;
+            if let Err(error) = removed {
+                tracing::warn!(%error, guild_id = %guild_id, "cannot remove the slash commands");
+            }
+        }
         self.store().delete_connection(&who.user_id, guild_id.as_str()).await
+    }
+
+    /// Sets the roles whose members may run commands that change something.
+    pub async fn set_allowed_roles(
+        &self,
+        who: &Principal,
+        guild_id: &GuildId,
+        roles: &AllowedRoles,
+    ) -> Result<Connection> {
+        self.store().set_allowed_roles(&who.user_id, guild_id.as_str(), roles).await
     }
 
     /// The guild's text channels (types 0 and 5) by position; refreshes `channel_count`.
@@ -273,12 +311,11 @@ impl Core {
         &self,
         who: &Principal,
         guild_id: &GuildId,
-        token: &SecretString,
-        kind: ConnectionKind,
-        sealed_token: Option<String>,
+        bot: Bot<'_>,
         guild_name: Option<String>,
     ) -> Result<Connected> {
         let discord = &self.inner.discord;
+        let token = bot.token;
         let guild = discord.guild(token, guild_id.as_str()).await.map_err(|e| guild_error(&e))?;
         if guild.id != guild_id.as_str() {
             return Err(Error::Upstream(
@@ -291,14 +328,31 @@ impl Core {
                 id: uuid::Uuid::now_v7().to_string(),
                 guild_id: guild.id.clone(),
                 guild_name: guild_name.filter(|n| !n.trim().is_empty()).unwrap_or(guild.name),
-                kind,
+                kind: bot.kind,
                 connected_at: now(),
                 channel_count: i64::try_from(channels.len()).unwrap_or(i64::MAX),
+                application_id: bot.application_id.clone(),
+                public_key: bot.public_key,
+                allowed_role_ids: Vec::new(),
             },
-            sealed_token,
+            sealed_token: bot.sealed,
+            owner_id: who.user_id.as_str().to_owned(),
         };
         let stored = self.store().upsert_connection(&who.user_id, &record).await?;
-        tracing::info!(user_id = %who.user_id, guild_id = %stored.guild_id, kind = kind.as_str(), "guild connected");
+        tracing::info!(user_id = %who.user_id, guild_id = %stored.guild_id, kind = bot.kind.as_str(), "guild connected");
+        if let Some(application) = &bot.application_id {
+            let commands = crate::domain::interaction::commands();
+            match discord
+                .overwrite_guild_commands(token, application, guild_id.as_str(), &commands)
+                .await
+            {
+                Ok(()) => tracing::info!(guild_id = %stored.guild_id, "slash commands registered"),
+                // The connection works without them: posts do not need commands.
+                Err(error) => {
+                    tracing::warn!(%error, guild_id = %stored.guild_id, "cannot register the slash commands (was the applications.commands scope granted?)")
+                }
+            }
+        }
         Ok(Connected {
             status: "connected".into(),
             guild_id: stored.guild_id,
@@ -333,6 +387,15 @@ impl Core {
     pub(crate) fn wake_outbox(&self) {
         self.inner.wakeups.post_queued();
     }
+}
+
+/// The bot a connection acts through, and its application.
+struct Bot<'a> {
+    token: &'a SecretString,
+    kind: ConnectionKind,
+    sealed: Option<String>,
+    application_id: Option<String>,
+    public_key: Option<String>,
 }
 
 /// What a bot token is sealed to: its owner and guild. Sealing and opening both build it

@@ -6,10 +6,12 @@
 
 mod accounts;
 mod agents;
+mod approvals;
 mod backlog;
 mod billing;
 mod budget;
 mod chat;
+mod interactions;
 mod mcp;
 mod metrics;
 mod onboarding;
@@ -39,6 +41,7 @@ use crate::wakeups::Wakeups;
 
 pub use accounts::Session;
 pub use chat::{Connected, OauthUrl, Sent};
+pub use interactions::InteractionEndpoint;
 
 /// What the library needs to run. `agentd` and `agentctl` fill it from their configuration.
 #[derive(Debug, Clone)]
@@ -110,6 +113,9 @@ pub struct DiscordConfig {
     pub redirect_uri: Option<String>,
     /// The service's bot, which acts for connections made through OAuth.
     pub bot_token: Option<SecretString>,
+    /// The service's application public key (hex), which interactions arriving at the shared
+    /// endpoint are verified with.
+    pub public_key: Option<String>,
     /// Bounds each request to Discord.
     pub timeout: Duration,
 }
@@ -122,6 +128,7 @@ impl Default for DiscordConfig {
             client_secret: None,
             redirect_uri: None,
             bot_token: None,
+            public_key: None,
             timeout: Duration::from_secs(15),
         }
     }
@@ -199,6 +206,8 @@ pub struct RuntimeConfig {
     pub max_attempts: usize,
     /// The longest a task's run may take, across its steps (and across resumes).
     pub task_timeout: Duration,
+    /// How long a tool call waits for a person's approval before it counts as denied.
+    pub approval_timeout: Duration,
 }
 
 impl Default for RuntimeConfig {
@@ -212,6 +221,7 @@ impl Default for RuntimeConfig {
             retry_max: Duration::from_secs(120),
             max_attempts: 5,
             task_timeout: Duration::from_secs(600),
+            approval_timeout: Duration::from_secs(24 * 3600),
         }
     }
 }

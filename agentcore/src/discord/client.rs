@@ -8,7 +8,9 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 use super::ratelimit::{Observed, RateLimiter, Refused, Slot, TokenKey};
-use super::{BotUser, Channel, ChannelMessage, Guild, Message, MessageBody, TokenResponse};
+use super::{
+    Application, BotUser, Channel, ChannelMessage, Guild, Message, MessageBody, TokenResponse,
+};
 
 /// How often a request that met a 429 is sent again (after waiting as told) before giving up.
 const RATE_LIMIT_RETRIES: u32 = 5;
@@ -163,6 +165,84 @@ impl DiscordClient {
     ) -> Result<Vec<ChannelMessage>, DiscordError> {
         let path = format!("/channels/{channel_id}/messages?limit={limit}");
         self.bot(token, Method::GET, "GET /channels/{id}/messages", channel_id, path, None).await
+    }
+
+    /// Edits a message the bot posted (an approval's, once decided).
+    pub async fn edit_message(
+        &self,
+        token: &SecretString,
+        channel_id: &str,
+        message_id: &str,
+        body: &MessageBody,
+    ) -> Result<Message, DiscordError> {
+        let path = format!("/channels/{channel_id}/messages/{message_id}");
+        let mut body =
+            serde_json::to_value(body).map_err(|e| DiscordError::Transport(e.to_string()))?;
+        // An edit keeps what it does not name: the buttons go only when told to.
+        body["components"] = serde_json::json!([]);
+        self.bot(
+            token,
+            Method::PATCH,
+            "PATCH /channels/{id}/messages/{id}",
+            channel_id,
+            path,
+            Some(body),
+        )
+        .await
+    }
+
+    /// The application behind a bot token: its id (for commands) and its public key.
+    pub async fn current_application(
+        &self,
+        token: &SecretString,
+    ) -> Result<Application, DiscordError> {
+        let path = "/applications/@me".to_owned();
+        self.bot(token, Method::GET, "GET /applications/@me", "@me", path, None).await
+    }
+
+    /// Replaces every command the application has in the guild (`[]` removes them).
+    pub async fn overwrite_guild_commands(
+        &self,
+        token: &SecretString,
+        application_id: &str,
+        guild_id: &str,
+        commands: &serde_json::Value,
+    ) -> Result<(), DiscordError> {
+        let path = format!("/applications/{application_id}/guilds/{guild_id}/commands");
+        let route = "PUT /applications/{id}/guilds/{id}/commands";
+        let _: serde_json::Value =
+            self.bot(token, Method::PUT, route, guild_id, path, Some(commands.clone())).await?;
+        Ok(())
+    }
+
+    /// Finishes a deferred interaction: edits its original answer through the interaction's
+    /// webhook (authenticated by the token in the path, valid 15 minutes).
+    pub async fn edit_original(
+        &self,
+        application_id: &str,
+        interaction_token: &str,
+        body: &serde_json::Value,
+    ) -> Result<(), DiscordError> {
+        let url = format!(
+            "{}/webhooks/{application_id}/{interaction_token}/messages/@original",
+            self.api_base
+        );
+        for _ in 0..=RATE_LIMIT_RETRIES {
+            let response = self.http.patch(&url).json(body).send().await.map_err(transport)?;
+            let status = response.status();
+            let bytes = response.bytes().await.map_err(transport)?;
+            if status.is_success() {
+                return Ok(());
+            }
+            if status == StatusCode::TOO_MANY_REQUESTS {
+                let error: ErrorBody = serde_json::from_slice(&bytes).unwrap_or_default();
+                let wait = error.retry_after.unwrap_or(1.0).clamp(0.0, 60.0);
+                tokio::time::sleep(Duration::from_secs_f64(wait)).await;
+                continue;
+            }
+            return Err(error_of(status, &bytes));
+        }
+        Err(DiscordError::RateLimited)
     }
 
     /// Exchanges an OAuth2 authorization code (form-encoded, client credentials in the form).

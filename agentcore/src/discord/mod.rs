@@ -8,6 +8,7 @@
 
 mod client;
 mod ratelimit;
+pub mod signature;
 
 use serde::{Deserialize, Serialize};
 
@@ -24,6 +25,15 @@ pub struct BotUser {
     pub username: String,
     #[serde(default)]
     pub bot: bool,
+}
+
+/// The application behind a bot token (`GET /applications/@me`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct Application {
+    pub id: String,
+    /// Its public key, hex: what interactions are verified with.
+    #[serde(default)]
+    pub verify_key: Option<String>,
 }
 
 /// `GET /guilds/{id}`.

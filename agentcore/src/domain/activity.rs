@@ -34,10 +34,18 @@ pub enum Action {
     ScheduleMissed,
     /// A budget reached its warning share this month.
     BudgetWarning,
+    /// A run stopped at a tool call that needs a person's approval.
+    ApprovalRequested,
+    /// The call was approved (by whom, in the details).
+    ToolApproved,
+    /// The call was denied, or nobody answered in time.
+    ToolDenied,
+    /// Someone used a slash command in Discord.
+    CommandUsed,
 }
 
 impl Action {
-    pub const ALL: [Action; 22] = [
+    pub const ALL: [Action; 26] = [
         Action::AgentCreated,
         Action::AgentUpdated,
         Action::AgentStarted,
@@ -60,6 +68,10 @@ impl Action {
         Action::ScheduleSkipped,
         Action::ScheduleMissed,
         Action::BudgetWarning,
+        Action::ApprovalRequested,
+        Action::ToolApproved,
+        Action::ToolDenied,
+        Action::CommandUsed,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -86,6 +98,10 @@ impl Action {
             Action::ScheduleSkipped => "schedule_skipped",
             Action::ScheduleMissed => "schedule_missed",
             Action::BudgetWarning => "budget_warning",
+            Action::ApprovalRequested => "approval_requested",
+            Action::ToolApproved => "tool_approved",
+            Action::ToolDenied => "tool_denied",
+            Action::CommandUsed => "command_used",
         }
     }
 }

@@ -1,5 +1,6 @@
 //! Agents: their identity, configuration and status.
 
+use super::approval::ApprovalTools;
 use std::fmt;
 use std::str::FromStr;
 
@@ -209,6 +210,7 @@ pub struct NewAgent {
     pub max_steps: MaxSteps,
     pub mcp_servers: McpServerSet,
     pub budget: Option<Budget>,
+    pub approval_tools: ApprovalTools,
 }
 
 /// A partial update: `None` leaves a field as it is. For the nullable fields the inner `None`
@@ -226,6 +228,7 @@ pub struct AgentPatch {
     pub max_steps: Option<MaxSteps>,
     pub mcp_servers: Option<McpServerSet>,
     pub budget: Option<Option<Budget>>,
+    pub approval_tools: Option<ApprovalTools>,
 }
 
 /// Filters for listing agents.
@@ -255,6 +258,8 @@ pub struct Agent {
     pub mcp_servers: Vec<McpServerName>,
     /// Its own monthly budget in dollars; `null`: none (its owner's may still apply).
     pub budget_monthly_usd: Option<f64>,
+    /// Tools whose calls wait for a person's approval.
+    pub approval_tools: Vec<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub backlog_summary: BacklogSummary,
@@ -278,6 +283,7 @@ pub struct AgentSummary {
     pub max_steps: i32,
     pub mcp_servers: Vec<McpServerName>,
     pub budget_monthly_usd: Option<f64>,
+    pub approval_tools: Vec<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub backlog_summary: BacklogSummary,
@@ -297,6 +303,7 @@ impl From<Agent> for AgentSummary {
             max_steps: agent.max_steps,
             mcp_servers: agent.mcp_servers,
             budget_monthly_usd: agent.budget_monthly_usd,
+            approval_tools: agent.approval_tools,
             created_at: agent.created_at,
             updated_at: agent.updated_at,
             backlog_summary: agent.backlog_summary,

@@ -78,6 +78,10 @@ pub fn patch_agent(current: &Agent, patch: &AgentPatch, at: DateTime<Utc>) -> Op
         set("mcp_servers", servers.servers() != next.mcp_servers);
         next.mcp_servers = servers.servers().to_vec();
     }
+    if let Some(tools) = &patch.approval_tools {
+        set("approval_tools", tools.names() != next.approval_tools);
+        next.approval_tools = tools.names().to_vec();
+    }
     if let Some(budget) = &patch.budget {
         let budget = budget.map(|b| super::budget::usd(b.micros()));
         set("budget_monthly_usd", budget != next.budget_monthly_usd);

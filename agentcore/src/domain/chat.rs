@@ -82,6 +82,59 @@ pub struct Connection {
     pub connected_at: DateTime<Utc>,
     /// Text channels, as last fetched.
     pub channel_count: i64,
+    /// The application whose slash commands the server has (the service's, or the user's bot's).
+    pub application_id: Option<String>,
+    /// The user's bot's application public key, which its interactions are verified with;
+    /// `null` for the service's bot (its key is the operator's setting).
+    pub public_key: Option<String>,
+    /// Roles whose members may run commands that change something, besides Manage Server.
+    pub allowed_role_ids: Vec<String>,
+}
+
+/// The roles allowed to run commands that change something: Discord ids, each once, at most 25.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AllowedRoles(Vec<String>);
+
+impl AllowedRoles {
+    pub const MAX: usize = 25;
+
+    pub fn parse<S: AsRef<str>>(ids: &[S]) -> Result<Self, String> {
+        let mut roles: Vec<String> = Vec::new();
+        for id in ids {
+            let id = snowflake(id.as_ref()).map_err(|e| format!("'{}' {e}", id.as_ref()))?;
+            if !roles.contains(&id) {
+                roles.push(id);
+            }
+        }
+        if roles.len() > Self::MAX {
+            return Err(format!("at most {} roles", Self::MAX));
+        }
+        Ok(Self(roles))
+    }
+
+    pub fn ids(&self) -> &[String] {
+        &self.0
+    }
+
+    /// As stored: a JSON array of ids.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(&self.0).unwrap_or_else(|_| "[]".into())
+    }
+
+    pub fn from_json(stored: &str) -> Self {
+        let ids: Vec<String> = serde_json::from_str(stored).unwrap_or_default();
+        Self::parse(&ids).unwrap_or_default()
+    }
+}
+
+/// An application's public key as the developer portal shows it: 64 hex characters.
+pub fn public_key(value: &str) -> Result<String, String> {
+    let value = value.trim().to_ascii_lowercase();
+    if value.len() == 64 && value.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(value)
+    } else {
+        Err("must be the application's public key: 64 hex characters".into())
+    }
 }
 
 /// A text channel of a guild.

@@ -28,6 +28,43 @@ pub struct MessageBody {
     pub nonce: Option<String>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub enforce_nonce: bool,
+    /// Rows of buttons (a tool approval's Approve and Deny).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub components: Vec<ActionRow>,
+}
+
+/// A row of buttons (Discord's component type 1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActionRow {
+    #[serde(rename = "type")]
+    pub kind: u8,
+    pub components: Vec<Button>,
+}
+
+/// A button (component type 2) that sends an interaction with its `custom_id` when clicked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Button {
+    #[serde(rename = "type")]
+    pub kind: u8,
+    /// 3 green (success), 4 red (danger).
+    pub style: u8,
+    pub label: String,
+    pub custom_id: String,
+}
+
+impl ActionRow {
+    pub fn buttons(buttons: Vec<Button>) -> Self {
+        Self { kind: 1, components: buttons }
+    }
+}
+
+impl Button {
+    pub const SUCCESS: u8 = 3;
+    pub const DANGER: u8 = 4;
+
+    pub fn new(style: u8, label: &str, custom_id: String) -> Self {
+        Self { kind: 2, style, label: label.to_owned(), custom_id }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -43,6 +80,7 @@ impl MessageBody {
             allowed_mentions: AllowedMentions::default(),
             nonce: None,
             enforce_nonce: false,
+            components: Vec::new(),
         }
     }
 

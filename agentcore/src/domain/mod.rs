@@ -34,10 +34,12 @@ macro_rules! generated_id {
 
 pub mod activity;
 pub mod agent;
+pub mod approval;
 pub mod billing;
 pub mod budget;
 pub mod change;
 pub mod chat;
+pub mod interaction;
 pub mod mcp;
 pub mod message;
 pub mod onboarding;

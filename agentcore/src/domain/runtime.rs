@@ -55,6 +55,8 @@ pub struct AgentRun {
     pub max_steps: i32,
     /// The MCP servers whose tools it may call.
     pub mcp_servers: Vec<super::mcp::McpServerName>,
+    /// Tools whose calls wait for a person's approval.
+    pub approval_tools: Vec<String>,
     pub memory: String,
 }
 
@@ -292,6 +294,7 @@ mod tests {
             tools: Vec::new(),
             max_steps: 8,
             mcp_servers: Vec::new(),
+            approval_tools: Vec::new(),
             memory: String::new(),
         }
     }

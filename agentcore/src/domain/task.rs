@@ -20,6 +20,8 @@ generated_id!(
 pub enum TaskStatus {
     Queued,
     InProgress,
+    /// Stopped at a tool call until a person approves or denies it.
+    AwaitingApproval,
     Complete,
     Failed,
 }
@@ -29,6 +31,7 @@ impl TaskStatus {
         match self {
             TaskStatus::Queued => "queued",
             TaskStatus::InProgress => "in_progress",
+            TaskStatus::AwaitingApproval => "awaiting_approval",
             TaskStatus::Complete => "complete",
             TaskStatus::Failed => "failed",
         }
@@ -48,9 +51,13 @@ impl FromStr for TaskStatus {
         match value {
             "queued" => Ok(TaskStatus::Queued),
             "in_progress" => Ok(TaskStatus::InProgress),
+            "awaiting_approval" => Ok(TaskStatus::AwaitingApproval),
             "complete" => Ok(TaskStatus::Complete),
             "failed" => Ok(TaskStatus::Failed),
-            _ => Err("must be one of queued, in_progress, complete, failed".into()),
+            _ => {
+                Err("must be one of queued, in_progress, awaiting_approval, complete, failed"
+                    .into())
+            }
         }
     }
 }
@@ -191,20 +198,26 @@ impl Task {
 pub struct BacklogSummary {
     pub queued: i64,
     pub in_progress: i64,
+    /// Waiting for a person to approve or deny a tool call.
+    pub awaiting_approval: i64,
     pub complete: i64,
     pub failed: i64,
 }
-/// In progress first, then queued in run order (priority, then age), then finished ones
-/// newest first.
+
+/// In progress first, then those awaiting approval (oldest first), then queued in run order
+/// (priority, then age), then finished ones newest first.
 pub fn sort_backlog(tasks: &mut [Task]) {
     let rank = |task: &Task| match task.status {
         TaskStatus::InProgress => 0,
-        TaskStatus::Queued => 1,
-        TaskStatus::Complete | TaskStatus::Failed => 2,
+        TaskStatus::AwaitingApproval => 1,
+        TaskStatus::Queued => 2,
+        TaskStatus::Complete | TaskStatus::Failed => 3,
     };
     tasks.sort_by(|a, b| {
         rank(a).cmp(&rank(b)).then_with(|| match a.status {
-            TaskStatus::InProgress => a.started_at.cmp(&b.started_at),
+            TaskStatus::InProgress | TaskStatus::AwaitingApproval => {
+                a.started_at.cmp(&b.started_at).then_with(|| a.id.cmp(&b.id))
+            }
             TaskStatus::Queued => b
                 .priority
                 .cmp(&a.priority)

@@ -211,6 +211,10 @@ macro_rules! agent_store {
                                     .map_err(Error::internal)?,
                             )
                             .bind(next.budget_monthly_usd.map(crate::domain::budget::micros))
+                            .bind(
+                                serde_json::to_string(&next.approval_tools)
+                                    .map_err(Error::internal)?,
+                            )
                             .execute(&mut *tx)
                             .await?;
                         for (nth, entry) in change.activity.iter().enumerate() {
@@ -343,6 +347,7 @@ macro_rules! agent_store {
                         .bind(agent.max_steps.get())
                         .bind(agent.mcp_servers.to_json())
                         .bind(agent.budget.map(|b| b.micros()))
+                        .bind(agent.approval_tools.to_json())
                         .execute(&mut **tx)
                         .await
                         .map_err(|e| {
@@ -379,8 +384,8 @@ pub(super) use agent_store;
 pub(super) mod sql {
     pub(crate) const INSERT_AGENT: &str = "INSERT INTO agents \
         (owner_id, id, name, status, channel, role_prompt, throttle_seconds, workspace, model, \
-        created_at, updated_at, tools, max_steps, mcp_servers, budget_micros) \
-        VALUES ($1, $2, $3, 'idle', $4, $5, $6, $7, $8, $9, $9, $10, $11, $12, $13)";
+        created_at, updated_at, tools, max_steps, mcp_servers, budget_micros, approval_tools) \
+        VALUES ($1, $2, $3, 'idle', $4, $5, $6, $7, $8, $9, $9, $10, $11, $12, $13, $14)";
     /// Agents with the counts of their backlog; callers add conditions on `a` after `WHERE`.
     /// Only columns of `tasks_by_agent_status` are read from `tasks`, so the counts come from the
     /// index alone (no table row per task: with thousands of finished tasks that was most of the
@@ -388,9 +393,10 @@ pub(super) mod sql {
     /// counts.
     pub(crate) const AGENT_WITH_SUMMARY: &str = "SELECT a.id, a.name, a.status, a.status_before_vacation, \
         a.channel, a.role_prompt, a.throttle_seconds, a.workspace, a.model, a.tools, \
-        a.max_steps, a.mcp_servers, a.budget_micros, a.created_at, a.updated_at, \
+        a.max_steps, a.mcp_servers, a.budget_micros, a.approval_tools, a.created_at, a.updated_at, \
         COUNT(*) FILTER (WHERE t.status = 'queued') AS queued, \
         COUNT(*) FILTER (WHERE t.status = 'in_progress') AS in_progress, \
+        COUNT(*) FILTER (WHERE t.status = 'awaiting_approval') AS awaiting_approval, \
         COUNT(*) FILTER (WHERE t.status = 'complete') AS complete, \
         COUNT(*) FILTER (WHERE t.status = 'failed') AS failed \
         FROM agents a LEFT JOIN tasks t ON t.owner_id = a.owner_id AND t.agent_id = a.id \
@@ -408,7 +414,7 @@ pub(super) mod sql {
     pub(crate) const UPDATE_AGENT: &str = "UPDATE agents SET name = $3, status = $4, \
         status_before_vacation = $5, channel = $6, role_prompt = $7, throttle_seconds = $8, \
         workspace = $9, model = $10, updated_at = $11, tools = $12, max_steps = $13, \
-        mcp_servers = $14, budget_micros = $15, \
+        mcp_servers = $14, budget_micros = $15, approval_tools = $16, \
         failure_streak = CASE WHEN $4 = 'active' AND status <> 'active' THEN 0 ELSE failure_streak END, \
         next_run_at = CASE WHEN $4 = 'active' AND status <> 'active' THEN NULL ELSE next_run_at END \
         WHERE owner_id = $1 AND id = $2";

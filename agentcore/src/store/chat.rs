@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 
 use crate::domain::agent::AgentId;
-use crate::domain::chat::{Connection, Mapping};
+use crate::domain::chat::{AllowedRoles, Connection, Mapping};
 use crate::domain::user::UserId;
 use crate::error::Result;
 
@@ -27,6 +27,18 @@ pub trait ChatStore: Send + Sync {
     async fn mappings(&self, owner: &UserId) -> Result<Vec<Mapping>>;
     /// Fails with `mapping_not_found`.
     async fn delete_mapping(&self, owner: &UserId, agent: &AgentId) -> Result<()>;
+    /// Replaces the roles allowed to run commands that change something.
+    async fn set_allowed_roles(
+        &self,
+        owner: &UserId,
+        guild_id: &str,
+        roles: &AllowedRoles,
+    ) -> Result<Connection>;
+    /// The connection an interaction came through: by its id (a user's own bot's endpoint),
+    /// whoever owns it.
+    async fn connection_by_id(&self, id: &str) -> Result<Option<ConnectionRecord>>;
+    /// The oldest connection of `guild_id` through the service's bot (its shared endpoint).
+    async fn service_connection(&self, guild_id: &str) -> Result<Option<ConnectionRecord>>;
 }
 
 /// A connection row with its sealed bot token (`None` for OAuth connections).
@@ -34,6 +46,7 @@ pub trait ChatStore: Send + Sync {
 pub struct ConnectionRecord {
     pub connection: Connection,
     pub sealed_token: Option<String>,
+    pub owner_id: String,
 }
 
 /// Implements [`ChatStore`] for a backend (see [`super::shared`]).
@@ -41,7 +54,7 @@ macro_rules! chat_store {
     ($store:ty, $db:ty) => {
         const _: () = {
             use crate::domain::agent::AgentId;
-            use crate::domain::chat::{Connection, Mapping};
+            use crate::domain::chat::{AllowedRoles, Connection, Mapping};
             use crate::domain::user::UserId;
             use crate::error::{Error, Resource, Result};
             use crate::store::ConnectionRecord;
@@ -67,6 +80,8 @@ macro_rules! chat_store {
                             .bind(&record.sealed_token)
                             .bind(c.channel_count)
                             .bind(c.connected_at)
+                            .bind(&c.application_id)
+                            .bind(&c.public_key)
                             .fetch_one(self.writer())
                             .await?;
                         row.try_into()
@@ -174,6 +189,44 @@ macro_rules! chat_store {
                     })
                     .await
                 }
+
+                async fn set_allowed_roles(
+                    &self,
+                    owner: &UserId,
+                    guild_id: &str,
+                    roles: &AllowedRoles,
+                ) -> Result<Connection> {
+                    watched(self.storage_health(), async {
+                        let row: Option<ConnectionRow> = sqlx::query_as(sql::SET_ALLOWED_ROLES)
+                            .bind(owner.as_str())
+                            .bind(guild_id)
+                            .bind(roles.to_json())
+                            .fetch_optional(self.writer())
+                            .await?;
+                        row.ok_or_else(|| Error::not_found(Resource::Connection, guild_id))?
+                            .try_into()
+                    })
+                    .await
+                }
+
+                async fn connection_by_id(&self, id: &str) -> Result<Option<ConnectionRecord>> {
+                    let row: Option<ConnectionRow> = sqlx::query_as(sql::SELECT_CONNECTION_BY_ID)
+                        .bind(id)
+                        .fetch_optional(self.reader())
+                        .await?;
+                    row.map(TryInto::try_into).transpose()
+                }
+
+                async fn service_connection(
+                    &self,
+                    guild_id: &str,
+                ) -> Result<Option<ConnectionRecord>> {
+                    let row: Option<ConnectionRow> = sqlx::query_as(sql::SELECT_SERVICE_CONNECTION)
+                        .bind(guild_id)
+                        .fetch_optional(self.reader())
+                        .await?;
+                    row.map(TryInto::try_into).transpose()
+                }
             }
         };
     };
@@ -182,15 +235,40 @@ pub(super) use chat_store;
 
 /// The statements of this area, the same on both backends.
 pub(super) mod sql {
-    pub(crate) const UPSERT_CONNECTION: &str = "INSERT INTO chat_connections \
-        (owner_id, guild_id, id, guild_name, kind, bot_token, channel_count, connected_at) \
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+    /// A connection's columns, in the order `rows::ConnectionRow` reads them.
+    macro_rules! columns {
+        () => {
+            "owner_id, id, guild_id, guild_name, kind, bot_token, channel_count, connected_at, \
+             application_id, public_key, allowed_role_ids"
+        };
+    }
+    pub(crate) const UPSERT_CONNECTION: &str = concat!(
+        "INSERT INTO chat_connections \
+        (owner_id, guild_id, id, guild_name, kind, bot_token, channel_count, connected_at, \
+        application_id, public_key) \
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
         ON CONFLICT (owner_id, guild_id) DO UPDATE SET guild_name = excluded.guild_name, \
         kind = excluded.kind, bot_token = excluded.bot_token, \
-        channel_count = excluded.channel_count, connected_at = excluded.connected_at \
-        RETURNING id, guild_id, guild_name, kind, bot_token, channel_count, connected_at";
-    pub(crate) const CONNECTION_COLUMNS: &str = "SELECT id, guild_id, guild_name, kind, bot_token, channel_count, \
-        connected_at FROM chat_connections WHERE owner_id = $1";
+        channel_count = excluded.channel_count, connected_at = excluded.connected_at, \
+        application_id = excluded.application_id, public_key = excluded.public_key \
+        RETURNING ",
+        columns!()
+    );
+    pub(crate) const CONNECTION_COLUMNS: &str =
+        concat!("SELECT ", columns!(), " FROM chat_connections WHERE owner_id = $1");
+    pub(crate) const SET_ALLOWED_ROLES: &str = concat!(
+        "UPDATE chat_connections SET allowed_role_ids = $3 \
+        WHERE owner_id = $1 AND guild_id = $2 RETURNING ",
+        columns!()
+    );
+    pub(crate) const SELECT_CONNECTION_BY_ID: &str =
+        concat!("SELECT ", columns!(), " FROM chat_connections WHERE id = $1");
+    pub(crate) const SELECT_SERVICE_CONNECTION: &str = concat!(
+        "SELECT ",
+        columns!(),
+        " FROM chat_connections WHERE guild_id = $1 AND kind = 'oauth' \
+        ORDER BY connected_at, owner_id LIMIT 1"
+    );
     pub(crate) fn select_connections() -> String {
         format!("{CONNECTION_COLUMNS} ORDER BY connected_at, guild_id")
     }

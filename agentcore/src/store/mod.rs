@@ -7,6 +7,7 @@
 //! the rules live in one place and the stores only move data.
 
 mod agents;
+mod approvals;
 mod billing;
 mod budget;
 mod chat;
@@ -50,11 +51,13 @@ macro_rules! every_area {
         super::mcp::mcp_store!($store, $db);
         super::schedules::schedule_store!($store, $db);
         super::budget::budget_store!($store, $db);
+        super::approvals::approval_store!($store, $db);
     };
 }
 use every_area;
 
 pub use agents::{AgentChange, AgentDecision, AgentStore, AgentWithTask};
+pub use approvals::{ApprovalRef, ApprovalStore, Decided};
 pub use billing::{BillingStore, UserPlan};
 pub use budget::{BudgetStore, UserBudget};
 pub use chat::{ChatStore, ConnectionRecord};
@@ -182,6 +185,7 @@ pub trait Store:
     + McpStore
     + ScheduleStore
     + BudgetStore
+    + ApprovalStore
     + Send
     + Sync
     + fmt::Debug

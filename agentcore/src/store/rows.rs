@@ -55,10 +55,12 @@ pub(super) struct AgentRow {
     max_steps: i32,
     mcp_servers: String,
     budget_micros: Option<i64>,
+    approval_tools: String,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
     queued: i64,
     in_progress: i64,
+    awaiting_approval: i64,
     complete: i64,
     failed: i64,
 }
@@ -85,11 +87,15 @@ impl TryFrom<AgentRow> for Agent {
             max_steps: row.max_steps,
             mcp_servers: McpServerSet::from_json(&row.mcp_servers).servers().to_vec(),
             budget_monthly_usd: row.budget_micros.map(crate::domain::budget::usd),
+            approval_tools: crate::domain::approval::ApprovalTools::from_json(&row.approval_tools)
+                .names()
+                .to_vec(),
             created_at: row.created_at,
             updated_at: row.updated_at,
             backlog_summary: BacklogSummary {
                 queued: row.queued,
                 in_progress: row.in_progress,
+                awaiting_approval: row.awaiting_approval,
                 complete: row.complete,
                 failed: row.failed,
             },
@@ -191,6 +197,7 @@ fn corrupt(column: &'static str) -> impl Fn(String) -> Error {
 
 #[derive(Debug, sqlx::FromRow)]
 pub(super) struct ConnectionRow {
+    owner_id: String,
     id: String,
     guild_id: String,
     guild_name: String,
@@ -198,6 +205,9 @@ pub(super) struct ConnectionRow {
     bot_token: Option<String>,
     channel_count: i64,
     connected_at: DateTime<Utc>,
+    application_id: Option<String>,
+    public_key: Option<String>,
+    allowed_role_ids: String,
 }
 
 impl TryFrom<ConnectionRow> for ConnectionRecord {
@@ -217,8 +227,16 @@ impl TryFrom<ConnectionRow> for ConnectionRecord {
                 kind,
                 connected_at: row.connected_at,
                 channel_count: row.channel_count,
+                application_id: row.application_id,
+                public_key: row.public_key,
+                allowed_role_ids: crate::domain::chat::AllowedRoles::from_json(
+                    &row.allowed_role_ids,
+                )
+                .ids()
+                .to_vec(),
             },
             sealed_token: row.bot_token,
+            owner_id: row.owner_id,
         })
     }
 }
@@ -300,6 +318,7 @@ pub(super) struct AgentRunRow {
     tools: String,
     max_steps: i32,
     mcp_servers: String,
+    approval_tools: String,
     memory: String,
     /// The database's clock, read with the lock (one round trip fewer per task).
     pub(super) db_now: DateTime<Utc>,
@@ -326,6 +345,9 @@ impl TryFrom<AgentRunRow> for AgentRun {
             tools: ToolSet::from_json(&row.tools).tools().to_vec(),
             max_steps: row.max_steps,
             mcp_servers: McpServerSet::from_json(&row.mcp_servers).servers().to_vec(),
+            approval_tools: crate::domain::approval::ApprovalTools::from_json(&row.approval_tools)
+                .names()
+                .to_vec(),
             memory: row.memory,
         })
     }

@@ -1,5 +1,6 @@
-//! The node's look at due schedules: every `schedules.poll` it asks the facade to fire what is
-//! due by the database's clock. Every node looks; the schedule's row lock and the unique key
+//! The node's look at due schedules (and at approvals nobody answered in time, which it
+//! denies): every `schedules.poll` it asks the facade to fire what is due by the database's
+//! clock. Every node looks; the schedule's row lock and the unique key
 //! on (schedule, fire time) make each fire time queue at most one task, whichever nodes are
 //! alive, with no lock that could expire in between. Started and stopped with the runtime.
 
@@ -26,6 +27,11 @@ pub(crate) async fn run(core: Core, mut stop: watch::Receiver<bool>) {
                 false
             }
         };
+        match core.expire_approvals().await {
+            Ok(0) => {}
+            Ok(count) => tracing::info!(count, "approvals nobody answered in time denied"),
+            Err(error) => tracing::warn!(%error, "cannot look for expired approvals"),
+        }
         if Instant::now() >= next_prune {
             prune(&core).await;
             next_prune = Instant::now() + PRUNE_EVERY;

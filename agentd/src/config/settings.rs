@@ -52,12 +52,14 @@ settings! {
     "discord.client_secret": Secret => discord.client_secret;
     "discord.redirect_uri": Text => discord.redirect_uri;
     "discord.bot_token": Secret => discord.bot_token;
+    "discord.public_key": Text => discord.public_key;
     "runtime.max_concurrent_calls": Count => runtime.max_concurrent_calls;
     "runtime.lease_seconds": Seconds => runtime.lease;
     "runtime.shutdown_grace_seconds": SecondsOrZero => runtime.shutdown_grace;
     "runtime.poll_seconds": Seconds => runtime.poll;
     "runtime.max_attempts": Count => runtime.max_attempts;
     "runtime.task_timeout_seconds": Seconds => runtime.task_timeout;
+    "runtime.approval_timeout_seconds": Seconds => runtime.approval_timeout;
     "schedules.poll_seconds": Seconds => schedules.poll;
     "schedules.missed_after_seconds": Seconds => schedules.missed_after;
     "schedules.seconds_field": Flag => schedules.seconds_field;

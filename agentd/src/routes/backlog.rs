@@ -6,7 +6,8 @@ use axum::http::StatusCode;
 use serde::Deserialize;
 
 use agentcore::ValidationErrors;
-use agentcore::api::{CreateTaskRequest, Deleted, TaskList, UpdateTaskRequest};
+use agentcore::api::{ApprovalDecided, CreateTaskRequest, Deleted, TaskList, UpdateTaskRequest};
+use agentcore::domain::approval::Decision;
 use agentcore::domain::task::{Task, TaskStatus};
 
 use crate::AppState;
@@ -94,4 +95,38 @@ pub(super) async fn retry(
     Path((agent, task)): Path<(String, String)>,
 ) -> Result<Reply<Task>, ApiError> {
     Ok(Reply(state.core.retry_task(&who, &agent_id(&agent)?, &task_id(&task)?).await?))
+}
+
+#[utoipa::path(post, path = "/api/agents/{id}/backlog/{task_id}/approve", operation_id = "approve_task", tag = "backlog", security(("bearer" = [])),
+    params(("id" = String, Path, example = "alpha", description = "The agent's id."), ("task_id" = String, Path, description = "The task's id.")),
+    responses((status = 200, description = "The call the task waited on is approved; the task is queued and runs it.", body = ApprovalDecided)))]
+pub(super) async fn approve(
+    State(state): State<AppState>,
+    Caller(who): Caller,
+    Path((agent, task)): Path<(String, String)>,
+) -> Result<Reply<ApprovalDecided>, ApiError> {
+    decide(&state, &who, &agent, &task, Decision::Approve).await
+}
+
+#[utoipa::path(post, path = "/api/agents/{id}/backlog/{task_id}/deny", operation_id = "deny_task", tag = "backlog", security(("bearer" = [])),
+    params(("id" = String, Path, example = "alpha", description = "The agent's id."), ("task_id" = String, Path, description = "The task's id.")),
+    responses((status = 200, description = "The call the task waited on is denied; the task is queued and its model told so.", body = ApprovalDecided)))]
+pub(super) async fn deny(
+    State(state): State<AppState>,
+    Caller(who): Caller,
+    Path((agent, task)): Path<(String, String)>,
+) -> Result<Reply<ApprovalDecided>, ApiError> {
+    decide(&state, &who, &agent, &task, Decision::Deny).await
+}
+
+async fn decide(
+    state: &AppState,
+    who: &agentcore::Principal,
+    agent: &str,
+    task: &str,
+    decision: Decision,
+) -> Result<Reply<ApprovalDecided>, ApiError> {
+    let (agent, task) = (agent_id(agent)?, task_id(task)?);
+    let approval = state.core.decide_task(who, &agent, &task, decision).await?;
+    Ok(Reply(ApprovalDecided { status: approval.status.as_str().to_owned(), approval }))
 }

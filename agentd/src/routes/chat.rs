@@ -5,9 +5,10 @@ use axum::extract::State;
 
 use agentcore::api::{
     CallbackRequest, ChannelList, ConnectRequest, ConnectionList, ConnectionTest, Disconnected,
-    MapRequest, Mapped, MappingList, SendRequest, Unmapped,
+    MapRequest, Mapped, MappingList, RolesRequest, SendRequest, Unmapped,
 };
 use agentcore::domain::agent::AgentId;
+use agentcore::domain::chat::Connection;
 use agentcore::{Connected, Error, OauthUrl, Resource, Sent};
 
 use crate::AppState;
@@ -43,8 +44,7 @@ pub(super) async fn connect(
     Caller(who): Caller,
     Json(request): Json<ConnectRequest>,
 ) -> Result<Reply<Connected>, ApiError> {
-    let (guild, token, name) = request.parse()?;
-    Ok(Reply(state.core.connect(&who, &guild, &token, name).await?))
+    Ok(Reply(state.core.connect(&who, &request.parse()?).await?))
 }
 
 #[utoipa::path(get, path = "/api/chat/connections", operation_id = "list_connections", tag = "chat", security(("bearer" = [])),
@@ -142,4 +142,17 @@ pub(super) async fn send(
     let guild = guild_id(&guild)?;
     let (agent, message) = request.parse()?;
     Ok(Reply(state.core.send(&who, &guild, &agent, &message).await?))
+}
+
+#[utoipa::path(put, path = "/api/chat/connections/{guild_id}/roles", operation_id = "set_allowed_roles", tag = "chat", security(("bearer" = [])),
+    params(("guild_id" = String, Path, example = "4242", description = "The Discord guild (server) id.")), request_body = RolesRequest,
+    responses((status = 200, description = "The connection, with the roles whose members may run commands that change something.", body = Connection)))]
+pub(super) async fn roles(
+    State(state): State<AppState>,
+    Caller(who): Caller,
+    Path(guild): Path<String>,
+    Json(request): Json<RolesRequest>,
+) -> Result<Reply<Connection>, ApiError> {
+    let guild = guild_id(&guild)?;
+    Ok(Reply(state.core.set_allowed_roles(&who, &guild, &request.parse()?).await?))
 }

@@ -9,6 +9,7 @@ mod backlog;
 mod billing;
 mod budget;
 mod chat;
+mod interactions;
 mod mcp;
 mod onboarding;
 mod ops;
@@ -43,6 +44,8 @@ pub(crate) fn api() -> OpenApiRouter<AppState> {
         .routes(routes!(backlog::list, backlog::add))
         .routes(routes!(backlog::show, backlog::update, backlog::delete))
         .routes(routes!(backlog::retry))
+        .routes(routes!(backlog::approve))
+        .routes(routes!(backlog::deny))
         .routes(routes!(schedules::list, schedules::add))
         .routes(routes!(schedules::show, schedules::update, schedules::delete))
         .routes(routes!(tools::steps))
@@ -67,6 +70,9 @@ pub(crate) fn api() -> OpenApiRouter<AppState> {
         .routes(routes!(chat::mappings))
         .routes(routes!(chat::map, chat::unmap))
         .routes(routes!(chat::send))
+        .routes(routes!(chat::roles))
+        .routes(routes!(interactions::service))
+        .routes(routes!(interactions::connection))
 }
 
 /// The router: [`api`], the dashboard (`crate::ui`) unless `http.ui` is off, and the API's

@@ -110,18 +110,18 @@ async fn the_model_step_is_stored_before_a_fetch_waits_on_the_network(db: TestDb
 }
 
 /// A local HTTP server answering every request with `html`, counting requests.
-struct PageServer {
-    address: String,
+pub(crate) struct PageServer {
+    pub(crate) address: String,
     hits: Arc<AtomicUsize>,
 }
 
 impl PageServer {
-    fn hits(&self) -> usize {
+    pub(crate) fn hits(&self) -> usize {
         self.hits.load(Ordering::SeqCst)
     }
 }
 
-async fn page_server(html: &'static str) -> PageServer {
+pub(crate) async fn page_server(html: &'static str) -> PageServer {
     serve(move || {
         axum::response::Response::builder()
             .header("content-type", "text/html; charset=utf-8")

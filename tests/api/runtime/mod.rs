@@ -11,7 +11,7 @@ use crate::helpers::{Options, TestApp, TestDb, User, backend_tests, eventually};
 
 mod bound;
 mod budget;
-mod fetch;
+pub(crate) mod fetch;
 mod mcp;
 mod mcp_everything;
 mod tools;

@@ -40,6 +40,7 @@ fn new_agent(id: &str, workspace: Option<&str>) -> NewAgent {
         max_steps: agentcore::domain::tools::MaxSteps::default(),
         mcp_servers: agentcore::domain::mcp::McpServerSet::default(),
         budget: Some(agentcore::domain::budget::Budget::parse(12.5).unwrap()),
+        approval_tools: agentcore::domain::approval::ApprovalTools::parse(&["http_fetch"]).unwrap(),
     }
 }
 
@@ -422,3 +423,5 @@ async fn concurrent_inserts_of_one_agent_id_keep_exactly_one(store: TestStore) {
 mod outbox;
 
 mod runtime;
+
+mod upgrade;

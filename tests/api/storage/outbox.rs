@@ -30,8 +30,12 @@ async fn queued(s: &std::sync::Arc<dyn agentcore::store::Store>, count: usize) -
         kind: ConnectionKind::Oauth,
         connected_at: agentcore::domain::now(),
         channel_count: 1,
+        application_id: None,
+        public_key: None,
+        allowed_role_ids: Vec::new(),
     };
-    s.upsert_connection(&owner.id, &ConnectionRecord { connection, sealed_token: None })
+    let owner_id = owner.id.as_str().to_owned();
+    s.upsert_connection(&owner.id, &ConnectionRecord { connection, sealed_token: None, owner_id })
         .await
         .unwrap();
     let mapping = Mapping {

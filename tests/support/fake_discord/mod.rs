@@ -14,13 +14,16 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{get, patch, post};
 use axum::{Json, Router};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
+mod interactions;
 mod oauth;
 mod read;
+
+pub use interactions::*;
 
 pub const CLIENT_ID: &str = "900000000000000001";
 pub const CLIENT_SECRET: &str = "fake-client-secret";
@@ -81,6 +84,7 @@ struct FakeState {
     windows: HashMap<(String, String), (Instant, u32)>,
     rate_limited: HashMap<String, u32>,
     next_id: u64,
+    interactions: interactions::Interactions,
 }
 
 #[derive(Clone)]
@@ -103,13 +107,27 @@ impl FakeDiscord {
                 "/api/v10/channels/{id}/messages",
                 post(create_message).get(read::channel_messages),
             )
+            .route(
+                "/api/v10/channels/{id}/messages/{message_id}",
+                patch(interactions::edit_message),
+            )
             .route("/api/v10/oauth2/token", post(oauth::token_exchange))
+            .route("/api/v10/applications/@me", get(interactions::current_application))
+            .route(
+                "/api/v10/applications/{id}/guilds/{guild_id}/commands",
+                get(interactions::guild_commands).put(interactions::guild_commands),
+            )
+            .route(
+                "/api/v10/webhooks/{id}/{token}/messages/@original",
+                patch(interactions::edit_original),
+            )
             .with_state(state.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let api_base = format!("http://{}/api/v10", listener.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
         let fake = Self { api_base, state };
         fake.add_bot(SERVICE_BOT_TOKEN, "AgentsService");
+        fake.add_application(SERVICE_BOT_TOKEN, CLIENT_ID, SERVICE_APP_SEED);
         fake
     }
 
@@ -447,12 +465,29 @@ fn round_up(seconds: f64) -> f64 {
     (seconds * 1000.0).ceil() / 1000.0
 }
 
-/// Discord's message limits: something to show; content 2,000; title 256; description 4,096.
+/// What the service must send with every message, on top of [`check_message`].
 fn check_limits(body: &Value) -> Result<(), Response> {
+    check_message(body)?;
+    if body.get("allowed_mentions").is_none() {
+        return Err(error(400, 50035, "the service must always send allowed_mentions"));
+    }
+    Ok(())
+}
+
+/// Discord's message limits: something to show; content 2,000; title 256; description 4,096;
+/// at most 5 action rows of at most 5 components each.
+fn check_message(body: &Value) -> Result<(), Response> {
     let content = body["content"].as_str().unwrap_or("");
     let embeds = body["embeds"].as_array().cloned().unwrap_or_default();
-    if content.is_empty() && embeds.is_empty() {
+    let rows = body["components"].as_array().cloned().unwrap_or_default();
+    if content.is_empty() && embeds.is_empty() && rows.is_empty() {
         return Err(error(400, 50006, "Cannot send an empty message"));
+    }
+    let bad_row = |row: &Value| {
+        row["type"] != 1 || row["components"].as_array().is_none_or(|c| c.is_empty() || c.len() > 5)
+    };
+    if rows.len() > 5 || rows.iter().any(bad_row) {
+        return Err(error(400, 50035, "Invalid Form Body"));
     }
     let chars = |v: &Value| v.as_str().map_or(0, |s| s.chars().count());
     let too_long = content.chars().count() > 2000
@@ -462,9 +497,6 @@ fn check_limits(body: &Value) -> Result<(), Response> {
             > 6000;
     if too_long {
         return Err(error(400, 50035, "Invalid Form Body"));
-    }
-    if body.get("allowed_mentions").is_none() {
-        return Err(error(400, 50035, "the service must always send allowed_mentions"));
     }
     Ok(())
 }

@@ -18,6 +18,7 @@
 //!
 //! See docs/decisions.md and ARCHITECTURE.md for the reasoning.
 
+mod approval;
 mod dispatch;
 mod model;
 mod run;

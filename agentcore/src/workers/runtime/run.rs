@@ -14,7 +14,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::Node;
+use super::approval::Gate;
 use super::model::call_model;
+use crate::domain::approval::needs_approval;
 use crate::domain::budget::StepCost;
 use crate::domain::runtime::{AgentKey, ClaimedTask, Outcome};
 use crate::domain::steps::{
@@ -26,10 +28,18 @@ use crate::models::{Message, ModelProvider, ToolCall, ToolChoice, ToolSpec};
 use crate::store::{RunContext, RunRef};
 use crate::tools::builtin::{self, Prepared};
 
-/// How a run ended: its outcome, its attempts at the model (1 plus the retries of failed
-/// calls, as the task's `attempts` counts them) and the answer that ended it, to be stored with
-/// the outcome; or `None` when the task's lease was lost and nothing more may be written.
-pub(super) type Ran = Option<(Outcome, i32, Option<Step>)>;
+/// How a run ended.
+#[allow(clippy::large_enum_variant, reason = "one per task, moved once")]
+pub(super) enum Ran {
+    /// Its outcome, its attempts at the model (1 plus the retries of failed calls, as the
+    /// task's `attempts` counts them) and the answer that ended it, to be stored with the
+    /// outcome.
+    Finished(Outcome, i32, Option<Step>),
+    /// It waits for a person's approval of a call: the task is parked, nothing more to write.
+    Parked,
+    /// The task's lease was lost: nothing more may be written.
+    Lost,
+}
 
 /// Runs `claimed` to its end, resuming after its stored steps.
 pub(super) async fn run_task(node: &Node, agent: &AgentKey, claimed: &ClaimedTask) -> Ran {
@@ -43,7 +53,7 @@ pub(super) async fn run_task(node: &Node, agent: &AgentKey, claimed: &ClaimedTas
         Ok(context) => context,
         Err(error) => {
             let error = format!("cannot read the task's steps: {}", error.public_message());
-            return Some((Outcome::Failed { error, permanent: false }, 0, None));
+            return Ran::Finished(Outcome::Failed { error, permanent: false }, 0, None);
         }
     };
     let offer = offered(node, agent, claimed, label, None).await;
@@ -60,7 +70,7 @@ pub(super) async fn run_task(node: &Node, agent: &AgentKey, claimed: &ClaimedTas
             Ok(resolved) => resolved,
             Err(error) => {
                 let failed = Outcome::Failed { error: error.to_string(), permanent: true };
-                return Some((failed, 0, None));
+                return Ran::Finished(failed, 0, None);
             }
         };
     request.tools = offer.tools;
@@ -83,11 +93,16 @@ pub(super) async fn run_task(node: &Node, agent: &AgentKey, claimed: &ClaimedTas
         pending: Vec::new(),
         stop: None,
         deadline: Instant::now(),
+        parked: false,
     };
     if let Some(ended) = run.replay(context) {
-        return Some((ended, 1 + run.retries, None));
+        return Ran::Finished(ended, 1 + run.retries, None);
     }
-    run.go().await.map(|outcome| (outcome, 1 + run.retries, run.last.take()))
+    match run.go().await {
+        Some(outcome) => Ran::Finished(outcome, 1 + run.retries, run.last.take()),
+        None if run.parked => Ran::Parked,
+        None => Ran::Lost,
+    }
 }
 
 /// What the model is offered: the agent's built-in tools, then its MCP servers' tools (the
@@ -191,6 +206,8 @@ struct Run<'a> {
     pending: Vec<StepCall>,
     stop: Option<Stop>,
     deadline: Instant,
+    /// The run stopped at a call waiting for approval (and parked its task).
+    parked: bool,
 }
 
 impl Run<'_> {
@@ -319,8 +336,22 @@ impl Run<'_> {
         Stop::Timeout(self.node.config.task_timeout.as_secs())
     }
 
-    /// Runs one tool call and stores it as a step (with its effect, in one transaction).
+    /// Runs one tool call and stores it as a step (with its effect, in one transaction); a
+    /// call that needs approval runs only once approved (see [`super::approval`]).
     async fn call_tool(&mut self, call: &StepCall) -> Option<()> {
+        if needs_approval(&self.claimed.agent.approval_tools, &call.name) {
+            let run =
+                RunRef { agent: self.agent, task: &self.claimed.task.id, node: self.node.id() };
+            match super::approval::gate(self.node, run, self.claimed, call, &mut self.asked).await {
+                Gate::Run => {}
+                Gate::Denied(error) => return self.record_tool(call, Err(error), 0, None).await,
+                Gate::Parked => {
+                    self.parked = true;
+                    return None;
+                }
+                Gate::Lost => return None,
+            }
+        }
         let started = Instant::now();
         let own = &self.claimed.task.agent_id;
         if !self.mcp.contains_key(&call.name)

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use super::run::Ran;
 use super::{FINISH_TRIES, Node};
 use crate::domain::runtime::{AgentKey, Claim, ClaimedTask, Outcome};
 use crate::wakeups::{Worker, lock};
@@ -48,10 +49,14 @@ pub(super) async fn work(node: Arc<Node>, agent: AgentKey, worker: Arc<Worker>) 
 /// Runs one task and writes what came of it.
 async fn run_task(node: &Node, agent: &AgentKey, claimed: ClaimedTask) {
     let task_id = claimed.task.id.clone();
-    let Some((outcome, calls, last)) = super::run::run_task(node, agent, &claimed).await else {
-        node.core.counters().dropped.fetch_add(1, Ordering::Relaxed);
-        node.core.wake_outbox();
-        return;
+    let (outcome, calls, last) = match super::run::run_task(node, agent, &claimed).await {
+        Ran::Finished(outcome, calls, last) => (outcome, calls, last),
+        Ran::Parked => return,
+        Ran::Lost => {
+            node.core.counters().dropped.fetch_add(1, Ordering::Relaxed);
+            node.core.wake_outbox();
+            return;
+        }
     };
     let store = node.core.store();
     for attempt in 1..=FINISH_TRIES {

@@ -57,11 +57,9 @@ pub(crate) async fn connect(
         bot_token: fields.get("bot_token"),
         guild_id: fields.get("guild_id"),
         guild_name: fields.text("guild_name"),
+        public_key: fields.text("public_key"),
     };
-    let result = async {
-        let (guild, token, name) = request.parse()?;
-        Ok::<_, ApiError>(state.core.connect(&who, &guild, &token, name).await?)
-    };
+    let result = async { Ok::<_, ApiError>(state.core.connect(&who, &request.parse()?).await?) };
     match result.await {
         Ok(connected) => see(&format!("/discord/{}", connected.guild_id)),
         Err(error) => {

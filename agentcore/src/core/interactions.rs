@@ -1,0 +1,403 @@
+//! Discord interactions: what Discord POSTs to the interactions endpoint (a ping, a slash
+//! command, a click on an approval's button, an autocomplete), verified, read and answered.
+//! Commands act as the connection's owner, on the agents mapped to a channel of the server.
+//! An answer that takes longer than Discord's three seconds is deferred and finished through
+//! the interaction's webhook.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::{Core, Principal};
+use crate::discord::signature::PublicKey;
+use crate::domain::agent::{AgentId, AgentSummary};
+use crate::domain::approval::{Decider, Decision, decided_body};
+use crate::domain::interaction::{
+    self, AgentAction, Command, Interaction, Member, Request, choices, deferred, message,
+    message_data, pong,
+};
+use crate::domain::now;
+use crate::domain::task::{NewTask, Priority, TaskDescription, TaskStatus, TaskTitle};
+use crate::error::{Error, Result, ValidationErrors};
+use crate::store::{ApprovalRef, ConnectionRecord};
+
+/// How long a command may take before its answer is deferred: Discord waits three seconds.
+const ANSWER_WITHIN: Duration = Duration::from_millis(2500);
+/// How long a deferred answer may take: Discord's interaction token lives fifteen minutes.
+const FINISH_WITHIN: Duration = Duration::from_secs(14 * 60);
+/// How often `/ask` looks at its task while waiting for it.
+const ASK_POLL: Duration = Duration::from_millis(250);
+
+/// Where an interaction arrived: the service's shared endpoint, or a connection's own.
+#[derive(Debug, Clone, Copy)]
+pub enum InteractionEndpoint<'a> {
+    Service,
+    Connection(&'a str),
+}
+
+/// Who acts, where: the connection's owner in its server, for a member.
+#[derive(Debug, Clone)]
+struct Context {
+    owner: Principal,
+    guild_id: String,
+    allowed_roles: Vec<String>,
+}
+
+impl Core {
+    /// Verifies and answers one interaction; the answer is the JSON body for Discord. A bad
+    /// or stale signature is `Unauthorized`, before anything is read.
+    pub async fn interaction(
+        &self,
+        endpoint: InteractionEndpoint<'_>,
+        signature: Option<&str>,
+        timestamp: Option<&str>,
+        body: &[u8],
+    ) -> Result<Value> {
+        let (key, connection) = self.interaction_key(endpoint).await?;
+        let skew = self.counters().skew.seconds().unwrap_or(0.0);
+        let judged_at = chrono::Utc::now().timestamp() - skew.round() as i64;
+        key.verify(signature, timestamp, body, judged_at).map_err(|error| {
+            tracing::info!(%error, "interaction refused");
+            bad_signature()
+        })?;
+        let interaction: Interaction = serde_json::from_slice(body).map_err(|error| {
+            ValidationErrors::single("body", format!("is not a Discord interaction: {error}"))
+        })?;
+        let request = interaction.request();
+        if request == Request::Ping {
+            return Ok(pong());
+        }
+        let guild_id = interaction.guild_id.clone().unwrap_or_default();
+        let connection = match connection {
+            Some(record) => Some(record).filter(|r| r.connection.guild_id == guild_id),
+            None => self.store().service_connection(&guild_id).await?,
+        };
+        let Some(connection) = connection else {
+            return Ok(message("This server is not connected to the agents service.", true));
+        };
+        let context = Context {
+            owner: Principal {
+                user_id: crate::domain::user::UserId::from_trusted(connection.owner_id),
+            },
+            guild_id,
+            allowed_roles: connection.connection.allowed_role_ids,
+        };
+        let member = interaction.member.clone();
+        let Some(member) = member else {
+            return Ok(message("Commands work in a server's channels only.", true));
+        };
+        let changes = match &request {
+            Request::Command(command) => command.changes(),
+            Request::Decide { .. } => true,
+            _ => false,
+        };
+        if changes && !member.may_change(&context.allowed_roles) {
+            return Ok(message(
+                "You need the Manage Server permission, or a role the agents' owner allowed \
+                 (`agentctl chat roles`), to do this.",
+                true,
+            ));
+        }
+        match request {
+            Request::Autocomplete { partial } => self.complete_agent(&context, &partial).await,
+            Request::Command(command) => {
+                if !self.store().claim_interaction(&interaction.id, now()).await? {
+                    return Ok(message("This command was handled already.", true));
+                }
+                Ok(self.answer_in_time(interaction, context, member, command).await)
+            }
+            Request::Decide { decision, approval_id } => {
+                if !self.store().claim_interaction(&interaction.id, now()).await? {
+                    return Ok(message("This click was handled already.", true));
+                }
+                self.decide_by_button(&context, &member, decision, &approval_id).await
+            }
+            Request::Ping | Request::Unknown => {
+                Ok(message("This command is not known here (any more).", true))
+            }
+        }
+    }
+
+    /// The public key to verify with, and the connection when the endpoint is its own.
+    async fn interaction_key(
+        &self,
+        endpoint: InteractionEndpoint<'_>,
+    ) -> Result<(PublicKey, Option<ConnectionRecord>)> {
+        match endpoint {
+            InteractionEndpoint::Service => {
+                let key = self.inner.discord_config.public_key.as_deref().ok_or_else(|| {
+                    Error::NotConfigured(
+                        "Discord interactions need the setting discord.public_key.".into(),
+                    )
+                })?;
+                let key = PublicKey::parse(key).map_err(|_| {
+                    Error::NotConfigured("discord.public_key is not a valid key.".into())
+                })?;
+                Ok((key, None))
+            }
+            InteractionEndpoint::Connection(id) => {
+                // Connection ids are UUIDs: anything else names no connection (and is not sent
+                // to the database).
+                uuid::Uuid::parse_str(id).map_err(|_| bad_signature())?;
+                let record = self.store().connection_by_id(id).await?.ok_or_else(bad_signature)?;
+                let key = record.connection.public_key.as_deref().ok_or_else(bad_signature)?;
+                let key = PublicKey::parse(key).map_err(|_| bad_signature())?;
+                Ok((key, Some(record)))
+            }
+        }
+    }
+
+    /// Runs the command; past [`ANSWER_WITHIN`] answers "thinking" and finishes the answer
+    /// through the interaction's webhook when the command is done.
+    async fn answer_in_time(
+        &self,
+        interaction: Interaction,
+        context: Context,
+        member: Member,
+        command: Command,
+    ) -> Value {
+        let core = self.clone();
+        let ephemeral = !matches!(command, Command::Ask { .. } | Command::Agents);
+        let mut running =
+            tokio::spawn(async move { core.run_command(&context, &member, command).await });
+        let answer = tokio::select! {
+            answered = &mut running => answered,
+            () = tokio::time::sleep(ANSWER_WITHIN) => {
+                let core = self.clone();
+                tokio::spawn(async move {
+                    let text = match tokio::time::timeout(FINISH_WITHIN, running).await {
+                        Ok(Ok(text)) => text,
+                        _ => "This took too long; see the agent's channel for the outcome.".into(),
+                    };
+                    let body = message_data(&text, false);
+                    let discord = &core.inner.discord;
+                    if let Err(error) = discord.edit_original(&interaction.application_id, &interaction.token, &body).await {
+                        tracing::warn!(%error, "cannot finish a deferred interaction");
+                    }
+                });
+                return deferred(ephemeral);
+            }
+        };
+        let text = answer.unwrap_or_else(|_| "Something went wrong; try again.".into());
+        message(&text, ephemeral)
+    }
+
+    /// A command's answer, in words; a refusal is its reason.
+    async fn run_command(&self, context: &Context, member: &Member, command: Command) -> String {
+        let label = command.label();
+        let answered = match command {
+            Command::Agents => {
+                self.agents_of_guild(context).await.map(|agents| (list(&agents), None))
+            }
+            Command::TaskAdd { agent, title, description, priority } => {
+                self.command_add_task(context, &agent, &title, description.as_deref(), priority)
+                    .await
+            }
+            Command::Agent { action, agent } => self.command_status(context, action, &agent).await,
+            Command::Ask { agent, prompt } => self.command_ask(context, &agent, &prompt).await,
+        };
+        if label != "/agents"
+            && let Some(agent) = answered.as_ref().ok().and_then(|(_, a)| a.clone())
+        {
+            let entry = crate::domain::activity::NewActivity::new(
+                crate::domain::activity::Action::CommandUsed,
+                format!("{label} by {} in Discord.", member.display_name()),
+            );
+            if let Err(error) =
+                self.store().log_activity(&context.owner.user_id, &agent, &entry).await
+            {
+                tracing::warn!(%error, "cannot log a command");
+            }
+        }
+        match answered {
+            Ok((text, _)) => text,
+            Err(error) => error.public_message(),
+        }
+    }
+
+    /// The owner's agents mapped to a channel of the server.
+    async fn agents_of_guild(&self, context: &Context) -> Result<Vec<AgentSummary>> {
+        let mapped: Vec<AgentId> = self
+            .store()
+            .mappings(&context.owner.user_id)
+            .await?
+            .into_iter()
+            .filter(|m| m.guild_id == context.guild_id)
+            .map(|m| m.agent_id)
+            .collect();
+        let agents = self.list_agents(&context.owner, &Default::default()).await?;
+        Ok(agents.into_iter().filter(|a| mapped.contains(&a.id)).collect())
+    }
+
+    /// The agent named in a command, if it is one of the server's.
+    async fn guild_agent(&self, context: &Context, name: &str) -> Result<AgentId> {
+        let agents = self.agents_of_guild(context).await?;
+        agents
+            .into_iter()
+            .map(|a| a.id)
+            .find(|id| id.as_str() == name.trim())
+            .ok_or_else(|| Error::not_found(crate::error::Resource::Agent, name.trim()))
+    }
+
+    async fn complete_agent(&self, context: &Context, partial: &str) -> Result<Value> {
+        let partial = partial.trim().to_lowercase();
+        let names: Vec<(String, String)> = self
+            .agents_of_guild(context)
+            .await?
+            .into_iter()
+            .filter(|a| {
+                a.id.as_str().starts_with(&partial) || a.name.to_lowercase().contains(&partial)
+            })
+            .map(|a| (format!("{} ({})", a.id, a.status), a.id.to_string()))
+            .collect();
+        Ok(choices(&names))
+    }
+
+    async fn command_add_task(
+        &self,
+        context: &Context,
+        agent: &str,
+        title: &str,
+        description: Option<&str>,
+        priority: Option<i64>,
+    ) -> Result<(String, Option<AgentId>)> {
+        let agent = self.guild_agent(context, agent).await?;
+        let mut e = ValidationErrors::new();
+        let title = e.check("title", TaskTitle::parse(title));
+        let description =
+            description.and_then(|d| e.check("description", TaskDescription::parse(d)));
+        let priority = e.check("priority", Priority::parse(priority.unwrap_or(0)));
+        let (Some(title), Some(priority)) = (title, priority) else { return Err(e.into()) };
+        if !e.is_empty() {
+            return Err(e.into());
+        }
+        let task =
+            self.add_task(&context.owner, &agent, NewTask { title, description, priority }).await?;
+        Ok((
+            format!("Added \"{}\" to {agent}'s backlog (task `{}`).", task.title, task.id),
+            Some(agent),
+        ))
+    }
+
+    async fn command_status(
+        &self,
+        context: &Context,
+        action: AgentAction,
+        agent: &str,
+    ) -> Result<(String, Option<AgentId>)> {
+        let agent = self.guild_agent(context, agent).await?;
+        let changed = match action {
+            AgentAction::Start => self.start_agent(&context.owner, &agent).await?,
+            AgentAction::Stop => self.stop_agent(&context.owner, &agent).await?,
+            AgentAction::Vacation => self.set_vacation(&context.owner, &agent, Some(true)).await?,
+        };
+        Ok((format!("{agent} is {} now.", changed.status), Some(agent)))
+    }
+
+    /// Queues the prompt as a top-priority task and waits for it, up to the interaction's
+    /// lifetime; an agent that is not active only gets the task.
+    async fn command_ask(
+        &self,
+        context: &Context,
+        agent: &str,
+        prompt: &str,
+    ) -> Result<(String, Option<AgentId>)> {
+        let agent = self.guild_agent(context, agent).await?;
+        let title: String =
+            prompt.trim().lines().next().unwrap_or_default().chars().take(80).collect();
+        let refused = |message: String| Error::from(ValidationErrors::single("prompt", message));
+        let new = NewTask {
+            title: TaskTitle::parse(&title).map_err(refused)?,
+            description: Some(TaskDescription::parse(prompt).map_err(refused)?),
+            priority: Priority::parse(i64::from(i32::MAX)).map_err(Error::internal)?,
+        };
+        let task = self.add_task(&context.owner, &agent, new).await?;
+        let detail = self.store().agent(&context.owner.user_id, &agent).await?;
+        if detail.status != crate::domain::agent::AgentStatus::Active {
+            let text = format!(
+                "Queued for {agent}, which is {} (start it with `/agent start`); its answer will \
+                 be posted in its channel.",
+                detail.status
+            );
+            return Ok((text, Some(agent)));
+        }
+        let deadline = tokio::time::Instant::now() + FINISH_WITHIN;
+        loop {
+            let current = self.store().task(&context.owner.user_id, &agent, &task.id).await?;
+            match current.status {
+                TaskStatus::Complete => {
+                    let result = current.result.unwrap_or_else(|| "(no answer)".into());
+                    return Ok((format!("**{agent}:** {result}"), Some(agent)));
+                }
+                TaskStatus::Failed => {
+                    let error = current.error.unwrap_or_default();
+                    return Ok((format!("{agent} could not answer: {error}"), Some(agent)));
+                }
+                _ if tokio::time::Instant::now() >= deadline => {
+                    let text = format!(
+                        "{agent} is still working on it; the answer will be posted in its channel."
+                    );
+                    return Ok((text, Some(agent)));
+                }
+                _ => tokio::time::sleep(ASK_POLL).await,
+            }
+        }
+    }
+
+    /// A click on Approve or Deny: decides, and answers with the message updated to say who.
+    async fn decide_by_button(
+        &self,
+        context: &Context,
+        member: &Member,
+        decision: Decision,
+        approval_id: &str,
+    ) -> Result<Value> {
+        match self.store().approval(approval_id).await? {
+            Some((owner, _)) if owner == context.owner.user_id => {}
+            _ => return Ok(message("This approval is not known here.", true)),
+        }
+        let decider = Decider::Member(member.display_name());
+        let which = ApprovalRef::Id(approval_id);
+        match self.store().decide_approval(which, decision, &decider, now()).await {
+            Ok(decided) => {
+                // The clicked message is replaced by the answer itself.
+                self.after_decision(&decided, false).await;
+                Ok(interaction::update(&decided_body(&decided.approval)))
+            }
+            Err(error @ Error::Conflict { .. }) => Ok(message(&error.public_message(), true)),
+            Err(error) => Err(error),
+        }
+    }
+}
+
+/// Every refused interaction looks the same, whatever was wrong: the signature, its time, or
+/// the endpoint (an unknown connection reveals nothing).
+fn bad_signature() -> Error {
+    Error::refused(
+        crate::error::Refusal::InvalidInteractionSignature,
+        "The interaction's signature is missing, does not match, or is older than five minutes.",
+    )
+}
+
+/// `/agents`: each agent with its status and queue.
+fn list(agents: &[AgentSummary]) -> String {
+    if agents.is_empty() {
+        return "No agent posts in this server yet.".into();
+    }
+    let lines: Vec<String> = agents
+        .iter()
+        .map(|a| {
+            let b = &a.backlog_summary;
+            let waiting = if b.awaiting_approval > 0 {
+                format!(", {} awaiting approval", b.awaiting_approval)
+            } else {
+                String::new()
+            };
+            format!(
+                "**{}** ({}): {}, {} queued, {} in progress{waiting}, {} done, {} failed",
+                a.id, a.name, a.status, b.queued, b.in_progress, b.complete, b.failed
+            )
+        })
+        .collect();
+    lines.join("\n")
+}
