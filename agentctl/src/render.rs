@@ -53,6 +53,7 @@ impl View {
                     ("MODEL", "model"),
                     ("QUEUED", "backlog_summary.queued"),
                     ("RUNNING", "backlog_summary.in_progress"),
+                    ("WAITING", "backlog_summary.awaiting_approval"),
                     ("DONE", "backlog_summary.complete"),
                     ("FAILED", "backlog_summary.failed"),
                 ],

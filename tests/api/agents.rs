@@ -39,7 +39,7 @@ async fn creating_an_agent_answers_201_with_every_field(app: TestApp) {
     assert_eq!(agent["model"], "openai:gpt-4o-mini");
     assert_eq!(
         agent["backlog_summary"],
-        json!({"queued": 0, "in_progress": 0, "complete": 0, "failed": 0})
+        json!({"queued": 0, "in_progress": 0, "awaiting_approval": 0, "complete": 0, "failed": 0})
     );
     let created = agent["created_at"].as_str().unwrap();
     assert!(
@@ -186,13 +186,15 @@ async fn backlog_summary_counts_tasks_in_each_state(app: TestApp) {
     app.force_task_status(&ids[1], "complete").await;
     app.force_task_status(&ids[2], "complete").await;
     app.force_task_status(&ids[3], "failed").await;
+    app.force_task_status(&ids[4], "awaiting_approval").await;
 
-    let expected = json!({"queued": 3, "in_progress": 1, "complete": 2, "failed": 1});
+    let expected =
+        json!({"queued": 2, "in_progress": 1, "awaiting_approval": 1, "complete": 2, "failed": 1});
     let list = app.get("/api/agents", &user).await;
     assert_eq!(list.body["agents"][0]["backlog_summary"], expected);
     assert_eq!(
         list.body["agents"][1]["backlog_summary"],
-        json!({"queued": 0, "in_progress": 0, "complete": 0, "failed": 0})
+        json!({"queued": 0, "in_progress": 0, "awaiting_approval": 0, "complete": 0, "failed": 0})
     );
     assert_eq!(app.get("/api/agents/counter", &user).await.body["backlog_summary"], expected);
 }

@@ -14,6 +14,7 @@ use crate::helpers::{TestApp, TestDb, backend_tests, eventually};
 use crate::terminal::{DOWN, ENTER, Terminal};
 
 mod acting;
+mod approvals;
 mod budget;
 mod local;
 mod schedules;

@@ -16,6 +16,7 @@ backend_tests! { app;
 }
 
 backend_tests! { db;
+    a_task_awaiting_approval_is_approved_from_its_page,
     an_agents_mcp_servers_are_ticked_in_its_settings,
 }
 
@@ -352,4 +353,29 @@ async fn an_agents_mcp_servers_are_ticked_in_its_settings(db: TestDb) {
     assert_eq!(unknown.status, 400, "{}", unknown.body);
     assert_eq!(dana.post("/agents/writer/settings", &base).await.status, 303);
     assert_eq!(api(&app, &dana, "/api/agents/writer").await["mcp_servers"], serde_json::json!([]));
+}
+
+async fn a_task_awaiting_approval_is_approved_from_its_page(db: TestDb) {
+    let app = app_with(db, |o| o.tools.http.allow_private = true).await;
+    let mut dana = Visitor::new(&app);
+    dana.register("approver@example.com").await;
+    let (task, page) =
+        crate::interactions::approvals::waiting_fetch_for(&app, &dana.api_user()).await;
+    let path = format!("/agents/ops/tasks/{task}");
+    let shown = dana.get(&path).await;
+    assert!(shown.body.contains("awaiting_approval"), "{}", shown.body);
+    assert!(shown.body.contains(&format!("{path}/approve")), "the page offers approve");
+    assert_eq!(dana.post(&format!("{path}/approve"), &[]).await.status, 303);
+    crate::helpers::eventually(
+        std::time::Duration::from_secs(20),
+        "the task completes",
+        || async {
+            api(&app, &dana, &format!("/api/agents/ops/backlog/{task}")).await["status"]
+                == "complete"
+        },
+    )
+    .await;
+    assert_eq!(page.hits(), 1, "approved: the fetch ran once");
+    let again = dana.post(&format!("{path}/deny"), &[]).await;
+    assert_eq!(again.status, 409, "decided already");
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{CHANNEL, WAIT, command, connected, path_of};
+use super::{CHANNEL, WAIT, command, path_of};
 use crate::fake_discord::{Member, Posted, button};
 use crate::fake_models::{Call, Script};
 use crate::helpers::{TestApp, TestDb, User, app_with, backend_tests, eventually};
@@ -24,8 +24,16 @@ const MODEL: &str = "guarded";
 /// An agent allowed `http_fetch` only with approval, scripted to fetch the page and answer
 /// with what it read; started, with one task. Returns the user, the task's id and the page.
 async fn waiting_fetch(app: &TestApp, email: &str) -> (User, String, PageServer) {
+    let user = app.register(email).await;
+    let (task, page) = waiting_fetch_for(app, &user).await;
+    (user, task, page)
+}
+
+/// [`waiting_fetch`] for an existing user: the task's id and the page.
+pub(crate) async fn waiting_fetch_for(app: &TestApp, user: &User) -> (String, PageServer) {
+    let user = user.clone();
     let page = page_server("<p>All systems go.</p>").await;
-    let (user, _) = connected(app, email, "ops", &format!("openai:{MODEL}")).await;
+    super::connect(app, &user, "ops", &format!("openai:{MODEL}")).await;
     let settings = json!({"tools": ["http_fetch"], "approval_tools": ["http_fetch"]});
     let agent = app.patch("/api/agents/ops", &user, settings).await;
     assert_eq!(agent.assert_status(200)["approval_tools"], json!(["http_fetch"]));
@@ -44,7 +52,7 @@ async fn waiting_fetch(app: &TestApp, email: &str) -> (User, String, PageServer)
         status(app, &user, &id).await == "awaiting_approval"
     })
     .await;
-    (user, id, page)
+    (id, page)
 }
 
 async fn status(app: &TestApp, user: &User, task: &str) -> String {

@@ -11,22 +11,29 @@ use crate::fake_discord::{
 };
 use crate::helpers::{TestApp, TestDb, User, app_with, backend_tests, eventually};
 
-mod approvals;
+pub(crate) mod approvals;
 
 const BOT: &str = "interactions-bot.1";
 const APP_ID: &str = "910000000000000001";
 const SEED: [u8; 32] = [42; 32];
-const GUILD: &str = "555";
+pub(crate) const GUILD: &str = "555";
 const CHANNEL: &str = "5551";
 const WAIT: Duration = Duration::from_secs(20);
 
 /// A user whose own bot (application APP_ID, key SEED) is connected to GUILD, with agent `id`
 /// on `model` mapped to CHANNEL; returns the user and the connection's interactions path.
 async fn connected(app: &TestApp, email: &str, id: &str, model: &str) -> (User, String) {
+    let user = app.register(email).await;
+    let path = connect(app, &user, id, model).await;
+    (user, path)
+}
+
+/// [`connected`] for an existing user; the connection's interactions path.
+pub(crate) async fn connect(app: &TestApp, user: &User, id: &str, model: &str) -> String {
+    let user = user.clone();
     app.discord.add_bot(BOT, "OpsBot");
     app.discord.add_application(BOT, APP_ID, SEED);
     app.discord.add_guild(GUILD, "Ops", &[BOT]);
-    let user = app.register(email).await;
     app.post("/api/chat/connect", &user, json!({"bot_token": BOT, "guild_id": GUILD}))
         .await
         .assert_status(200);
@@ -35,8 +42,7 @@ async fn connected(app: &TestApp, email: &str, id: &str, model: &str) -> (User, 
     app.post("/api/agents", &user, agent).await.assert_status(201);
     let mapping = json!({"agent_id": id, "channel_id": CHANNEL});
     app.post(&format!("/api/chat/mappings/{GUILD}"), &user, mapping).await.assert_status(200);
-    let path = path_of(app, &user).await;
-    (user, path)
+    path_of(app, &user).await
 }
 
 /// The interactions path of the user's (first) connection.

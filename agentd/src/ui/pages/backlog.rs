@@ -8,6 +8,7 @@ use minijinja::{Value, context};
 use agentcore::Principal;
 use agentcore::api::{CreateTaskRequest, UpdateTaskRequest};
 use agentcore::domain::agent::AgentId;
+use agentcore::domain::approval::Decision;
 use agentcore::domain::task::TaskId;
 
 use crate::AppState;
@@ -106,6 +107,12 @@ pub(crate) async fn command(
     match command.as_str() {
         "retry" => drop(state.core.retry_task(&who, &id, &task).await.map_err(fail)?),
         "delete" => state.core.delete_task(&who, &id, &task).await.map_err(fail)?,
+        "approve" => {
+            drop(state.core.decide_task(&who, &id, &task, Decision::Approve).await.map_err(fail)?)
+        }
+        "deny" => {
+            drop(state.core.decide_task(&who, &id, &task, Decision::Deny).await.map_err(fail)?)
+        }
         _ => return Err(fail(ApiError::RouteNotFound)),
     }
     see(&agent_url(&id))

@@ -18,7 +18,8 @@ use crate::ui::session::{Csrf, Viewer};
 use super::agents::agent_page;
 use super::{Shown, agent_id, agent_url, fail, refused, see};
 
-/// `POST /agents/{id}/settings`: name, role prompt, channel, model, tools, step limit, budget.
+/// `POST /agents/{id}/settings`: name, role prompt, channel, model, tools, step limit, budget,
+/// the tools that need approval (comma-separated).
 /// A blank model or budget means none (the default model; no budget).
 pub(crate) async fn update(
     State(state): State<AppState>,
@@ -42,6 +43,15 @@ pub(crate) async fn update(
         max_steps,
         throttle_seconds,
         budget_monthly_usd: Some(budget),
+        approval_tools: Some(
+            fields
+                .text("approval_tools")
+                .unwrap_or_default()
+                .split(',')
+                .map(|name| name.trim().to_owned())
+                .filter(|name| !name.is_empty())
+                .collect(),
+        ),
         ..UpdateAgentRequest::default()
     };
     let result = async {
