@@ -19,10 +19,12 @@ use axum::{Json, Router};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
+mod commands;
 mod interactions;
 mod oauth;
 mod read;
 
+pub use commands::{autocomplete, button, option, slash, subcommand};
 pub use interactions::*;
 
 pub const CLIENT_ID: &str = "900000000000000001";

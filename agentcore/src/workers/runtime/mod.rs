@@ -21,6 +21,7 @@
 mod approval;
 mod dispatch;
 mod model;
+mod offer;
 mod run;
 mod spend;
 mod worker;

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use super::Node;
 use super::approval::Gate;
 use super::model::call_model;
+use super::offer::offered;
 use crate::domain::approval::needs_approval;
 use crate::domain::budget::StepCost;
 use crate::domain::runtime::{AgentKey, ClaimedTask, Outcome};
@@ -24,7 +25,7 @@ use crate::domain::steps::{
 };
 use crate::domain::tools::ToolName;
 use crate::mcp::ServerRef;
-use crate::models::{Message, ModelProvider, ToolCall, ToolChoice, ToolSpec};
+use crate::models::{Message, ModelProvider, ToolCall, ToolChoice};
 use crate::store::{RunContext, RunRef};
 use crate::tools::builtin::{self, Prepared};
 
@@ -103,80 +104,6 @@ pub(super) async fn run_task(node: &Node, agent: &AgentKey, claimed: &ClaimedTas
         None if run.parked => Ran::Parked,
         None => Ran::Lost,
     }
-}
-
-/// What the model is offered: the agent's built-in tools, then its MCP servers' tools (the
-/// connections' cached lists: nothing is fetched per step), and the servers it cannot use now.
-struct Offer {
-    tools: Vec<ToolSpec>,
-    /// `<server>__<tool>` → the server and its own name for the tool.
-    mcp: HashMap<String, (ServerRef, String)>,
-    unavailable: Vec<String>,
-}
-
-/// The tools offered to this agent's model (of `provider`, the server's default when the agent
-/// names none); none for `echo`, which calls no model.
-async fn offered(
-    node: &Node,
-    agent: &AgentKey,
-    claimed: &ClaimedTask,
-    provider: &str,
-    list_again: Option<&str>,
-) -> Offer {
-    let mut offer = Offer { tools: Vec::new(), mcp: HashMap::new(), unavailable: Vec::new() };
-    if provider == "echo" {
-        return offer;
-    }
-    offer.tools = claimed
-        .agent
-        .tools
-        .iter()
-        .map(|tool| {
-            let info = builtin::info(*tool);
-            ToolSpec {
-                name: tool.as_str().to_owned(),
-                description: info.description,
-                parameters: info.parameters,
-            }
-        })
-        .collect();
-    if claimed.agent.mcp_servers.is_empty() {
-        return offer;
-    }
-    let owner = crate::domain::user::UserId::from_trusted(agent.owner_id.clone());
-    let servers = node.core.agent_servers(&owner, &claimed.agent.mcp_servers).await;
-    for server in servers {
-        let listed = match server {
-            Ok(server) => {
-                let mcp = node.core.mcp();
-                let tools = if list_again == Some(server.name().as_str()) {
-                    mcp.tools_listed_again(&server).await
-                } else {
-                    mcp.tools(&server).await
-                };
-                tools.map(|tools| (server, tools))
-            }
-            Err(error) => Err(error),
-        };
-        match listed {
-            Ok((server, tools)) => {
-                for tool in tools.iter() {
-                    let info = &tool.info;
-                    offer.tools.push(ToolSpec {
-                        name: info.name.clone(),
-                        description: info.description.clone(),
-                        parameters: info.parameters.clone(),
-                    });
-                    offer.mcp.insert(info.name.clone(), (server.clone(), info.tool.clone()));
-                }
-            }
-            Err(error) => {
-                tracing::warn!(task = %claimed.task.id, %error, "MCP server unavailable for a run");
-                offer.unavailable.push(error);
-            }
-        }
-    }
-    offer
 }
 
 struct Run<'a> {
