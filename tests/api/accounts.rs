@@ -3,10 +3,14 @@
 use reqwest::Method;
 use serde_json::json;
 
-use crate::helpers::{TestApp, backend_tests};
+use crate::helpers::{Backend, TestApp, TestDb, app_with, backend_tests, eventually};
 
 fn register_body(email: &str, password: &str, name: &str) -> serde_json::Value {
     json!({"email": email, "password": password, "name": name})
+}
+
+backend_tests! { db;
+    a_logout_on_one_node_refuses_the_token_on_another_within_a_second,
 }
 
 backend_tests! { app;
@@ -294,4 +298,33 @@ async fn health_and_readiness_answer_and_unknown_routes_use_the_error_body(app: 
     app.get("/api/agents/%FF", &user).await.assert_error(404, "route_not_found");
     app.core.close().await;
     app.request(Method::GET, "/readyz", None, None).await.assert_error(503, "not_ready");
+}
+
+/// Tokens are checked against each node's cache of token versions: a logout on one node must
+/// still reach the others, through PostgreSQL's notifications (or, on SQLite, the cache's
+/// short trust), also while a node's listener is reconnecting.
+async fn a_logout_on_one_node_refuses_the_token_on_another_within_a_second(db: TestDb) {
+    let a = app_with(db, |_| {}).await;
+    let b = TestApp::start(a.db.stand_in(), a.options.clone()).await;
+    for round in 0..2 {
+        let user = a.register(&format!("two-nodes-{round}@example.com")).await;
+        b.get("/api/agents", &user).await.assert_status(200);
+        b.get("/api/agents", &user).await.assert_status(200);
+        if round == 1 && a.db.backend == Backend::Postgres {
+            // Cut every listening connection: B's listener reconnects meanwhile.
+            let sql = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                       WHERE query LIKE 'LISTEN%' AND pid <> pg_backend_pid()";
+            let pool = sqlx::PgPool::connect(&a.db.url_for_process()).await.unwrap();
+            sqlx::query(sql).execute(&pool).await.unwrap();
+            pool.close().await;
+        }
+        a.post_empty("/auth/logout", &user).await.assert_status(200);
+        a.get("/api/agents", &user).await.assert_error(401, "unauthorized");
+        eventually(
+            std::time::Duration::from_secs(1),
+            "node B refuses the revoked token",
+            || async { b.get("/api/agents", &user).await.status == 401 },
+        )
+        .await;
+    }
 }

@@ -21,7 +21,7 @@ pub struct TestDb {
 
 impl TestDb {
     /// A stand-in naming the same database that owns nothing: dropping it removes nothing.
-    pub(crate) fn stand_in(&self) -> TestDb {
+    pub fn stand_in(&self) -> TestDb {
         TestDb {
             backend: self.backend,
             url: self.url.clone(),

@@ -57,8 +57,17 @@ impl Core {
     pub async fn authenticate(&self, token: &str) -> Result<Principal> {
         let claims = self.auth().verify(token)?;
         let user_id = UserId::parse(&claims.sub).map_err(|_| Error::Unauthorized)?;
-        let record = unauthorized_unless(self.store().user_by_id(&user_id).await?)?;
-        if record.token_version != claims.ver {
+        let versions = self.token_versions();
+        let version = match versions.get(&user_id) {
+            Some(version) => version,
+            None => {
+                let read_from = versions.generation();
+                let record = unauthorized_unless(self.store().user_by_id(&user_id).await?)?;
+                versions.remember(&user_id, record.token_version, read_from);
+                record.token_version
+            }
+        };
+        if version != claims.ver {
             return Err(Error::Unauthorized);
         }
         Ok(Principal { user_id })
@@ -72,6 +81,7 @@ impl Core {
     /// Revokes every token of the caller, on every device.
     pub async fn logout(&self, who: &Principal) -> Result<()> {
         let version = self.store().bump_token_version(&who.user_id).await?;
+        self.token_versions().forget(&who.user_id);
         tracing::info!(user_id = %who.user_id, token_version = version, "tokens revoked");
         Ok(())
     }

@@ -16,6 +16,7 @@ mod mcp;
 mod metrics;
 mod onboarding;
 mod schedules;
+mod tokens;
 mod tools;
 
 use std::path::PathBuf;
@@ -267,6 +268,8 @@ struct Inner {
     /// Routes "this agent has work" to its worker, or to the runtime's dispatcher.
     wakeups: Wakeups,
     counters: Counters,
+    /// Users' token versions as this node last read them.
+    token_versions: tokens::TokenVersions,
     /// This process, for leases; fresh on every start.
     node_id: String,
 }
@@ -315,6 +318,7 @@ impl Core {
             mcp,
             wakeups: Wakeups::default(),
             counters,
+            token_versions: tokens::TokenVersions::default(),
             node_id: uuid::Uuid::new_v4().to_string(),
         };
         Ok(Self { inner: Arc::new(inner) })
@@ -377,6 +381,10 @@ impl Core {
 
     pub(crate) fn counters(&self) -> &Counters {
         &self.inner.counters
+    }
+
+    pub(crate) fn token_versions(&self) -> &tokens::TokenVersions {
+        &self.inner.token_versions
     }
 
     pub(crate) fn wakeups(&self) -> &Wakeups {

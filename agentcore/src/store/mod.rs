@@ -33,6 +33,7 @@ use async_trait::async_trait;
 use secrecy::{ExposeSecret, SecretString};
 
 use crate::domain::runtime::AgentKey;
+use crate::domain::user::UserId;
 use crate::error::{Error, Result};
 
 /// Implements [`Store`] and every area trait for a backend's store type: the one list of areas.
@@ -206,10 +207,11 @@ pub trait Store:
     /// Every process sharing the database gets the same value.
     async fn secret_or_insert(&self, name: &str, candidate: &str) -> Result<String>;
 
-    /// Calls `wake` with every wake-up published by any node (`None`: agents may be free to
-    /// claim), until `stop`. `None` when the backend has no notifications (SQLite: one node).
-    /// Wake-ups sent while the listener reconnects are lost; the heartbeat's look for agents
-    /// with work covers them.
+    /// Calls `wake` with every signal published by any node, and with `Connected` / `Lost` as
+    /// the listening connection comes and goes, until `stop`. `None` when the backend has no
+    /// notifications (SQLite). Signals sent while the listener reconnects are lost: the
+    /// heartbeat's look for agents with work covers wake-ups, and the token cache forgets
+    /// everything on either change.
     fn listen(
         &self,
         wake: Wake,
@@ -217,8 +219,41 @@ pub trait Store:
     ) -> Option<tokio::task::JoinHandle<()>>;
 }
 
-/// Receives wake-ups: the agent that has work, or `None` for "agents may be free to claim".
-pub type Wake = Arc<dyn Fn(Option<AgentKey>) + Send + Sync>;
+/// Receives signals: see [`Signal`].
+pub type Wake = Arc<dyn Fn(Signal) + Send + Sync>;
+
+/// What one node tells the others through the store's notifications.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Signal {
+    /// This agent has work.
+    Agent(AgentKey),
+    /// Agents may be free to claim.
+    Claimable,
+    /// Every token of this user was revoked (a logout).
+    Revoked(UserId),
+    /// The listener is (again) connected: what was sent meanwhile is lost.
+    Connected,
+    /// The listener lost its connection.
+    Lost,
+}
+
+/// A revocation's payload on the notification channel.
+const REVOKED: &str = "revoked:";
+
+impl Signal {
+    /// What a notification's payload means.
+    pub fn from_payload(payload: &str) -> Self {
+        if let Some(user) = payload.strip_prefix(REVOKED) {
+            return Signal::Revoked(UserId::from_trusted(user.to_owned()));
+        }
+        AgentKey::from_payload(payload).map_or(Signal::Claimable, Signal::Agent)
+    }
+
+    /// The payload announcing that `user`'s tokens were revoked.
+    pub(crate) fn revoked_payload(user: &UserId) -> String {
+        format!("{REVOKED}{user}")
+    }
+}
 
 /// Maps a driver error, turning a unique violation into `on_unique`.
 pub(crate) fn db_error(error: sqlx::Error, on_unique: Option<Error>) -> Error {

@@ -7,8 +7,7 @@ use std::time::Duration;
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 use sqlx::{Pool, Postgres, Transaction};
 
-use super::{Backend, DatabaseUrl, StorageHealth, Wake, sql};
-use crate::domain::runtime::AgentKey;
+use super::{Backend, DatabaseUrl, Signal, StorageHealth, Wake, sql};
 use crate::error::Result;
 
 const MAX_CONNECTIONS: u32 = 16;
@@ -114,19 +113,21 @@ impl PostgresStore {
                         _ = stop.changed() => return,
                     }
                 }
-                wake(None);
+                wake(Signal::Connected);
                 loop {
                     tokio::select! {
                         received = listener.try_recv() => match received {
                             Ok(Some(notification)) => {
-                                wake(AgentKey::from_payload(notification.payload()));
+                                wake(Signal::from_payload(notification.payload()));
                             }
                             Ok(None) => {
                                 tracing::warn!("lost the wake-up connection; reconnecting");
+                                wake(Signal::Lost);
                                 break;
                             }
                             Err(error) => {
                                 tracing::warn!(%error, "lost the wake-up connection; reconnecting");
+                                wake(Signal::Lost);
                                 break;
                             }
                         },

@@ -13,7 +13,8 @@ pub trait UserStore: Send + Sync {
     async fn insert_user(&self, user: &UserRecord) -> Result<()>;
     async fn user_by_email_key(&self, email_key: &str) -> Result<Option<UserRecord>>;
     async fn user_by_id(&self, id: &UserId) -> Result<Option<UserRecord>>;
-    /// Invalidates every token issued so far; returns the new version.
+    /// Invalidates every token issued so far and tells every node (at commit); returns the new
+    /// version.
     async fn bump_token_version(&self, id: &UserId) -> Result<i64>;
 }
 
@@ -87,12 +88,17 @@ macro_rules! user_store {
 
                 async fn bump_token_version(&self, id: &UserId) -> Result<i64> {
                     watched(self.storage_health(), async {
+                        let mut tx = self.begin_write().await?;
                         let version: Option<i64> = sqlx::query_scalar(sql::BUMP_TOKEN_VERSION)
                             .bind(id.as_str())
                             .bind($crate::domain::now())
-                            .fetch_optional(self.writer())
+                            .fetch_optional(&mut *tx)
                             .await?;
-                        version.ok_or(Error::Unauthorized)
+                        let version = version.ok_or(Error::Unauthorized)?;
+                        let payload = $crate::store::Signal::revoked_payload(id);
+                        Self::publish(&mut tx, &payload).await?;
+                        tx.commit().await?;
+                        Ok(version)
                     })
                     .await
                 }

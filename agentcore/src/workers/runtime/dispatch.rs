@@ -10,6 +10,7 @@ use tokio::time::Instant;
 
 use super::{CLAIM_BATCH, Node};
 use crate::domain::runtime::AgentKey;
+use crate::store::Signal;
 use crate::wakeups::{Worker, lock};
 
 /// The node's main loop: heartbeats, fair-share claims, and the end of it all at shutdown.
@@ -17,9 +18,15 @@ pub(super) async fn dispatch(node: Arc<Node>, mut stop: watch::Receiver<bool>) {
     let store = node.core.store();
     let wakeups = node.core.clone();
     let listener = store.listen(
-        Arc::new(move |agent| match agent {
-            Some(agent) => wakeups.wakeups().agent(&agent),
-            None => wakeups.wakeups().claimable(),
+        Arc::new(move |signal| match signal {
+            Signal::Agent(agent) => wakeups.wakeups().agent(&agent),
+            Signal::Claimable => wakeups.wakeups().claimable(),
+            Signal::Revoked(user) => wakeups.token_versions().forget(&user),
+            Signal::Connected => {
+                wakeups.token_versions().set_listening(true);
+                wakeups.wakeups().claimable();
+            }
+            Signal::Lost => wakeups.token_versions().set_listening(false),
         }),
         stop.clone(),
     );
