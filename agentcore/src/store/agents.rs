@@ -387,28 +387,24 @@ pub(super) mod sql {
         created_at, updated_at, tools, max_steps, mcp_servers, budget_micros, approval_tools) \
         VALUES ($1, $2, $3, 'idle', $4, $5, $6, $7, $8, $9, $9, $10, $11, $12, $13, $14)";
     /// Agents with the counts of their backlog; callers add conditions on `a` after `WHERE`.
-    /// Only columns of `tasks_by_agent_status` are read from `tasks`, so the counts come from the
-    /// index alone (no table row per task: with thousands of finished tasks that was most of the
-    /// cost of listing agents). An agent without tasks joins one row of NULLs, which no filter
-    /// counts.
+    /// The counts are the agent's `backlog_counts` row, which the database keeps with every
+    /// change to a task (migration 13): one row per agent, however long its history.
     pub(crate) const AGENT_WITH_SUMMARY: &str = "SELECT a.id, a.name, a.status, a.status_before_vacation, \
         a.channel, a.role_prompt, a.throttle_seconds, a.workspace, a.model, a.tools, \
         a.max_steps, a.mcp_servers, a.budget_micros, a.approval_tools, a.created_at, a.updated_at, \
-        COUNT(*) FILTER (WHERE t.status = 'queued') AS queued, \
-        COUNT(*) FILTER (WHERE t.status = 'in_progress') AS in_progress, \
-        COUNT(*) FILTER (WHERE t.status = 'awaiting_approval') AS awaiting_approval, \
-        COUNT(*) FILTER (WHERE t.status = 'complete') AS complete, \
-        COUNT(*) FILTER (WHERE t.status = 'failed') AS failed \
-        FROM agents a LEFT JOIN tasks t ON t.owner_id = a.owner_id AND t.agent_id = a.id \
+        COALESCE(c.queued, 0) AS queued, COALESCE(c.in_progress, 0) AS in_progress, \
+        COALESCE(c.awaiting_approval, 0) AS awaiting_approval, \
+        COALESCE(c.complete, 0) AS complete, COALESCE(c.failed, 0) AS failed \
+        FROM agents a LEFT JOIN backlog_counts c ON c.owner_id = a.owner_id AND c.agent_id = a.id \
         WHERE a.owner_id = $1";
     pub(crate) fn select_agents() -> String {
         format!(
             "{AGENT_WITH_SUMMARY} AND ($2 IS NULL OR a.workspace = $2) AND ($3 IS NULL OR a.status = $3) \
-             GROUP BY a.owner_id, a.id ORDER BY a.created_at, a.id"
+             ORDER BY a.created_at, a.id"
         )
     }
     pub(crate) fn select_agent() -> String {
-        format!("{AGENT_WITH_SUMMARY} AND a.id = $2 GROUP BY a.owner_id, a.id")
+        format!("{AGENT_WITH_SUMMARY} AND a.id = $2")
     }
     /// Moving into `active` clears the failure streak and the throttle wait: a start resumes at once.
     pub(crate) const UPDATE_AGENT: &str = "UPDATE agents SET name = $3, status = $4, \

@@ -420,6 +420,8 @@ async fn concurrent_inserts_of_one_agent_id_keep_exactly_one(store: TestStore) {
     assert!(results.iter().filter_map(|r| r.as_ref().err()).all(|e| e.code() == "agent_exists"));
 }
 
+mod counters;
+
 mod outbox;
 
 mod runtime;
