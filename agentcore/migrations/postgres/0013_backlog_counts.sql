@@ -69,3 +69,9 @@ CREATE TRIGGER tasks_backlog_counts_moved AFTER UPDATE OF status, owner_id, agen
     WHEN (OLD.status IS DISTINCT FROM NEW.status OR OLD.owner_id IS DISTINCT FROM NEW.owner_id
           OR OLD.agent_id IS DISTINCT FROM NEW.agent_id)
     EXECUTE FUNCTION backlog_counts_for_task();
+
+-- Pages of a backlog read only their own rows: in creation order (`GET .../backlog?limit=`),
+-- and finished tasks, the most recently finished first (the agent view's `?limit=`).
+CREATE INDEX tasks_by_agent_created ON tasks (owner_id, agent_id, created_at, id);
+CREATE INDEX tasks_by_agent_finished ON tasks (owner_id, agent_id, completed_at, id)
+    WHERE status IN ('complete', 'failed');

@@ -75,3 +75,9 @@ BEGIN
         failed = failed + (NEW.status = 'failed')
     WHERE owner_id = NEW.owner_id AND agent_id = NEW.agent_id;
 END;
+
+-- Pages of a backlog read only their own rows: in creation order (`GET .../backlog?limit=`),
+-- and finished tasks, the most recently finished first (the agent view's `?limit=`).
+CREATE INDEX tasks_by_agent_created ON tasks (owner_id, agent_id, created_at, id);
+CREATE INDEX tasks_by_agent_finished ON tasks (owner_id, agent_id, completed_at, id)
+    WHERE status IN ('complete', 'failed');

@@ -82,6 +82,9 @@ impl UpdateTaskRequest {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TaskList {
     pub tasks: Vec<Task>,
+    /// With `?limit=`: pass it as `?cursor=` for the next page; absent on the last page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
 /// `{"status": "approved" | "denied", "approval": {...}}`: a decided tool approval.

@@ -7,6 +7,7 @@ use crate::domain::agent::{
 };
 use crate::domain::change::{AgentChange, patch_agent};
 use crate::domain::now;
+use crate::domain::paging::{TaskCursor, TaskOrder, TaskPage, TasksPage};
 use crate::domain::runtime::status_post;
 use crate::domain::status::{StatusCommand, transition};
 use crate::domain::task::sort_backlog;
@@ -38,7 +39,27 @@ impl Core {
         let agent = self.store().agent(&who.user_id, id).await?;
         let mut backlog = self.store().tasks(&who.user_id, id, None).await?;
         sort_backlog(&mut backlog);
-        Ok(AgentDetail { agent, backlog })
+        Ok(AgentDetail { agent, backlog, next_cursor: None })
+    }
+
+    /// One agent with every unfinished task and the first `limit` finished ones (most recently
+    /// finished first) after `after`: what it reads grows with what it returns, not with the
+    /// agent's history.
+    pub async fn agent_page(
+        &self,
+        who: &Principal,
+        id: &AgentId,
+        limit: u32,
+        after: Option<TaskCursor>,
+    ) -> Result<AgentDetail> {
+        let agent = self.store().agent(&who.user_id, id).await?;
+        let mut backlog = self.store().unfinished_tasks(&who.user_id, id).await?;
+        sort_backlog(&mut backlog);
+        let page = TaskPage { order: TaskOrder::Finished, status: None, limit: limit + 1, after };
+        let fetched = self.store().task_page(&who.user_id, id, &page).await?;
+        let finished = TasksPage::from_fetched(fetched, &TaskPage { limit, ..page });
+        backlog.extend(finished.tasks);
+        Ok(AgentDetail { agent, backlog, next_cursor: finished.next.map(|c| c.to_string()) })
     }
 
     /// Changes the supplied fields. A `status` has the effects of the matching command.

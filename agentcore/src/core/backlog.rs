@@ -4,6 +4,7 @@ use super::{Core, Principal};
 use crate::domain::activity::{Action, ActivityEntry, ActivityQuery, NewActivity};
 use crate::domain::agent::{AgentId, AgentStatus};
 use crate::domain::now;
+use crate::domain::paging::{TaskPage, TasksPage};
 use crate::domain::task::{NewTask, Task, TaskId, TaskPatch, TaskStatus};
 use crate::error::{Conflict, Error, Result};
 use crate::store::{TaskChange, TaskWrite};
@@ -22,11 +23,25 @@ impl Core {
     pub async fn add_task(&self, who: &Principal, agent: &AgentId, task: NewTask) -> Result<Task> {
         let task = Task::queued(agent, task, now());
         let activity = task_added(&task);
-        let status = self.store().insert_task(&who.user_id, &task, &activity).await?;
-        if status == AgentStatus::Active {
+        let added = self.store().insert_task(&who.user_id, &task, &activity).await?;
+        if added.agent_status == AgentStatus::Active {
             self.wake_agent(&who.user_id, agent);
         }
-        Ok(task)
+        Ok(Task { created_at: added.created_at, updated_at: added.created_at, ..task })
+    }
+
+    /// A page of the agent's tasks in creation order (optionally of one status), and where
+    /// the next starts. Tasks added while a client pages come after its cursor, so each task
+    /// is on exactly one page.
+    pub async fn task_page(
+        &self,
+        who: &Principal,
+        agent: &AgentId,
+        page: &TaskPage,
+    ) -> Result<TasksPage> {
+        let one_more = TaskPage { limit: page.limit + 1, ..page.clone() };
+        let fetched = self.store().task_page(&who.user_id, agent, &one_more).await?;
+        Ok(TasksPage::from_fetched(fetched, page))
     }
 
     /// The agent's tasks in creation order, optionally only those in one status.

@@ -311,7 +311,8 @@ impl From<Agent> for AgentSummary {
     }
 }
 
-/// The single-agent view: the agent and its whole backlog.
+/// The single-agent view: the agent and its whole backlog (or, with a limit, every unfinished
+/// task and a page of the finished ones).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AgentDetail {
@@ -319,6 +320,10 @@ pub struct AgentDetail {
     pub agent: Agent,
     /// In progress first, then queued in run order, then finished ones newest first.
     pub backlog: Vec<Task>,
+    /// With `?limit=`: pass it as `?cursor=` for the next page of finished tasks; absent on
+    /// the last page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
 #[cfg(test)]

@@ -43,6 +43,7 @@ pub mod interaction;
 pub mod mcp;
 pub mod message;
 pub mod onboarding;
+pub mod paging;
 pub mod runtime;
 pub mod schedule;
 pub mod status;

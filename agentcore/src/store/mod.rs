@@ -70,7 +70,7 @@ pub use runtime::{Backlogs, RuntimeLoad, RuntimeStore};
 pub use schedules::{FireDecision, ScheduleDecision, ScheduleStore};
 pub use sqlite::SqliteStore;
 pub use steps::{RunContext, RunRef, StepStore};
-pub use tasks::{TaskChange, TaskDecision, TaskStore, TaskWrite};
+pub use tasks::{AddedTask, TaskChange, TaskDecision, TaskStore, TaskWrite};
 pub use users::{UserRecord, UserStore};
 
 /// Where the data lives. The URL may hold a password, so `Debug` redacts it.

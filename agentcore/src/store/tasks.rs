@@ -4,6 +4,7 @@ use async_trait::async_trait;
 
 use crate::domain::activity::NewActivity;
 use crate::domain::agent::{AgentId, AgentStatus};
+use crate::domain::paging::TaskPage;
 use crate::domain::task::{Task, TaskId, TaskStatus};
 use crate::domain::user::UserId;
 use crate::error::Result;
@@ -11,19 +12,34 @@ use crate::error::Result;
 /// Tasks, each scoped to its owner and agent.
 #[async_trait]
 pub trait TaskStore: Send + Sync {
-    /// Adds a task; returns its agent's status (an active agent has work to wake up for).
+    /// Adds a task under its agent's lock; returns its agent's status (an active agent has
+    /// work to wake up for) and the creation time stored, which is the task's own unless the
+    /// agent has a task created at or after it (another node's clock, a write that waited for
+    /// the lock): then it is a microsecond after that one, so creation order is commit order
+    /// and pages by creation time never skip a task.
     async fn insert_task(
         &self,
         owner: &UserId,
         task: &Task,
         activity: &NewActivity,
-    ) -> Result<AgentStatus>;
+    ) -> Result<AddedTask>;
     async fn tasks(
         &self,
         owner: &UserId,
         agent: &AgentId,
         status: Option<TaskStatus>,
     ) -> Result<Vec<Task>>;
+    /// One page of the agent's tasks, in the page's order; `agent_not_found` when the owner
+    /// has no such agent. Reads only the page's rows (an index in each order).
+    async fn task_page(
+        &self,
+        owner: &UserId,
+        agent: &AgentId,
+        page: &TaskPage,
+    ) -> Result<Vec<Task>>;
+    /// The agent's tasks that are not finished (queued, in progress, awaiting approval), in no
+    /// particular order; none when the agent does not exist.
+    async fn unfinished_tasks(&self, owner: &UserId, agent: &AgentId) -> Result<Vec<Task>>;
     async fn task(&self, owner: &UserId, agent: &AgentId, id: &TaskId) -> Result<Task>;
     /// Locks the task, lets `decide` compute the change, writes it with its activity.
     /// Returns the task as written (or as it was, when deleted).
@@ -37,6 +53,13 @@ pub trait TaskStore: Send + Sync {
 }
 
 pub use crate::domain::change::{TaskChange, TaskWrite};
+
+/// What [`TaskStore::insert_task`] wrote.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AddedTask {
+    pub agent_status: AgentStatus,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+}
 
 /// Decides a task's change from its current row, or refuses.
 pub type TaskDecision<'a> = &'a (dyn Fn(&Task) -> Result<TaskChange> + Send + Sync);
@@ -63,7 +86,7 @@ macro_rules! task_store {
                     owner: &UserId,
                     task: &Task,
                     activity: &NewActivity,
-                ) -> Result<AgentStatus> {
+                ) -> Result<$crate::store::AddedTask> {
                     watched(self.storage_health(), async {
                         let mut tx = self.begin_write().await?;
                         let status: Option<String> =
@@ -78,7 +101,7 @@ macro_rules! task_store {
                             })?
                             .parse()
                             .map_err(Error::internal)?;
-                        Self::write_task(&mut tx, owner, task, activity).await?;
+                        let created_at = Self::write_task(&mut tx, owner, task, activity).await?;
                         if status == AgentStatus::Active {
                             Self::notify(
                                 &mut tx,
@@ -87,7 +110,7 @@ macro_rules! task_store {
                             .await?;
                         }
                         tx.commit().await?;
-                        Ok(status)
+                        Ok($crate::store::AddedTask { agent_status: status, created_at })
                     })
                     .await
                 }
@@ -105,6 +128,42 @@ macro_rules! task_store {
                         .bind(agent.as_str())
                         .bind(status.map(|s| s.as_str()))
                         .fetch_all(&mut *conn)
+                        .await?;
+                    rows::convert(rows)
+                }
+
+                async fn task_page(
+                    &self,
+                    owner: &UserId,
+                    agent: &AgentId,
+                    page: &$crate::domain::paging::TaskPage,
+                ) -> Result<Vec<Task>> {
+                    use $crate::domain::paging::TaskOrder;
+                    let mut conn = self.reader().acquire().await?;
+                    Self::require_agent(&mut conn, owner, agent, "").await?;
+                    let statement = sql::select_page(page.order, page.after.is_some());
+                    let mut query = sqlx::query_as::<_, TaskRow>(&statement)
+                        .bind(owner.as_str())
+                        .bind(agent.as_str())
+                        .bind(i64::from(page.limit));
+                    if page.order == TaskOrder::Created {
+                        query = query.bind(page.status.map(|s| s.as_str()));
+                    }
+                    if let Some(after) = &page.after {
+                        query = query.bind(after.at).bind(after.id.as_str());
+                    }
+                    rows::convert(query.fetch_all(&mut *conn).await?)
+                }
+
+                async fn unfinished_tasks(
+                    &self,
+                    owner: &UserId,
+                    agent: &AgentId,
+                ) -> Result<Vec<Task>> {
+                    let rows: Vec<TaskRow> = sqlx::query_as(&sql::select_unfinished())
+                        .bind(owner.as_str())
+                        .bind(agent.as_str())
+                        .fetch_all(self.reader())
                         .await?;
                     rows::convert(rows)
                 }
@@ -207,13 +266,26 @@ macro_rules! task_store {
             }
 
             impl $store {
-                /// Inserts a queued task with its `task_added` entry.
+                /// Inserts a queued task with its `task_added` entry; returns the creation time
+                /// stored: never at or before the agent's latest task's (see `insert_task`).
                 async fn write_task(
                     tx: &mut sqlx::Transaction<'static, $db>,
                     owner: &UserId,
                     task: &Task,
                     activity: &NewActivity,
-                ) -> Result<()> {
+                ) -> Result<chrono::DateTime<chrono::Utc>> {
+                    let latest: Option<chrono::DateTime<chrono::Utc>> =
+                        sqlx::query_scalar(sql::LATEST_CREATED)
+                            .bind(owner.as_str())
+                            .bind(task.agent_id.as_str())
+                            .fetch_optional(&mut **tx)
+                            .await?;
+                    let created_at = match latest {
+                        Some(latest) if latest >= task.created_at => {
+                            latest + chrono::Duration::microseconds(1)
+                        }
+                        _ => task.created_at,
+                    };
                     let creator = match &task.created_by {
                         $crate::domain::task::CreatedBy::Agent { agent_id, task_id } => {
                             Some((agent_id.as_str(), task_id.as_str()))
@@ -227,14 +299,14 @@ macro_rules! task_store {
                         .bind(&task.title)
                         .bind(&task.description)
                         .bind(task.priority)
-                        .bind(task.created_at)
+                        .bind(created_at)
                         .bind(task.depth)
                         .bind(creator.map(|(agent, _)| agent))
                         .bind(creator.map(|(_, task)| task))
                         .execute(&mut **tx)
                         .await?;
-                    Self::insert_activity(tx, owner, &task.agent_id, activity, task.created_at)
-                        .await
+                    Self::insert_activity(tx, owner, &task.agent_id, activity, created_at).await?;
+                    Ok(created_at)
                 }
             }
         };
@@ -251,9 +323,43 @@ pub(super) mod sql {
         (id, owner_id, agent_id, title, description, priority, status, attempts, created_at, \
         updated_at, depth, created_by_agent, created_by_task) \
         VALUES ($1, $2, $3, $4, $5, $6, 'queued', 0, $7, $7, $8, $9, $10)";
+    /// The agent's latest creation time (the `tasks_by_agent_created` index's last entry).
+    pub(crate) const LATEST_CREATED: &str = "SELECT created_at FROM tasks \
+        WHERE owner_id = $1 AND agent_id = $2 ORDER BY created_at DESC LIMIT 1";
     pub(crate) fn select_tasks() -> String {
         format!(
             "{TASK_COLUMNS} WHERE owner_id = $1 AND agent_id = $2 AND ($3 IS NULL OR status = $3)"
+        )
+    }
+    /// A page in `order` (`$3` the limit; `$4` the status, for creation order), continuing
+    /// after a cursor's time and id (the last two parameters) when `after`.
+    pub(crate) fn select_page(order: crate::domain::paging::TaskOrder, after: bool) -> String {
+        use crate::domain::paging::TaskOrder;
+        match (order, after) {
+            (TaskOrder::Created, false) => format!(
+                "{TASK_COLUMNS} WHERE owner_id = $1 AND agent_id = $2 AND ($4 IS NULL OR status = $4) \
+                 ORDER BY created_at, id LIMIT $3"
+            ),
+            (TaskOrder::Created, true) => format!(
+                "{TASK_COLUMNS} WHERE owner_id = $1 AND agent_id = $2 AND ($4 IS NULL OR status = $4) \
+                 AND (created_at, id) > ($5, $6) ORDER BY created_at, id LIMIT $3"
+            ),
+            (TaskOrder::Finished, false) => format!(
+                "{TASK_COLUMNS} WHERE owner_id = $1 AND agent_id = $2 {FINISHED} \
+                 ORDER BY completed_at DESC, id DESC LIMIT $3"
+            ),
+            (TaskOrder::Finished, true) => format!(
+                "{TASK_COLUMNS} WHERE owner_id = $1 AND agent_id = $2 {FINISHED} \
+                 AND (completed_at, id) < ($4, $5) ORDER BY completed_at DESC, id DESC LIMIT $3"
+            ),
+        }
+    }
+    /// The condition of the `tasks_by_agent_finished` index, as a query must spell it.
+    const FINISHED: &str = "AND status IN ('complete', 'failed')";
+    pub(crate) fn select_unfinished() -> String {
+        format!(
+            "{TASK_COLUMNS} WHERE owner_id = $1 AND agent_id = $2 \
+             AND status IN ('queued', 'in_progress', 'awaiting_approval')"
         )
     }
     pub(crate) fn select_task(lock: &str) -> String {

@@ -54,14 +54,30 @@ pub(super) async fn create(
 }
 
 #[utoipa::path(get, path = "/api/agents/{id}", operation_id = "show_agent", tag = "agents", security(("bearer" = [])),
-    params(("id" = String, Path, example = "alpha", description = "The agent's id.")),
+    params(("id" = String, Path, example = "alpha", description = "The agent's id."),
+           ("limit" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "Every unfinished task, and at most this many finished ones, with `next_cursor` when there are more (default: the whole backlog)."),
+           ("cursor" = Option<String>, Query, description = "The `next_cursor` of the previous page.")),
     responses((status = 200, description = "The agent and its whole backlog.", body = AgentDetail)))]
 pub(super) async fn show(
     State(state): State<AppState>,
     Caller(who): Caller,
     Path(id): Path<String>,
+    Params(params): Params<PageParams>,
 ) -> Result<Reply<AgentDetail>, ApiError> {
-    Ok(Reply(state.core.agent(&who, &agent_id(&id)?).await?))
+    let id = agent_id(&id)?;
+    let mut errors = ValidationErrors::new();
+    let page = super::backlog::page_params(params.limit, params.cursor, &mut errors);
+    errors.into_result()?;
+    Ok(Reply(match page {
+        None => state.core.agent(&who, &id).await?,
+        Some((limit, after)) => state.core.agent_page(&who, &id, limit, after).await?,
+    }))
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct PageParams {
+    limit: Option<String>,
+    cursor: Option<String>,
 }
 
 #[utoipa::path(patch, path = "/api/agents/{id}", operation_id = "update_agent", tag = "agents", security(("bearer" = [])),

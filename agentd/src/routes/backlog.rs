@@ -8,6 +8,7 @@ use serde::Deserialize;
 use agentcore::ValidationErrors;
 use agentcore::api::{ApprovalDecided, CreateTaskRequest, Deleted, TaskList, UpdateTaskRequest};
 use agentcore::domain::approval::Decision;
+use agentcore::domain::paging::{TaskCursor, TaskOrder, TaskPage};
 use agentcore::domain::task::{Task, TaskStatus};
 
 use crate::AppState;
@@ -31,10 +32,36 @@ pub(super) async fn add(
 #[derive(Debug, Deserialize)]
 pub(super) struct ListParams {
     status: Option<String>,
+    limit: Option<String>,
+    cursor: Option<String>,
+}
+
+/// How many a page holds when a request gives a cursor without a limit.
+const DEFAULT_PAGE: u32 = 100;
+
+/// `?limit=` and `?cursor=`, checked: `None` when neither is given (the whole list).
+pub(super) fn page_params(
+    limit: Option<String>,
+    cursor: Option<String>,
+    errors: &mut ValidationErrors,
+) -> Option<(u32, Option<TaskCursor>)> {
+    if limit.is_none() && cursor.is_none() {
+        return None;
+    }
+    let limit = limit.map(|raw| {
+        errors.check(
+            "limit",
+            raw.parse::<i64>().map_err(|_| "must be an integer".into()).and_then(TaskPage::limit),
+        )
+    });
+    let cursor = cursor.map(|raw| errors.check("cursor", TaskCursor::parse(&raw)));
+    Some((limit.flatten().unwrap_or(DEFAULT_PAGE), cursor.flatten()))
 }
 
 #[utoipa::path(get, path = "/api/agents/{id}/backlog", operation_id = "list_tasks", tag = "backlog", security(("bearer" = [])),
-    params(("id" = String, Path, example = "alpha", description = "The agent's id."), ("status" = Option<TaskStatus>, Query, description = "Only tasks with this status.")),
+    params(("id" = String, Path, example = "alpha", description = "The agent's id."), ("status" = Option<TaskStatus>, Query, description = "Only tasks with this status."),
+           ("limit" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "At most this many tasks, and `next_cursor` when there are more (default: all of them; 100 with a cursor)."),
+           ("cursor" = Option<String>, Query, description = "The `next_cursor` of the previous page.")),
     responses((status = 200, description = "The backlog in creation order (oldest first).", body = TaskList)))]
 pub(super) async fn list(
     State(state): State<AppState>,
@@ -45,8 +72,15 @@ pub(super) async fn list(
     let agent = agent_id(&agent)?;
     let mut errors = ValidationErrors::new();
     let status = params.status.and_then(|s| errors.check("status", s.parse()));
+    let page = page_params(params.limit, params.cursor, &mut errors);
     errors.into_result()?;
-    Ok(Reply(TaskList { tasks: state.core.tasks(&who, &agent, status).await? }))
+    let Some((limit, after)) = page else {
+        let tasks = state.core.tasks(&who, &agent, status).await?;
+        return Ok(Reply(TaskList { tasks, next_cursor: None }));
+    };
+    let page = TaskPage { order: TaskOrder::Created, status, limit, after };
+    let page = state.core.task_page(&who, &agent, &page).await?;
+    Ok(Reply(TaskList { tasks: page.tasks, next_cursor: page.next.map(|c| c.to_string()) }))
 }
 
 #[utoipa::path(get, path = "/api/agents/{id}/backlog/{task_id}", operation_id = "show_task", tag = "backlog", security(("bearer" = [])),
