@@ -40,8 +40,8 @@ pub mod workers;
 
 pub use crate::core::{
     BillingConfig, Connected, Core, CoreConfig, DiscordConfig, InteractionEndpoint, OauthUrl,
-    OutboxConfig, Principal, RuntimeConfig, ScheduleConfig, Sent, Session, ToolsConfig,
-    default_data_dir,
+    OutboxConfig, Principal, RetentionConfig, RuntimeConfig, ScheduleConfig, Sent, Session,
+    ToolsConfig, default_data_dir,
 };
 pub use error::{Conflict, Error, Refusal, Resource, Result, StorageFault, ValidationErrors};
 pub use telemetry::RuntimeStats;

@@ -73,6 +73,8 @@ pub struct Options {
     /// Schedules: looked at every 100 ms, with the seconds field allowed so a test's
     /// schedule fires every second.
     pub schedules: ScheduleConfig,
+    /// What is forgotten: agentd's defaults (finished tasks are kept).
+    pub retention: agentcore::RetentionConfig,
     /// Stripe webhook signing secrets; empty turns the webhook off.
     pub webhook_secrets: Vec<String>,
     /// Holds the server key file; shared across restarts of one test.
@@ -118,6 +120,7 @@ impl Options {
                 seconds_field: true,
                 ..ScheduleConfig::default()
             },
+            retention: agentcore::RetentionConfig::default(),
             webhook_secrets: vec![stripe_events::OLD_SECRET.into(), stripe_events::SECRET.into()],
             data_dir: Arc::new(tempfile::tempdir().expect("temporary directory")),
             http: agentd::config::HttpConfig::default(),
@@ -170,6 +173,7 @@ impl Options {
         }
         config.runtime = self.runtime;
         config.schedules = self.schedules.clone();
+        config.retention = self.retention;
         config.tools = self.tools.clone();
         config.mcp = self.mcp.clone();
         if let Some(model) = &self.default_model {

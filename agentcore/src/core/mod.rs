@@ -63,6 +63,7 @@ pub struct CoreConfig {
     pub models: ModelsConfig,
     pub runtime: RuntimeConfig,
     pub schedules: ScheduleConfig,
+    pub retention: RetentionConfig,
     pub billing: BillingConfig,
     pub tools: ToolsConfig,
     /// The operator's MCP servers, which every user's agents may name.
@@ -91,6 +92,7 @@ impl CoreConfig {
             models: ModelsConfig::default(),
             runtime: RuntimeConfig::default(),
             schedules: ScheduleConfig::default(),
+            retention: RetentionConfig::default(),
             billing: BillingConfig::default(),
             tools: ToolsConfig::default(),
             mcp: McpConfig::default(),
@@ -227,6 +229,13 @@ impl Default for RuntimeConfig {
     }
 }
 
+/// What the service forgets, and when (`retention.*`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RetentionConfig {
+    /// Finished tasks and activity older than this many days are deleted; `None` keeps them.
+    pub finished_days: Option<u32>,
+}
+
 /// How schedules fire.
 #[derive(Debug, Clone)]
 pub struct ScheduleConfig {
@@ -261,6 +270,7 @@ struct Inner {
     models: Models,
     runtime: RuntimeConfig,
     schedules: ScheduleConfig,
+    retention: RetentionConfig,
     billing: BillingConfig,
     http_fetch: HttpFetch,
     /// This node's MCP connections.
@@ -313,6 +323,7 @@ impl Core {
             models,
             runtime: config.runtime,
             schedules: config.schedules,
+            retention: config.retention,
             billing: config.billing,
             http_fetch,
             mcp,
@@ -364,6 +375,10 @@ impl Core {
 
     pub(crate) fn schedule_config(&self) -> &ScheduleConfig {
         &self.inner.schedules
+    }
+
+    pub(crate) fn retention_config(&self) -> RetentionConfig {
+        self.inner.retention
     }
 
     pub(crate) fn http_fetch(&self) -> &HttpFetch {

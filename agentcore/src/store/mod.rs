@@ -15,6 +15,7 @@ mod health;
 mod mcp;
 mod outbox;
 mod postgres;
+mod retention;
 mod rows;
 mod runtime;
 mod schedules;
@@ -53,6 +54,7 @@ macro_rules! every_area {
         super::schedules::schedule_store!($store, $db);
         super::budget::budget_store!($store, $db);
         super::approvals::approval_store!($store, $db);
+        super::retention::retention_store!($store, $db);
     };
 }
 use every_area;
@@ -66,6 +68,7 @@ pub use health::{StorageFaultCounts, StorageHealth};
 pub use mcp::{McpServerRecord, McpStore};
 pub use outbox::OutboxStore;
 pub use postgres::PostgresStore;
+pub use retention::{Prunable, RetentionStore};
 pub use runtime::{Backlogs, RuntimeLoad, RuntimeStore};
 pub use schedules::{FireDecision, ScheduleDecision, ScheduleStore};
 pub use sqlite::SqliteStore;
@@ -187,6 +190,7 @@ pub trait Store:
     + ScheduleStore
     + BudgetStore
     + ApprovalStore
+    + RetentionStore
     + Send
     + Sync
     + fmt::Debug

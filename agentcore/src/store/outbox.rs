@@ -4,7 +4,6 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
 
 use crate::domain::activity::NewActivity;
 use crate::domain::chat::{OutboxLane, OutboxPost};
@@ -32,8 +31,6 @@ pub trait OutboxStore: Send + Sync {
     async fn renew_post_lease(&self, id: i64, node: &str, lease: Duration) -> Result<bool>;
     /// Records Discord's id for a delivered post; `false` when `node` no longer held it.
     async fn finish_post(&self, id: i64, node: &str, message_id: &str) -> Result<bool>;
-    /// Forgets delivered posts older than `before`.
-    async fn prune_delivered(&self, before: DateTime<Utc>) -> Result<u64>;
     /// Releases a post for another attempt after `delay`.
     async fn retry_post(&self, id: i64, node: &str, delay: Duration, error: &str) -> Result<()>;
     /// Drops a post that can never be delivered, logging `activity` for its agent.
@@ -125,17 +122,6 @@ macro_rules! outbox_store {
                             .execute(self.writer())
                             .await?;
                         Ok(done.rows_affected() > 0)
-                    })
-                    .await
-                }
-
-                async fn prune_delivered(&self, before: DateTime<Utc>) -> Result<u64> {
-                    housekeeping(self.storage_health(), async {
-                        let done = sqlx::query(sql::PRUNE_DELIVERED)
-                            .bind(before)
-                            .execute(self.writer())
-                            .await?;
-                        Ok(done.rows_affected())
                     })
                     .await
                 }
@@ -238,7 +224,6 @@ pub(super) mod sql {
             (clock.plus)("$3")
         )
     }
-    pub(crate) const PRUNE_DELIVERED: &str = "DELETE FROM outbox WHERE delivered_at < $1";
     /// Releases a post for another attempt `$3` seconds from now.
     pub(crate) fn reschedule_post(clock: Clock) -> String {
         format!(

@@ -52,7 +52,7 @@ pub(super) async fn watched_if<T>(
 /// Runs one write of the runtime's bookkeeping (leases, heartbeats, pruning). Its
 /// faults count, but its success proves little: updating a few bytes in place can
 /// still work on a disk too full for anything new.
-pub(super) async fn housekeeping<T>(
+pub(crate) async fn housekeeping<T>(
     health: &StorageHealth,
     write: impl std::future::Future<Output = Result<T>>,
 ) -> Result<T> {

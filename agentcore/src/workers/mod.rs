@@ -3,5 +3,6 @@
 //! `shutdown`; neither is known to the facade.
 
 pub mod outbox;
+pub(crate) mod retention;
 pub mod runtime;
 mod scheduler;

@@ -21,7 +21,6 @@ use tokio::task::JoinSet;
 use crate::core::Core;
 use crate::domain::activity::{Action, NewActivity};
 use crate::domain::chat::{OutboxLane, OutboxPost};
-use crate::domain::now;
 use crate::domain::user::UserId;
 use crate::error::Error;
 
@@ -43,8 +42,7 @@ impl OutboxWorker {
 
 type Lanes = Arc<Mutex<HashSet<OutboxLane>>>;
 
-/// Delivered posts are kept this long, with Discord's message id, for tracing.
-const KEEP_DELIVERED_DAYS: i64 = 7;
+/// How often the loop runs the node's housekeeping ([`super::retention`]).
 const PRUNE_EVERY: Duration = Duration::from_secs(3600);
 
 impl OutboxWorker {
@@ -63,12 +61,7 @@ async fn dispatch(core: Core, mut stop: watch::Receiver<bool>) {
     let mut pruned_at: Option<tokio::time::Instant> = None;
     loop {
         if pruned_at.is_none_or(|at| at.elapsed() >= PRUNE_EVERY) {
-            let week_ago = now() - chrono::Duration::days(KEEP_DELIVERED_DAYS);
-            match core.store().prune_delivered(week_ago).await {
-                Ok(0) => {}
-                Ok(count) => tracing::debug!(count, "forgot delivered posts"),
-                Err(error) => tracing::warn!(%error, "cannot prune the outbox"),
-            }
+            super::retention::prune_all(&core).await;
             pruned_at = Some(tokio::time::Instant::now());
         }
         match core.store().outbox_lanes().await {

@@ -17,7 +17,9 @@ use agentcore::mcp::McpConfig;
 use agentcore::models::ModelsConfig;
 use agentcore::store::DatabaseUrl;
 use agentcore::tools::http_fetch::AddressPolicy;
-use agentcore::{BillingConfig, CoreConfig, DiscordConfig, RuntimeConfig, ScheduleConfig};
+use agentcore::{
+    BillingConfig, CoreConfig, DiscordConfig, RetentionConfig, RuntimeConfig, ScheduleConfig,
+};
 
 use settings::list;
 pub use sources::{Environment, process_environment};
@@ -69,6 +71,7 @@ pub struct Config {
     pub models: ModelsConfig,
     pub runtime: RuntimeConfig,
     pub schedules: ScheduleConfig,
+    pub retention: RetentionConfig,
     pub billing: BillingConfig,
     pub http: HttpConfig,
     pub limits: LimitsConfig,
@@ -220,6 +223,7 @@ impl Config {
             models: models::models(src)?,
             runtime: RuntimeConfig::default(),
             schedules: ScheduleConfig::default(),
+            retention: RetentionConfig::default(),
             billing: billing(src)?,
             http: HttpConfig::default(),
             limits: LimitsConfig::default(),
@@ -292,6 +296,7 @@ impl Config {
         core.models = self.models.clone();
         core.runtime = self.runtime;
         core.schedules = self.schedules.clone();
+        core.retention = self.retention;
         core.billing = self.billing.clone();
         core.tools.http = self.http_policy()?;
         core.mcp = self.mcp.clone();

@@ -63,6 +63,7 @@ settings! {
     "schedules.poll_seconds": Seconds => schedules.poll;
     "schedules.missed_after_seconds": Seconds => schedules.missed_after;
     "schedules.seconds_field": Flag => schedules.seconds_field;
+    "retention.finished_days": Count => retention.finished_days;
     "tools.http.allow_private": Flag => tools.allow_private;
     "tools.http.allow_addresses": List => tools.allow_addresses;
     "http.body_limit_bytes": Count => http.body_limit_bytes;

@@ -424,6 +424,8 @@ mod counters;
 
 mod outbox;
 
+mod retention;
+
 mod runtime;
 
 mod upgrade;

@@ -1,0 +1,104 @@
+//! Forgetting what is old, a bounded batch at a time: finished tasks and activity (when the
+//! operator keeps them only so long), delivered posts and applied billing events. Each call
+//! deletes at most `batch` rows in one short transaction, so pruning a large backlog never
+//! holds the write lock for long; the caller repeats while a batch comes back full.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use crate::error::Result;
+
+/// What to forget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prunable {
+    /// Complete and failed tasks finished before the time (their steps, holds and approvals
+    /// go with them; their agents' counts follow).
+    FinishedTasks,
+    /// Activity entries written before the time.
+    Activity,
+    /// Posts delivered to Discord before the time.
+    DeliveredPosts,
+    /// Stripe events received before the time (their order is kept on each subscription, and
+    /// a replayed old event fails its signature's age check first).
+    BillingEvents,
+}
+
+impl Prunable {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Prunable::FinishedTasks => "finished tasks",
+            Prunable::Activity => "activity",
+            Prunable::DeliveredPosts => "delivered posts",
+            Prunable::BillingEvents => "billing events",
+        }
+    }
+}
+
+#[async_trait]
+pub trait RetentionStore: Send + Sync {
+    /// Deletes up to `batch` rows of `what` older than `before`; returns how many.
+    async fn prune(&self, what: Prunable, before: DateTime<Utc>, batch: i64) -> Result<u64>;
+}
+
+/// Implements [`RetentionStore`] for a backend (see [`super::shared`]).
+macro_rules! retention_store {
+    ($store:ty, $db:ty) => {
+        const _: () = {
+            use chrono::{DateTime, Utc};
+
+            use crate::error::Result;
+            use crate::store::retention::{Prunable, sql};
+            use crate::store::shared::housekeeping;
+
+            #[async_trait::async_trait]
+            impl $crate::store::RetentionStore for $store {
+                async fn prune(
+                    &self,
+                    what: Prunable,
+                    before: DateTime<Utc>,
+                    batch: i64,
+                ) -> Result<u64> {
+                    housekeeping(self.storage_health(), async {
+                        let statement = match what {
+                            Prunable::FinishedTasks => sql::PRUNE_FINISHED_TASKS,
+                            Prunable::Activity => sql::PRUNE_ACTIVITY,
+                            Prunable::DeliveredPosts => sql::PRUNE_DELIVERED,
+                            Prunable::BillingEvents => sql::PRUNE_BILLING_EVENTS,
+                        };
+                        let mut tx = self.begin_write().await?;
+                        let done = sqlx::query(statement)
+                            .bind(before)
+                            .bind(batch)
+                            .execute(&mut *tx)
+                            .await?;
+                        tx.commit().await?;
+                        Ok(done.rows_affected())
+                    })
+                    .await
+                }
+            }
+        };
+    };
+}
+pub(super) use retention_store;
+
+/// The statements of this area, the same on both backends: each picks its batch through an
+/// index in time order (`$1` the time, `$2` the batch).
+pub(super) mod sql {
+    /// Through `tasks_finished_at`.
+    pub(crate) const PRUNE_FINISHED_TASKS: &str = "DELETE FROM tasks WHERE id IN \
+        (SELECT id FROM tasks WHERE status IN ('complete', 'failed') AND completed_at < $1 \
+        ORDER BY completed_at LIMIT $2)";
+    /// Activity has no index by time: its ids grow as it is written, so the oldest entries are
+    /// the first ids. A batch looks at the `$2` oldest entries only and deletes those written
+    /// before `$1`, so the work stays bounded even when nothing is old enough.
+    pub(crate) const PRUNE_ACTIVITY: &str = "DELETE FROM activity WHERE id IN \
+        (SELECT id FROM (SELECT id, created_at FROM activity ORDER BY id LIMIT $2) oldest \
+        WHERE created_at < $1)";
+    /// Through `outbox_delivered`.
+    pub(crate) const PRUNE_DELIVERED: &str = "DELETE FROM outbox WHERE id IN \
+        (SELECT id FROM outbox WHERE delivered_at < $1 ORDER BY delivered_at LIMIT $2)";
+    /// Through `billing_events_received`.
+    pub(crate) const PRUNE_BILLING_EVENTS: &str = "DELETE FROM billing_events WHERE id IN \
+        (SELECT id FROM billing_events WHERE received_at < $1 ORDER BY received_at LIMIT $2)";
+}

@@ -1,0 +1,59 @@
+//! Housekeeping, once an hour on every node (the outbox worker's loop runs it): delivered posts
+//! after a week, Stripe events after 30 days, and, when the operator set
+//! `retention.finished_days`, finished tasks and activity older than that. Each kind goes a
+//! bounded batch at a time, so other writes interleave with a large prune.
+
+use chrono::Duration as Days;
+
+use crate::core::Core;
+use crate::domain::now;
+use crate::error::Result;
+use crate::store::Prunable;
+
+/// Delivered posts are kept this long, with Discord's message id, for tracing.
+const KEEP_DELIVERED_DAYS: i64 = 7;
+/// Applied Stripe events are kept this long (Stripe retries a delivery for three days).
+const KEEP_BILLING_EVENTS_DAYS: i64 = 30;
+/// Rows deleted per statement.
+pub(crate) const BATCH: i64 = 500;
+
+/// Prunes everything due; returns how many rows went, per kind.
+pub(crate) async fn prune_all(core: &Core) -> Vec<(Prunable, u64)> {
+    let mut due = Vec::new();
+    if let Some(days) = core.retention_config().finished_days {
+        let days = Days::days(i64::from(days));
+        due.extend([(Prunable::FinishedTasks, days), (Prunable::Activity, days)]);
+    }
+    due.extend([
+        (Prunable::DeliveredPosts, Days::days(KEEP_DELIVERED_DAYS)),
+        (Prunable::BillingEvents, Days::days(KEEP_BILLING_EVENTS_DAYS)),
+    ]);
+    let mut pruned = Vec::new();
+    for (what, keep) in due {
+        match prune(core, what, keep).await {
+            Ok(count) => {
+                if count > 0 {
+                    tracing::info!(count, what = what.as_str(), "pruned");
+                }
+                pruned.push((what, count));
+            }
+            Err(error) => tracing::warn!(%error, what = what.as_str(), "cannot prune"),
+        }
+    }
+    pruned
+}
+
+/// Deletes `what` older than `keep`, batch after batch until one comes back short.
+async fn prune(core: &Core, what: Prunable, keep: Days) -> Result<u64> {
+    let before = now() - keep;
+    let mut total = 0;
+    loop {
+        let count = core.store().prune(what, before, BATCH).await?;
+        total += count;
+        if count < BATCH as u64 {
+            return Ok(total);
+        }
+        // Let the writes waiting for the lock go first.
+        tokio::task::yield_now().await;
+    }
+}
