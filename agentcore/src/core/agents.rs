@@ -55,7 +55,12 @@ impl Core {
         let agent = self.store().agent(&who.user_id, id).await?;
         let mut backlog = self.store().unfinished_tasks(&who.user_id, id).await?;
         sort_backlog(&mut backlog);
-        let page = TaskPage { order: TaskOrder::Finished, status: None, limit: limit + 1, after };
+        let page = TaskPage {
+            order: TaskOrder::Finished,
+            status: None,
+            limit: limit.saturating_add(1),
+            after,
+        };
         let fetched = self.store().task_page(&who.user_id, id, &page).await?;
         let finished = TasksPage::from_fetched(fetched, &TaskPage { limit, ..page });
         backlog.extend(finished.tasks);

@@ -39,7 +39,7 @@ impl Core {
         agent: &AgentId,
         page: &TaskPage,
     ) -> Result<TasksPage> {
-        let one_more = TaskPage { limit: page.limit + 1, ..page.clone() };
+        let one_more = TaskPage { limit: page.limit.saturating_add(1), ..page.clone() };
         let fetched = self.store().task_page(&who.user_id, agent, &one_more).await?;
         Ok(TasksPage::from_fetched(fetched, page))
     }
