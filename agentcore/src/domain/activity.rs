@@ -160,14 +160,8 @@ pub struct ActivityQuery {
 
 impl ActivityQuery {
     pub const DEFAULT_LIMIT: u32 = 30;
-    pub const MAX_LIMIT: u32 = 1000;
-
-    pub fn limit(value: i64) -> Result<u32, String> {
-        u32::try_from(value)
-            .ok()
-            .filter(|limit| (1..=Self::MAX_LIMIT).contains(limit))
-            .ok_or_else(|| format!("must be an integer from 1 to {}", Self::MAX_LIMIT))
-    }
+    /// Read a request's `limit` with [`super::paging::parse_limit`].
+    pub const MAX_LIMIT: u32 = super::paging::MAX_LIMIT;
 }
 
 impl Default for ActivityQuery {

@@ -53,16 +53,16 @@ pub struct TaskPage {
     pub after: Option<TaskCursor>,
 }
 
-impl TaskPage {
-    pub const MAX_LIMIT: u32 = 1000;
+/// The most any page holds: tasks here, entries of the activity log.
+pub const MAX_LIMIT: u32 = 1000;
 
-    /// A `limit` as a request gives it.
-    pub fn limit(value: i64) -> Result<u32, String> {
-        u32::try_from(value)
-            .ok()
-            .filter(|limit| (1..=Self::MAX_LIMIT).contains(limit))
-            .ok_or_else(|| format!("must be an integer from 1 to {}", Self::MAX_LIMIT))
-    }
+/// A page's `limit` as a query string gives it: a whole number from 1 to [`MAX_LIMIT`].
+pub fn parse_limit(raw: &str) -> Result<u32, String> {
+    let value: i64 = raw.parse().map_err(|_| "must be an integer".to_owned())?;
+    u32::try_from(value)
+        .ok()
+        .filter(|limit| (1..=MAX_LIMIT).contains(limit))
+        .ok_or_else(|| format!("must be an integer from 1 to {MAX_LIMIT}"))
 }
 
 /// A page and where the next one starts, if there may be one.
@@ -109,7 +109,8 @@ mod tests {
         for bad in ["", "123", "x.0196a1b2", "1764159000123456.", "99999999999999999999.a"] {
             assert!(TaskCursor::parse(bad).is_err(), "{bad:?}");
         }
-        assert_eq!(TaskPage::limit(1000), Ok(1000));
-        assert!(TaskPage::limit(0).is_err() && TaskPage::limit(1001).is_err());
+        assert_eq!(parse_limit("1000"), Ok(1000));
+        assert_eq!(parse_limit("ten").unwrap_err(), "must be an integer");
+        assert!(parse_limit("0").is_err() && parse_limit("1001").is_err());
     }
 }

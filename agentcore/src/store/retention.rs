@@ -1,6 +1,6 @@
 //! Forgetting what is old, a bounded batch at a time: finished tasks and activity (when the
 //! operator keeps them only so long), delivered posts and applied billing events. Each call
-//! deletes at most `batch` rows in one short transaction, so pruning a large backlog never
+//! deletes at most `batch` rows in one statement (its own short transaction), so pruning a large backlog never
 //! holds the write lock for long; the caller repeats while a batch comes back full.
 
 use async_trait::async_trait;

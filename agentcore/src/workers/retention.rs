@@ -17,8 +17,8 @@ const KEEP_BILLING_EVENTS_DAYS: i64 = 30;
 /// Rows deleted per statement.
 pub(crate) const BATCH: i64 = 500;
 
-/// Prunes everything due; returns how many rows went, per kind.
-pub(crate) async fn prune_all(core: &Core) -> Vec<(Prunable, u64)> {
+/// Prunes everything due, logging what went and what could not.
+pub(crate) async fn prune_all(core: &Core) {
     let mut due = Vec::new();
     if let Some(days) = core.retention_config().finished_days {
         let days = Days::days(i64::from(days));
@@ -28,19 +28,13 @@ pub(crate) async fn prune_all(core: &Core) -> Vec<(Prunable, u64)> {
         (Prunable::DeliveredPosts, Days::days(KEEP_DELIVERED_DAYS)),
         (Prunable::BillingEvents, Days::days(KEEP_BILLING_EVENTS_DAYS)),
     ]);
-    let mut pruned = Vec::new();
     for (what, keep) in due {
         match prune(core, what, keep).await {
-            Ok(count) => {
-                if count > 0 {
-                    tracing::info!(count, what = what.as_str(), "pruned");
-                }
-                pruned.push((what, count));
-            }
+            Ok(0) => {}
+            Ok(count) => tracing::info!(count, what = what.as_str(), "pruned"),
             Err(error) => tracing::warn!(%error, what = what.as_str(), "cannot prune"),
         }
     }
-    pruned
 }
 
 /// Deletes `what` older than `keep`, batch after batch until one comes back short.

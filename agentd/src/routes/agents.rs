@@ -12,6 +12,7 @@ use agentcore::api::{
 };
 use agentcore::domain::activity::ActivityQuery;
 use agentcore::domain::agent::{Agent, AgentDetail, AgentFilter, AgentStatus, Workspace};
+use agentcore::domain::paging::parse_limit;
 
 use crate::AppState;
 use crate::error::ApiError;
@@ -164,14 +165,7 @@ pub(super) async fn activity(
 ) -> Result<Reply<ActivityList>, ApiError> {
     let id = agent_id(&id)?;
     let mut errors = ValidationErrors::new();
-    let limit = params.limit.map(|raw| {
-        errors.check(
-            "limit",
-            raw.parse::<i64>()
-                .map_err(|_| "must be an integer".into())
-                .and_then(ActivityQuery::limit),
-        )
-    });
+    let limit = params.limit.map(|raw| errors.check("limit", parse_limit(&raw)));
     let before = params.before.map(|raw| {
         errors.check(
             "before",

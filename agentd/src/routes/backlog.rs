@@ -8,7 +8,7 @@ use serde::Deserialize;
 use agentcore::ValidationErrors;
 use agentcore::api::{ApprovalDecided, CreateTaskRequest, Deleted, TaskList, UpdateTaskRequest};
 use agentcore::domain::approval::Decision;
-use agentcore::domain::paging::{TaskCursor, TaskOrder, TaskPage};
+use agentcore::domain::paging::{TaskCursor, TaskOrder, TaskPage, parse_limit};
 use agentcore::domain::task::{Task, TaskStatus};
 
 use crate::AppState;
@@ -48,12 +48,7 @@ pub(super) fn page_params(
     if limit.is_none() && cursor.is_none() {
         return None;
     }
-    let limit = limit.map(|raw| {
-        errors.check(
-            "limit",
-            raw.parse::<i64>().map_err(|_| "must be an integer".into()).and_then(TaskPage::limit),
-        )
-    });
+    let limit = limit.map(|raw| errors.check("limit", parse_limit(&raw)));
     let cursor = cursor.map(|raw| errors.check("cursor", TaskCursor::parse(&raw)));
     Some((limit.flatten().unwrap_or(DEFAULT_PAGE), cursor.flatten()))
 }
