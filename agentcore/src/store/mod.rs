@@ -19,6 +19,7 @@ mod retention;
 mod rows;
 mod runtime;
 mod schedules;
+pub(crate) mod script;
 mod shared;
 mod sql;
 mod sqlite;

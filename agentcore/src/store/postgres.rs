@@ -4,11 +4,11 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions, PgRow};
 use sqlx::{Pool, Postgres, Transaction};
 
 use super::{Backend, DatabaseUrl, Signal, StorageHealth, Wake, sql};
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 const MAX_CONNECTIONS: u32 = 16;
 /// The channel wake-ups travel on: `owner/agent` for one agent, empty for "look again".
@@ -44,6 +44,9 @@ impl PostgresStore {
     /// customers and subscriptions in orders no row-lock sequence could keep deadlock-free.
     const SERIALIZE_BILLING: Option<&'static str> =
         Some("SELECT pg_advisory_xact_lock(7402318821156)");
+    /// Statements go one by one: PostgreSQL takes no multi-statement query with parameters,
+    /// and its transactions do not stop other writers.
+    const SCRIPTS: bool = false;
 
     /// Connects and applies the migrations. Concurrent nodes serialise on sqlx's migration lock.
     pub async fn connect(url: &DatabaseUrl) -> Result<Self> {
@@ -84,6 +87,11 @@ impl PostgresStore {
 
     async fn begin_write(&self) -> Result<Transaction<'static, Postgres>> {
         Ok(self.pool.begin().await?)
+    }
+
+    /// Never called: [`Self::SCRIPTS`] is false.
+    async fn script(&self, _script: super::script::Script) -> Result<PgRow> {
+        Err(Error::internal("scripts are SQLite's"))
     }
 
     /// Listens on the wake-up channel, reconnecting after a lost connection (and then asking

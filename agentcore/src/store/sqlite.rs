@@ -10,9 +10,12 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
+};
 use sqlx::{Connection as _, Pool, Sqlite, Transaction};
 
+use super::script::{Script, Scripts};
 use super::{Backend, DatabaseUrl, StorageHealth, Wake, sql};
 use crate::error::{Error, Result};
 
@@ -24,6 +27,7 @@ const READERS: u32 = 8;
 pub struct SqliteStore {
     writer: Pool<Sqlite>,
     reader: Pool<Sqlite>,
+    scripts: Scripts,
     health: Arc<StorageHealth>,
 }
 
@@ -53,6 +57,8 @@ impl SqliteStore {
     const NOTIFY: Option<&'static str> = None;
     /// `BEGIN IMMEDIATE` already applies Stripe events one at a time.
     const SERIALIZE_BILLING: Option<&'static str> = None;
+    /// The busiest writes go to the database's thread as one script each (`script.rs`).
+    const SCRIPTS: bool = true;
 
     /// Opens (creating if needed) the database file and applies the migrations.
     pub async fn connect(url: &DatabaseUrl) -> Result<Self> {
@@ -109,7 +115,8 @@ impl SqliteStore {
                 .connect_with(options.read_only(true))
                 .await?
         };
-        Ok(Self { writer, reader, health })
+        let scripts = Scripts::start(writer.clone());
+        Ok(Self { writer, reader, scripts, health })
     }
 
     fn storage_health(&self) -> &StorageHealth {
@@ -126,6 +133,12 @@ impl SqliteStore {
 
     async fn begin_write(&self) -> Result<Transaction<'static, Sqlite>> {
         Ok(self.writer.begin_with("BEGIN IMMEDIATE").await?)
+    }
+
+    /// Runs `script` as one write transaction in one round trip, committed with whatever
+    /// other scripts wait (see `script.rs`); returns its last statement's row.
+    async fn script(&self, script: Script) -> Result<SqliteRow> {
+        self.scripts.run(script).await
     }
 
     fn listener(

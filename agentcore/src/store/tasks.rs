@@ -87,6 +87,13 @@ macro_rules! task_store {
                     task: &Task,
                     activity: &NewActivity,
                 ) -> Result<$crate::store::AddedTask> {
+                    if <$store>::SCRIPTS {
+                        return watched(
+                            self.storage_health(),
+                            self.insert_task_script(owner, task, activity),
+                        )
+                        .await;
+                    }
                     watched(self.storage_health(), async {
                         let mut tx = self.begin_write().await?;
                         let status: Option<String> =
@@ -266,6 +273,47 @@ macro_rules! task_store {
             }
 
             impl $store {
+                /// [`TaskStore::insert_task`] as one script: `sql::INSERT_TASK_SCRIPT`.
+                async fn insert_task_script(
+                    &self,
+                    owner: &UserId,
+                    task: &Task,
+                    activity: &NewActivity,
+                ) -> Result<$crate::store::AddedTask> {
+                    use sqlx::Row as _;
+                    use $crate::store::script::{Script, Value};
+                    let (creator_agent, creator_task) = match &task.created_by {
+                        $crate::domain::task::CreatedBy::Agent { agent_id, task_id } => {
+                            (Some(agent_id.as_str().to_owned()), Some(task_id.as_str().to_owned()))
+                        }
+                        $crate::domain::task::CreatedBy::User => (None, None),
+                    };
+                    let values = vec![
+                        Value::Text(task.id.as_str().to_owned()),
+                        Value::Text(owner.as_str().to_owned()),
+                        Value::Text(task.agent_id.as_str().to_owned()),
+                        Value::Text(task.title.clone()),
+                        Value::MaybeText(task.description.clone()),
+                        Value::Int(task.priority.into()),
+                        Value::Time(task.created_at),
+                        Value::Int(task.depth.into()),
+                        Value::MaybeText(creator_agent),
+                        Value::MaybeText(creator_task),
+                        Value::Text(activity.action.as_str().to_owned()),
+                        Value::Text(activity.details.clone()),
+                        Value::MaybeText(activity.task_id.clone()),
+                    ];
+                    let row = self.script(Script { body: sql::INSERT_TASK_SCRIPT, values }).await?;
+                    let status: Option<String> = row.try_get(0)?;
+                    let status = status
+                        .ok_or_else(|| Error::not_found(Resource::Agent, task.agent_id.as_str()))?;
+                    let created_at: chrono::DateTime<chrono::Utc> = row.try_get(1)?;
+                    Ok($crate::store::AddedTask {
+                        agent_status: status.parse().map_err(Error::internal)?,
+                        created_at,
+                    })
+                }
+
                 /// Inserts a queued task with its `task_added` entry; returns the creation time
                 /// stored: never at or before the agent's latest task's (see `insert_task`).
                 async fn write_task(
@@ -323,6 +371,28 @@ pub(super) mod sql {
         (id, owner_id, agent_id, title, description, priority, status, attempts, created_at, \
         updated_at, depth, created_by_agent, created_by_task) \
         VALUES ($1, $2, $3, $4, $5, $6, 'queued', 0, $7, $7, $8, $9, $10)";
+    /// SQLite: [`super::TaskStore::insert_task`] as one script (`store/script.rs`). The task
+    /// (`$1` id, `$2` owner, `$3` agent, `$4` title, `$5` description, `$6` priority, `$7` the
+    /// node's time, `$8` depth, `$9`, `$10` the creating agent and task) only when the agent
+    /// exists, dated after the agent's latest task when the node's time is not (a millisecond
+    /// after: SQLite's date arithmetic counts milliseconds); its activity entry (`$11` action,
+    /// `$12` details, `$13` task id) at the same time; then the agent's status and the date
+    /// written, both null when there is no such agent.
+    pub(crate) const INSERT_TASK_SCRIPT: &str = "\
+        INSERT INTO tasks (id, owner_id, agent_id, title, description, priority, status, \
+            attempts, created_at, updated_at, depth, created_by_agent, created_by_task) \
+        SELECT $1, $2, $3, $4, $5, $6, 'queued', 0, at, at, $8, $9, $10 \
+        FROM (SELECT CASE WHEN latest >= $7 \
+                THEN strftime('%Y-%m-%dT%H:%M:%f+00:00', latest, '+0.001 seconds') \
+                ELSE $7 END AS at \
+            FROM (SELECT (SELECT created_at FROM tasks WHERE owner_id = $2 AND agent_id = $3 \
+                ORDER BY created_at DESC LIMIT 1) AS latest)) \
+        WHERE EXISTS (SELECT 1 FROM agents WHERE owner_id = $2 AND id = $3); \
+        INSERT INTO activity (owner_id, agent_id, action, details, task_id, created_at) \
+        SELECT owner_id, agent_id, $11, $12, $13, created_at FROM tasks \
+        WHERE id = $1 AND owner_id = $2 AND agent_id = $3; \
+        SELECT (SELECT status FROM agents WHERE owner_id = $2 AND id = $3), \
+            (SELECT created_at FROM tasks WHERE id = $1 AND owner_id = $2 AND agent_id = $3)";
     /// The agent's latest creation time (the `tasks_by_agent_created` index's last entry).
     pub(crate) const LATEST_CREATED: &str = "SELECT created_at FROM tasks \
         WHERE owner_id = $1 AND agent_id = $2 ORDER BY created_at DESC LIMIT 1";

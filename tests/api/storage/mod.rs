@@ -429,3 +429,6 @@ mod retention;
 mod runtime;
 
 mod upgrade;
+
+/// Adds that wait together, committed together.
+mod writes;

@@ -1,0 +1,92 @@
+//! Adding tasks concurrently: on SQLite the adds that wait together are committed as one
+//! transaction (`store/script.rs`); each caller still gets its own answer, one caller's failure
+//! is not the others', and creation times stay in commit order within each agent.
+
+use super::*;
+use agentcore::domain::task::TaskId;
+use agentcore::store::Store;
+
+backend_tests! { store;
+    concurrent_adds_each_get_their_own_answer,
+}
+
+async fn concurrent_adds_each_get_their_own_answer(store: TestStore) {
+    let s: &dyn Store = store.store.as_ref();
+    let owner = user("ada@example.com");
+    s.insert_user(&owner).await.unwrap();
+    for name in ["one", "two", "three"] {
+        s.insert_agent(
+            &owner.id,
+            &new_agent(name, None),
+            agentcore::domain::now(),
+            &created(),
+            &unlimited(),
+        )
+        .await
+        .unwrap();
+    }
+    let first = task("one", "first", 0);
+    s.insert_task(&owner.id, &first, &NewActivity::new(Action::TaskAdded, "added")).await.unwrap();
+
+    // 120 adds at once round three agents, every seventh to an agent that does not exist, and
+    // one reusing the first task's id (a constraint the database refuses).
+    let mut adds: Vec<Task> = (0..120)
+        .map(|i| {
+            let agent = if i % 7 == 3 { "nobody" } else { ["one", "two", "three"][i % 3] };
+            task(agent, &format!("task {i}"), 0)
+        })
+        .collect();
+    adds[60] = Task { id: first.id.clone(), ..task("two", "duplicate id", 0) };
+    let entries: Vec<NewActivity> = adds
+        .iter()
+        .map(|t| NewActivity::for_task(Action::TaskAdded, t.id.as_str(), "added"))
+        .collect();
+    let answers = futures::future::join_all(
+        adds.iter().zip(&entries).map(|(t, entry)| s.insert_task(&owner.id, t, entry)),
+    )
+    .await;
+
+    let mut added = 0;
+    for (i, (t, answer)) in adds.iter().zip(&answers).enumerate() {
+        match (i, t.agent_id.as_str(), answer) {
+            (60, _, Err(error)) => assert_ne!(error.code(), "agent_not_found", "{error}"),
+            (60, _, Ok(_)) => panic!("a second task with the first one's id was added"),
+            (_, "nobody", Err(Error::NotFound { resource: Resource::Agent, .. })) => {}
+            (_, "nobody", other) => panic!("an add to a missing agent answered {other:?}"),
+            (_, _, Ok(answer)) => {
+                assert_eq!(answer.agent_status, AgentStatus::Idle);
+                added += 1;
+            }
+            (_, _, Err(error)) => panic!("add {i} failed beside the others: {error}"),
+        }
+    }
+    assert_eq!(added, 120 - 17 - 1);
+
+    let mut stored = 0;
+    for name in ["one", "two", "three"] {
+        let tasks = s.tasks(&owner.id, &id(name), None).await.unwrap();
+        stored += tasks.len();
+        // Each answer's time is the one stored, and no two tasks of an agent share one.
+        for t in &tasks {
+            let index = adds.iter().position(|a| a.id == t.id);
+            if let Some(Ok(answer)) = index.map(|i| &answers[i]) {
+                assert_eq!(answer.created_at, t.created_at, "task {}", t.title);
+            }
+        }
+        let mut times: Vec<_> = tasks.iter().map(|t| t.created_at).collect();
+        times.sort();
+        times.dedup();
+        assert_eq!(times.len(), tasks.len(), "two tasks of {name} share a creation time");
+    }
+    assert_eq!(stored, added + 1);
+    // Each added task has its activity entry (the agents' creation has one each); the refused
+    // adds left none.
+    let mut entries = 0;
+    for name in ["one", "two", "three"] {
+        let query = ActivityQuery { limit: 200, before: None };
+        entries += s.activity(&owner.id, &id(name), &query).await.unwrap().len();
+    }
+    assert_eq!(entries, 3 + added + 1);
+    let duplicate = TaskId::parse(first.id.as_str()).unwrap();
+    assert_eq!(s.task(&owner.id, &id("one"), &duplicate).await.unwrap().title, "first");
+}
