@@ -180,11 +180,11 @@ fn execute(
         if result.is_err() {
             // The failed statement is undone by SQLite, the ones before it are not; a failed
             // `BEGIN` left nothing to roll back, which is not a problem.
-            if let Err(error) = conn.execute("ROLLBACK").await {
-                if !error.to_string().contains("no transaction is active") {
-                    tracing::warn!(%error, "cannot roll a failed script back; closing its connection");
-                    conn.close_on_drop();
-                }
+            if let Err(error) = conn.execute("ROLLBACK").await
+                && !error.to_string().contains("no transaction is active")
+            {
+                tracing::warn!(%error, "cannot roll a failed script back; closing its connection");
+                conn.close_on_drop();
             }
         }
         Ok(result?)

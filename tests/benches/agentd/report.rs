@@ -16,9 +16,10 @@ pub(crate) enum Section {
     Scale,
     Login,
     Discord,
+    Cores,
 }
 
-const SECTIONS: [(Section, &str, &[&str]); 6] = [
+const SECTIONS: [(Section, &str, &[&str]); 7] = [
     (
         Section::Http,
         "1. HTTP throughput and latency (64 connections, closed loop)",
@@ -71,6 +72,19 @@ const SECTIONS: [(Section, &str, &[&str]); 6] = [
             "Ratio",
             "429s",
             "Most 429s in one channel",
+        ],
+    ),
+    (
+        Section::Cores,
+        "7. Cores: the HTTP runs with agentd pinned to 2 cores (`taskset -c 0,1`) and on all cores, same machine, same run",
+        &[
+            "Endpoint",
+            "Backend",
+            "2 cores: req/s",
+            "All cores: req/s",
+            "All / 2",
+            "Cores used (2 / all)",
+            "req/s per core used (2 / all)",
         ],
     ),
 ];

@@ -28,13 +28,18 @@ impl Agentd {
     /// Starts agentd with the abuse limits off (one user drives all the load), room for 20,000
     /// agents on the free plan, its log in a file, and `env` on top.
     pub(crate) async fn start(db: TestDb, env: &[(&str, String)]) -> Self {
+        Self::start_on(db, env, None).await
+    }
+
+    /// [`Agentd::start`] on the CPUs `cpus` names (`taskset -c`), or on all of them.
+    pub(crate) async fn start_on(db: TestDb, env: &[(&str, String)], cpus: Option<&str>) -> Self {
         let data_dir = tempfile::tempdir().expect("a data directory");
         let address = free_address();
         let log = std::fs::File::create(data_dir.path().join("agentd.log")).expect("a log file");
         // `AGENTD_BENCH_BINARY`: another build to measure (an older commit's, for an A/B run).
         let binary = std::env::var_os("AGENTD_BENCH_BINARY")
             .unwrap_or_else(|| env!("CARGO_BIN_EXE_agentd-under-test").into());
-        let mut command = Command::new(binary);
+        let mut command = pinned(binary, cpus);
         command
             .args(["--bind", &address.to_string()])
             .env("AGENTD_DATA_DIR", data_dir.path())
@@ -199,13 +204,18 @@ pub(crate) fn usage(pid: u32) -> Usage {
 /// The yardstick: a bare axum server answering a small JSON body, in a process of its own with
 /// the same runtime agentd uses.
 pub(crate) struct Bare {
-    _child: Child,
+    child: Child,
     pub address: SocketAddr,
 }
 
 impl Bare {
     pub(crate) async fn start() -> Self {
-        let mut child = Command::new(std::env::current_exe().expect("this program"))
+        Self::start_on(None).await
+    }
+
+    /// [`Bare::start`] on the CPUs `cpus` names (`taskset -c`), or on all of them.
+    pub(crate) async fn start_on(cpus: Option<&str>) -> Self {
+        let mut child = pinned(std::env::current_exe().expect("this program").into(), cpus)
             .arg("--serve-bare")
             .stdout(Stdio::piped())
             .kill_on_drop(true)
@@ -219,9 +229,39 @@ impl Bare {
         .expect("the bare server reports its address in time")
         .expect("its stdout")
         .expect("an address line");
-        Self { _child: child, address: line.trim().parse().expect("an address") }
+        Self { child, address: line.trim().parse().expect("an address") }
+    }
+
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id().expect("the bare server is running")
     }
 }
+
+/// `program`, under `taskset -c <cpus>` when `cpus` names some.
+fn pinned(program: std::ffi::OsString, cpus: Option<&str>) -> Command {
+    match cpus {
+        Some(cpus) => {
+            let mut command = Command::new("taskset");
+            command.args(["-c", cpus]).arg(program);
+            command
+        }
+        None => Command::new(program),
+    }
+}
+
+/// CPU seconds process `pid` has used so far, all its threads (`/proc/<pid>/stat`).
+pub(crate) fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("the process's stat");
+    // The fields after the command name (in parentheses, which may hold spaces).
+    let after = &stat[stat.rfind(')').expect("a command name") + 2..];
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    // utime and stime: fields 14 and 15 of the line, 12 and 13 after the name, in ticks.
+    let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
+    ticks / TICKS_PER_SECOND
+}
+
+/// `sysconf(_SC_CLK_TCK)`, which is 100 on every Linux build this runs on.
+const TICKS_PER_SECOND: f64 = 100.0;
 
 /// `--serve-bare`: one route, `GET /`, answering `{"status":"ok"}`.
 pub(crate) fn serve_bare() {

@@ -25,51 +25,114 @@ fn http_row(report: &mut Report, label: &str, backend: &str, run: &Measured, bar
 
 /// Sections 1 and 5: the endpoints under 64 connections, a bare axum handler as the yardstick,
 /// and `GET /api/agents` with and without 20 logins per second beside it. The backlog run
-/// comes last (it grows the backlogs the others read), then the list once more over them.
+/// comes after the reads (it grows the backlogs they read), then the list once more over
+/// them, and once more after 100,000 finished tasks are added.
 pub(crate) async fn http(backend: Backend, report: &mut Report, http: bool, login: bool) {
     let label = name(backend);
     let server = Agentd::start(fresh(backend).await, &[]).await;
     let token = server.register(EMAIL).await;
     agents(&server, &token, "agent", 10, 10, json!({})).await;
-    let bare = if http { Some(reads(&server, &token, label, report).await) } else { None };
+    let rates = if http { Some(reads(&server, &token, label, report).await) } else { None };
     if login {
         login_under_load(&server, &token, label, report).await;
     }
-    if let Some(bare) = bare {
-        backlog_writes(&server, &token, label, report, bare).await;
+    if let Some(rates) = rates {
+        backlog_writes(&server, &token, label, report, rates.0).await;
+        history(&server, &token, label, report, rates).await;
     }
     server.stop().await;
 }
 
-/// The yardstick, the two reads and sign-in; returns the yardstick's requests/s.
-async fn reads(server: &Agentd, token: &str, label: &str, report: &mut Report) -> f64 {
+/// The yardstick, the two reads and sign-in; returns the yardstick's requests/s and the list's.
+async fn reads(server: &Agentd, token: &str, label: &str, report: &mut Report) -> (f64, f64) {
     let bare = Bare::start().await;
     let yardstick = closed_loop(bare.address, None, shape(), request(Method::GET, "/", None)).await;
     http_row(report, "bare axum handler (GET /)", label, &yardstick, None);
-    let base = Some(yardstick.per_second());
+    let base = yardstick.per_second();
     let list = request(Method::GET, "/api/agents", None);
-    let run = closed_loop(server.address, Some(token), shape(), list).await;
-    http_row(report, "GET /api/agents", label, &run, base);
-    let share = run.per_second() / yardstick.per_second();
-    report.target(
-        format!("GET /api/agents ≥ 40% of bare axum ({label})"),
-        format!("{:.0}%", 100.0 * share),
-        share >= 0.4,
-    );
-    let p99 = run.quantile_ms(0.99);
-    report.target(
-        format!("GET /api/agents p99 < 10 ms ({label})"),
-        format!("{p99:.2} ms"),
-        p99 < 10.0,
-    );
+    let over_none = closed_loop(server.address, Some(token), shape(), list.clone()).await;
+    http_row(report, "GET /api/agents", label, &over_none, Some(base));
+    read_targets(report, "GET /api/agents", label, &over_none, base);
     let one = request(Method::GET, "/api/agents/agent-3", None);
     let run = closed_loop(server.address, Some(token), shape(), one).await;
-    http_row(report, "GET /api/agents/{id}", label, &run, base);
+    http_row(report, "GET /api/agents/{id}", label, &run, Some(base));
+    read_targets(report, "GET /api/agents/{id}", label, &run, base);
     let sign_in =
         request(Method::POST, "/auth/login", Some(json!({"email": EMAIL, "password": PASSWORD})));
     let run = closed_loop(server.address, None, shape(), sign_in).await;
-    http_row(report, "POST /auth/login", label, &run, base);
-    yardstick.per_second()
+    http_row(report, "POST /auth/login", label, &run, Some(base));
+
+    (base, over_none.per_second())
+}
+
+/// Finished tasks put under the ten agents for the history run.
+const FINISHED: usize = 100_000;
+
+/// The list again over [`FINISHED`] finished tasks, against the list over none.
+async fn history(
+    server: &Agentd,
+    token: &str,
+    label: &str,
+    report: &mut Report,
+    rates: (f64, f64),
+) {
+    let (bare, over_none) = rates;
+    finished_history(server, FINISHED).await;
+    let list = request(Method::GET, "/api/agents", None);
+    let run = closed_loop(server.address, Some(token), shape(), list).await;
+    let row = "GET /api/agents over 100,000 more finished tasks";
+    http_row(report, row, label, &run, Some(bare));
+    let ratio = run.per_second() / over_none;
+    report.target(
+        format!("GET /api/agents over 100,000 finished tasks within 10% of over none ({label})"),
+        format!("{:.0}%", 100.0 * ratio),
+        ratio >= 0.9,
+    );
+}
+
+/// A read's targets: 30,000 requests/s or a quarter of the yardstick, and p99 under 5 ms.
+fn read_targets(report: &mut Report, endpoint: &str, label: &str, run: &Measured, bare: f64) {
+    let share = run.per_second() / bare;
+    report.target(
+        format!("{endpoint} ≥ 30,000 req/s or ≥ 25% of bare axum ({label})"),
+        format!("{} req/s, {:.0}%", whole(run.per_second()), 100.0 * share),
+        run.per_second() >= 30_000.0 || share >= 0.25,
+    );
+    let p99 = run.quantile_ms(0.99);
+    report.target(format!("{endpoint} p99 < 5 ms ({label})"), format!("{p99:.2} ms"), p99 < 5.0);
+}
+
+/// Writes `count` finished tasks round the ten agents straight into the database (running
+/// them would take minutes and measure the runtime instead); the counts' triggers see them as
+/// any insert. On PostgreSQL a `VACUUM ANALYZE` follows, as autovacuum would have run in the
+/// hours 100,000 tasks take: one transaction updating each agent's counts row 10,000 times
+/// leaves chains of dead row versions no steady state has.
+async fn finished_history(server: &Agentd, count: usize) {
+    let last = count - 1;
+    let sql = match server.db.backend {
+        Backend::Sqlite => format!(
+            "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < {last}) \
+             INSERT INTO tasks (id, owner_id, agent_id, title, priority, status, result, \
+                 attempts, created_at, updated_at, started_at, completed_at) \
+             SELECT 'done-' || i, (SELECT owner_id FROM agents LIMIT 1), 'agent-' || (i % 10), \
+                 'Done ' || i, 0, 'complete', 'ok', 1, '2026-01-01T00:00:00+00:00', \
+                 '2026-01-01T00:00:01+00:00', '2026-01-01T00:00:00+00:00', \
+                 '2026-01-01T00:00:01+00:00' FROM n"
+        ),
+        Backend::Postgres => format!(
+            "INSERT INTO tasks (id, owner_id, agent_id, title, priority, status, result, \
+                 attempts, created_at, updated_at, started_at, completed_at) \
+             SELECT 'done-' || i, (SELECT owner_id FROM agents LIMIT 1), 'agent-' || (i % 10), \
+                 'Done ' || i, 0, 'complete', 'ok', 1, '2026-01-01T00:00:00+00:00', \
+                 '2026-01-01T00:00:01+00:00', '2026-01-01T00:00:00+00:00', \
+                 '2026-01-01T00:00:01+00:00' FROM generate_series(0, {last}) AS i"
+        ),
+    };
+    server.db.execute(&sql, &[]).await;
+    if server.db.backend == Backend::Postgres {
+        server.db.execute("VACUUM ANALYZE backlog_counts", &[]).await;
+        server.db.execute("VACUUM ANALYZE tasks", &[]).await;
+    }
 }
 
 /// Adds tasks round the ten agents, then lists the agents over the backlogs that made.
@@ -82,9 +145,9 @@ async fn backlog_writes(server: &Agentd, token: &str, label: &str, report: &mut 
     http_row(report, "POST /api/agents/{id}/backlog", label, &run, Some(bare));
     if label == name(Backend::Sqlite) {
         report.target(
-            "POST backlog ≥ 5,000 requests/s (SQLite)".into(),
+            "POST backlog ≥ 8,000 requests/s (SQLite)".into(),
             format!("{:.0}/s", run.per_second()),
-            run.per_second() >= 5000.0,
+            run.per_second() >= 8000.0,
         );
     }
     let tasks = 100 + run.ok;
