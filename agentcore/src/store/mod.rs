@@ -11,6 +11,8 @@ mod approvals;
 mod billing;
 mod budget;
 mod chat;
+#[cfg(test)]
+mod explain;
 mod health;
 mod mcp;
 mod outbox;

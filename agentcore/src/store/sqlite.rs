@@ -37,7 +37,7 @@ impl SqliteStore {
     const INSERT_ACTIVITY: &'static str = sql::INSERT_ACTIVITY;
     /// SQLite's own clock, written as sqlx writes `DateTime<Utc>` (RFC 3339 with `+00:00`), so
     /// text comparison is time order. Every process on one file shares the machine's clock.
-    const CLOCK: sql::Clock = sql::Clock {
+    pub(super) const CLOCK: sql::Clock = sql::Clock {
         now: "strftime('%Y-%m-%dT%H:%M:%f+00:00', 'now')",
         plus: |seconds| {
             format!(
