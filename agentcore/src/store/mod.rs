@@ -72,7 +72,7 @@ pub use mcp::{McpServerRecord, McpStore};
 pub use outbox::OutboxStore;
 pub use postgres::PostgresStore;
 pub use retention::{Prunable, RetentionStore};
-pub use runtime::{Backlogs, RuntimeLoad, RuntimeStore};
+pub use runtime::{Backlogs, NextClaim, RuntimeLoad, RuntimeStore};
 pub use schedules::{FireDecision, ScheduleDecision, ScheduleStore};
 pub use sqlite::SqliteStore;
 pub use steps::{RunContext, RunRef, StepStore};

@@ -3,7 +3,7 @@
 
 use super::*;
 use agentcore::domain::runtime::{AgentKey, Claim, Outcome};
-use agentcore::store::Store;
+use agentcore::store::{NextClaim, Store};
 
 const A: &str = "node-a";
 const B: &str = "node-b";
@@ -63,6 +63,7 @@ backend_tests! { store;
     a_task_cut_off_max_attempts_times_is_failed_at_its_next_claim,
     releasing_a_node_requeues_its_tasks_and_frees_its_agents,
     the_database_clock_is_what_the_store_reports,
+    a_finish_takes_the_next_claim_in_its_own_transaction,
 }
 
 async fn an_agent_is_leased_to_one_node_and_only_its_holder_claims_tasks(store: TestStore) {
@@ -199,4 +200,74 @@ async fn the_database_clock_is_what_the_store_reports(store: TestStore) {
         before <= database && database <= after,
         "{database} (the test shares the machine's clock)"
     );
+}
+
+async fn status_of(s: &dyn Store, owner: &UserRecord, task: &Task) -> TaskStatus {
+    s.task(&owner.id, &id("r"), &task.id).await.unwrap().status
+}
+
+/// Sets the agent's status and throttle as a PATCH would.
+async fn set_agent(s: &dyn Store, owner: &UserRecord, status: AgentStatus, throttle: f64) {
+    s.update_agent(&owner.id, &id("r"), &|current| {
+        Ok(Some(AgentChange {
+            agent: Agent { status, throttle_seconds: throttle, ..current.clone() },
+            activity: vec![],
+            post: None,
+        }))
+    })
+    .await
+    .unwrap();
+}
+
+async fn a_finish_takes_the_next_claim_in_its_own_transaction(store: TestStore) {
+    let s = store.store.as_ref();
+    let (owner, key, tasks) = active(s, &[3, 2, 1]).await;
+    set_agent(s, &owner, AgentStatus::Active, 0.0).await;
+    s.claim_agents(A, secs(30), 10).await.unwrap();
+    let next = NextClaim::Leased { lease: secs(30), max_attempts: 5 };
+    // The finish writes the outcome and takes the next task: started, its attempt counted.
+    let first = claimed(s.claim_task(&key, A, secs(30), 5).await.unwrap());
+    assert_eq!(first.id, tasks[0].id);
+    let (written, claim) =
+        s.finish_then_claim(&key, &first.id, A, &done(), 1, None, next).await.unwrap();
+    let second = claimed(claim.expect("a claim after the finish"));
+    assert!(written);
+    assert_eq!(
+        (second.id.clone(), second.status, second.attempts),
+        (tasks[1].id.clone(), TaskStatus::InProgress, 1)
+    );
+    assert_eq!(status_of(s, &owner, &first).await, TaskStatus::Complete);
+    assert_eq!(status_of(s, &owner, &second).await, TaskStatus::InProgress);
+
+    // Another node's finish is refused and claims nothing.
+    let refused = s.finish_then_claim(&key, &second.id, B, &done(), 1, None, next).await.unwrap();
+    assert!(matches!(refused, (false, None)), "{refused:?}");
+    assert_eq!(status_of(s, &owner, &tasks[2]).await, TaskStatus::Queued);
+
+    // Asked for no claim, the finish takes none.
+    let none = NextClaim::None;
+    let finished = s.finish_then_claim(&key, &second.id, A, &done(), 1, None, none).await;
+    assert!(matches!(finished.unwrap(), (true, None)));
+    assert_eq!(status_of(s, &owner, &tasks[2]).await, TaskStatus::Queued);
+
+    // A throttle holds the next task back: the claim says for how long.
+    set_agent(s, &owner, AgentStatus::Active, 20.0).await;
+    let third = claimed(s.claim_task(&key, A, secs(30), 5).await.unwrap());
+    let extra = task("r", "t3", 0);
+    s.insert_task(&owner.id, &extra, &NewActivity::new(Action::TaskAdded, "added")).await.unwrap();
+    match s.finish_then_claim(&key, &third.id, A, &done(), 1, None, next).await.unwrap() {
+        (true, Some(Claim::Wait(Some(wait)))) => {
+            assert!(wait > secs(19) && wait <= secs(20), "{wait:?}: the throttle");
+        }
+        other => panic!("expected to wait out the throttle, got {other:?}"),
+    }
+    assert_eq!(status_of(s, &owner, &extra).await, TaskStatus::Queued);
+
+    // An agent stopped while its task ran is no longer the node's to claim for.
+    store.db.travel(21).await;
+    let last = claimed(s.claim_task(&key, A, secs(30), 5).await.unwrap());
+    set_agent(s, &owner, AgentStatus::Idle, 0.0).await;
+    let stopped = s.finish_then_claim(&key, &last.id, A, &done(), 1, None, next).await.unwrap();
+    assert!(matches!(stopped, (true, Some(Claim::Lost))), "{stopped:?}");
+    assert_eq!(status_of(s, &owner, &last).await, TaskStatus::Complete);
 }

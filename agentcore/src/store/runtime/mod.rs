@@ -61,8 +61,30 @@ pub trait RuntimeStore: Send + Sync {
         calls: i32,
         last: Option<&Step>,
     ) -> Result<bool>;
+    /// [`RuntimeStore::finish_task`], then, in the same transaction and when the outcome was
+    /// written, the agent's next claim as [`RuntimeStore::claim_task`] would make it (leased for
+    /// `lease`): one transaction a task fewer. The claim is `None` when nothing was written.
+    #[allow(clippy::too_many_arguments, reason = "finish_task's, and the claim's two")]
+    async fn finish_then_claim(
+        &self,
+        agent: &AgentKey,
+        task: &TaskId,
+        node: &str,
+        outcome: &Outcome,
+        calls: i32,
+        last: Option<&Step>,
+        next: NextClaim,
+    ) -> Result<(bool, Option<Claim>)>;
     /// Active agents `node` holds that have a queued task and may run it now.
     async fn agents_with_work(&self, node: &str) -> Result<Vec<AgentKey>>;
+}
+
+/// What the claim after a finished task asks for: no claim, or one leased for `lease` with
+/// `max_attempts` (see [`RuntimeStore::claim_task`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NextClaim {
+    None,
+    Leased { lease: Duration, max_attempts: i32 },
 }
 
 /// Work waiting in the database, for metrics.
@@ -92,30 +114,25 @@ impl RuntimeLoad {
 /// Implements [`RuntimeStore`] for a backend (see [`super::shared`]).
 macro_rules! runtime_store {
     ($store:ty, $db:ty) => {
+        super::runtime::claim_store!($store, $db);
         const _: () = {
             use std::time::Duration;
 
             use chrono::{DateTime, Utc};
 
-            use crate::store::runtime::sql;
-            use crate::store::tasks::sql as task_sql;
-            use crate::store::rows::{AgentKeyRow, AgentRunRow, TaskRow};
-            use crate::store::shared::{chrono_duration, housekeeping, nth_instant, watched_if};
-            use crate::store::{Backlogs, RuntimeLoad};
-            use crate::domain::activity::{Action, NewActivity};
-            use crate::domain::agent::AgentStatus;
-            use crate::domain::runtime::{AgentKey, AgentRun, Claim, ClaimedTask, Outcome, finish};
-            use crate::domain::task::{Task, TaskId, TaskStatus};
+            use crate::domain::runtime::{AgentKey, AgentRun, Claim, Outcome, finish};
+            use crate::domain::task::{Task, TaskId};
             use crate::domain::user::UserId;
             use crate::error::Result;
+            use crate::store::rows::{AgentKeyRow, AgentRunRow, TaskRow};
+            use crate::store::runtime::sql;
+            use crate::store::shared::{housekeeping, nth_instant, watched_if};
+            use crate::store::tasks::sql as task_sql;
+            use crate::store::{Backlogs, RuntimeLoad};
 
             #[async_trait::async_trait]
             impl $crate::store::RuntimeStore for $store {
-                async fn heartbeat(
-                    &self,
-                    node: &str,
-                    lease: Duration,
-                ) -> Result<Vec<AgentKey>> {
+                async fn heartbeat(&self, node: &str, lease: Duration) -> Result<Vec<AgentKey>> {
                     housekeeping(self.storage_health(), async {
                         let clock = <$store>::CLOCK;
                         let lease = lease.as_secs_f64();
@@ -125,11 +142,12 @@ macro_rules! runtime_store {
                             .bind(lease)
                             .execute(&mut *tx)
                             .await?;
-                        let held: Vec<AgentKeyRow> = sqlx::query_as(&sql::renew_agent_leases(clock))
-                            .bind(node)
-                            .bind(lease)
-                            .fetch_all(&mut *tx)
-                            .await?;
+                        let held: Vec<AgentKeyRow> =
+                            sqlx::query_as(&sql::renew_agent_leases(clock))
+                                .bind(node)
+                                .bind(lease)
+                                .fetch_all(&mut *tx)
+                                .await?;
                         sqlx::query(&sql::renew_task_leases(clock))
                             .bind(node)
                             .bind(lease)
@@ -142,7 +160,8 @@ macro_rules! runtime_store {
                             .await?;
                         tx.commit().await?;
                         Ok(held.into_iter().map(AgentKey::from).collect())
-                    }).await
+                    })
+                    .await
                 }
 
                 async fn backlogs(&self) -> Result<Backlogs> {
@@ -174,7 +193,8 @@ macro_rules! runtime_store {
                             .fetch_all(self.writer())
                             .await?;
                         Ok(claimed.into_iter().map(AgentKey::from).collect())
-                    }).await
+                    })
+                    .await
                 }
 
                 async fn release_agent(&self, agent: &AgentKey, node: &str) -> Result<()> {
@@ -191,7 +211,8 @@ macro_rules! runtime_store {
                         }
                         tx.commit().await?;
                         Ok(())
-                    }).await
+                    })
+                    .await
                 }
 
                 async fn release_node(&self, node: &str) -> Result<()> {
@@ -199,7 +220,10 @@ macro_rules! runtime_store {
                     housekeeping(self.storage_health(), async {
                         let mut tx = self.begin_write().await?;
                         // Agents before tasks, the lock order of every writer.
-                        sqlx::query(sql::RELEASE_AGENTS_OF_NODE).bind(node).execute(&mut *tx).await?;
+                        sqlx::query(sql::RELEASE_AGENTS_OF_NODE)
+                            .bind(node)
+                            .execute(&mut *tx)
+                            .await?;
                         sqlx::query(sql::REQUEUE_TASKS_OF_NODE)
                             .bind(node)
                             .bind(now)
@@ -209,7 +233,8 @@ macro_rules! runtime_store {
                         Self::publish(&mut tx, "").await?;
                         tx.commit().await?;
                         Ok(())
-                    }).await
+                    })
+                    .await
                 }
 
                 async fn requeue_expired_tasks(&self) -> Result<u64> {
@@ -219,7 +244,8 @@ macro_rules! runtime_store {
                             .execute(self.writer())
                             .await?;
                         Ok(done.rows_affected())
-                    }).await
+                    })
+                    .await
                 }
 
                 async fn claim_task(
@@ -230,101 +256,17 @@ macro_rules! runtime_store {
                     max_attempts: i32,
                 ) -> Result<Claim> {
                     housekeeping(self.storage_health(), async {
-                        let (owner, id) = (agent.owner_id.as_str(), agent.agent_id.as_str());
                         let mut tx = self.begin_write().await?;
                         let Some((run, now)) = Self::lock_agent_run(&mut tx, agent).await? else {
                             return Ok(Claim::Lost);
                         };
-                        if run.status != AgentStatus::Active || run.lease_owner.as_deref() != Some(node) {
-                            return Ok(Claim::Lost);
-                        }
-                        // Throttles and leases are judged by the database's clock (`now`, read
-                        // with the lock), which every node shares; waits go back as durations,
-                        // which need no clock at all.
-                        let until = now + chrono_duration(lease);
-                        let wait_until = |at: DateTime<Utc>| {
-                            Claim::Wait(Some((at - now).to_std().unwrap_or(Duration::ZERO)))
-                        };
-                        if let Some(at) = run.next_run_at.filter(|at| *at > now) {
-                            return Ok(wait_until(at));
-                        }
-                        let running: Vec<(String, Option<String>, Option<DateTime<Utc>>)> =
-                            sqlx::query_as(sql::SELECT_TASKS_IN_PROGRESS)
-                                .bind(owner)
-                                .bind(id)
-                                .fetch_all(&mut *tx)
+                        let claim =
+                            Self::claim_in(&mut tx, agent, run, now, node, lease, max_attempts)
                                 .await?;
-                        for (task_id, holder, lease_until) in running {
-                            match (holder, lease_until) {
-                                // Another node still runs it: one task at a time, so wait for it.
-                                (Some(holder), Some(lease_until))
-                                    if holder != node && lease_until >= now =>
-                                {
-                                    return Ok(wait_until(lease_until));
-                                }
-                                // Expired, or left behind by this node's own failed write: run it again.
-                                _ => {
-                                    sqlx::query(sql::REQUEUE_TASK)
-                                        .bind(&task_id)
-                                        .bind(now)
-                                        .execute(&mut *tx)
-                                        .await?;
-                                }
-                            }
-                        }
-                        let next: Option<TaskRow> = sqlx::query_as(&sql::select_next_task())
-                            .bind(owner)
-                            .bind(id)
-                            .fetch_optional(&mut *tx)
-                            .await?;
-                        let Some(next) = next else {
-                            tx.commit().await?;
-                            return Ok(Claim::Wait(None));
-                        };
-                        let mut task = Task::try_from(next)?;
-                        if task.attempts >= max_attempts {
-                            // Every earlier run was cut off (each claim counts one attempt, and a
-                            // run that ends writes its outcome): this task may be what kills the
-                            // process. Fail it and let the agent go on with its next one.
-                            let error = format!(
-                                "Interrupted {} times: each run of this task stopped before it \
-                                 finished (the server stopped or lost the task), so it is not run \
-                                 again. Retry it to run it once more.",
-                                task.attempts
-                            );
-                            let outcome = Outcome::Failed { error, permanent: false };
-                            let done = finish(&run, &task, &outcome, 1, now);
-                            sqlx::query(sql::FAIL_QUEUED_TASK)
-                                .bind(task.id.as_str())
-                                .bind(&done.task.error)
-                                .bind(now)
-                                .execute(&mut *tx)
-                                .await?;
-                            Self::write_after_task(&mut tx, agent, &done, now).await?;
-                            tx.commit().await?;
-                            return Ok(wait_until(done.agent.next_run_at));
-                        }
-                        sqlx::query(sql::START_TASK)
-                            .bind(task.id.as_str())
-                            .bind(node)
-                            .bind(until)
-                            .bind(now)
-                            .execute(&mut *tx)
-                            .await?;
-                        task.status = TaskStatus::InProgress;
-                        task.attempts += 1;
-                        task.started_at = Some(now);
-                        task.updated_at = now;
-                        let owner = UserId::from_trusted(owner.to_owned());
-                        let entry = NewActivity::for_task(
-                            Action::TaskStarted,
-                            task.id.as_str(),
-                            format!("Task '{}' started.", task.title),
-                        );
-                        Self::insert_activity(&mut tx, &owner, &task.agent_id, &entry, now).await?;
                         tx.commit().await?;
-                        Ok(Claim::Task(Box::new(ClaimedTask { task, agent: run })))
-                    }).await
+                        Ok(claim)
+                    })
+                    .await
                 }
 
                 async fn finish_task(
@@ -336,61 +278,111 @@ macro_rules! runtime_store {
                     calls: i32,
                     last: Option<&$crate::domain::steps::Step>,
                 ) -> Result<bool> {
-                    watched_if(self.storage_health(), async {
-                        let (owner, id) = (agent.owner_id.as_str(), agent.agent_id.as_str());
-                        let mut tx = self.begin_write().await?;
-                        // The throttle (`next_run_at`) is judged by other nodes: the database's
-                        // time, read with the lock.
-                        let Some((run, at)) = Self::lock_agent_run(&mut tx, agent).await? else {
-                            return Ok(false);
-                        };
-                        let current: Option<TaskRow> = sqlx::query_as(&task_sql::select_task(<$store>::LOCK))
-                            .bind(owner)
-                            .bind(id)
-                            .bind(task.as_str())
-                            .fetch_optional(&mut *tx)
-                            .await?;
-                        let Some(current) = current else { return Ok(false) };
-                        let mut current = Task::try_from(current)?;
-                        // The answer that ended the run is its next step (the row is locked: no
-                        // other writer counts one meanwhile), counted by the update below.
-                        if let Some(step) = last {
-                            if step.seq != current.steps + 1 {
-                                return Ok(false);
+                    let next = $crate::store::NextClaim::None;
+                    Ok(self
+                        .finish_then_claim(agent, task, node, outcome, calls, last, next)
+                        .await?
+                        .0)
+                }
+
+                async fn finish_then_claim(
+                    &self,
+                    agent: &AgentKey,
+                    task: &TaskId,
+                    node: &str,
+                    outcome: &Outcome,
+                    calls: i32,
+                    last: Option<&$crate::domain::steps::Step>,
+                    next: $crate::store::NextClaim,
+                ) -> Result<(bool, Option<Claim>)> {
+                    watched_if(
+                        self.storage_health(),
+                        async {
+                            let (owner, id) = (agent.owner_id.as_str(), agent.agent_id.as_str());
+                            let mut tx = self.begin_write().await?;
+                            // The throttle (`next_run_at`) is judged by other nodes: the database's
+                            // time, read with the lock.
+                            let Some((run, at)) = Self::lock_agent_run(&mut tx, agent).await?
+                            else {
+                                return Ok((false, None));
+                            };
+                            let current: Option<TaskRow> =
+                                sqlx::query_as(&task_sql::select_task(<$store>::LOCK))
+                                    .bind(owner)
+                                    .bind(id)
+                                    .bind(task.as_str())
+                                    .fetch_optional(&mut *tx)
+                                    .await?;
+                            let Some(current) = current else { return Ok((false, None)) };
+                            let mut current = Task::try_from(current)?;
+                            // The answer that ended the run is its next step (the row is locked: no
+                            // other writer counts one meanwhile), counted by the update below.
+                            if let Some(step) = last {
+                                if step.seq != current.steps + 1 {
+                                    return Ok((false, None));
+                                }
+                                crate::domain::steps::count_step(&mut current, step);
                             }
-                            crate::domain::steps::count_step(&mut current, step);
-                        }
-                        let done = finish(&run, &current, outcome, calls, at);
-                        let written = sqlx::query(sql::FINISH_TASK)
-                            .bind(task.as_str())
-                            .bind(node)
-                            .bind(done.task.status.as_str())
-                            .bind(&done.task.result)
-                            .bind(&done.task.error)
-                            .bind(done.task.attempts)
-                            .bind(done.task.usage.map(|u| u.input_tokens))
-                            .bind(done.task.usage.map(|u| u.output_tokens))
-                            .bind(at)
-                            .bind(done.task.steps)
-                            .execute(&mut *tx)
-                            .await?;
-                        if written.rows_affected() == 0 {
-                            return Ok(false);
-                        }
-                        if let Some(step) = last {
-                            Self::insert_step(&mut tx, task, step).await?;
-                        }
-                        Self::write_after_task(&mut tx, agent, &done, at).await?;
-                        tx.commit().await?;
-                        Ok(true)
-                    }, |written| *written).await
+                            let done = finish(&run, &current, outcome, calls, at);
+                            let written = sqlx::query(sql::FINISH_TASK)
+                                .bind(task.as_str())
+                                .bind(node)
+                                .bind(done.task.status.as_str())
+                                .bind(&done.task.result)
+                                .bind(&done.task.error)
+                                .bind(done.task.attempts)
+                                .bind(done.task.usage.map(|u| u.input_tokens))
+                                .bind(done.task.usage.map(|u| u.output_tokens))
+                                .bind(at)
+                                .bind(done.task.steps)
+                                .execute(&mut *tx)
+                                .await?;
+                            if written.rows_affected() == 0 {
+                                return Ok((false, None));
+                            }
+                            if let Some(step) = last {
+                                Self::insert_step(&mut tx, task, step).await?;
+                            }
+                            Self::write_after_task(&mut tx, agent, &done, at).await?;
+                            let claim = match next {
+                                $crate::store::NextClaim::Leased { lease, max_attempts } => {
+                                    // The agent as the finish left it, read under the same lock.
+                                    let run = AgentRun {
+                                        status: done.agent.status,
+                                        status_before_vacation: done.agent.status_before_vacation,
+                                        failure_streak: done.agent.failure_streak,
+                                        next_run_at: Some(done.agent.next_run_at),
+                                        ..run
+                                    };
+                                    Some(
+                                        Self::claim_in(
+                                            &mut tx,
+                                            agent,
+                                            run,
+                                            at,
+                                            node,
+                                            lease,
+                                            max_attempts,
+                                        )
+                                        .await?,
+                                    )
+                                }
+                                $crate::store::NextClaim::None => None,
+                            };
+                            tx.commit().await?;
+                            Ok((true, claim))
+                        },
+                        |(written, _)| *written,
+                    )
+                    .await
                 }
 
                 async fn agents_with_work(&self, node: &str) -> Result<Vec<AgentKey>> {
-                    let rows: Vec<AgentKeyRow> = sqlx::query_as(&sql::agents_with_work(<$store>::CLOCK))
-                        .bind(node)
-                        .fetch_all(self.reader())
-                        .await?;
+                    let rows: Vec<AgentKeyRow> =
+                        sqlx::query_as(&sql::agents_with_work(<$store>::CLOCK))
+                            .bind(node)
+                            .fetch_all(self.reader())
+                            .await?;
                     Ok(rows.into_iter().map(AgentKey::from).collect())
                 }
             }
@@ -417,8 +409,14 @@ macro_rules! runtime_store {
                         .await?;
                     let owner_id = UserId::from_trusted(owner.to_owned());
                     for (nth, entry) in done.activity.iter().enumerate() {
-                        Self::insert_activity(tx, &owner_id, &done.task.agent_id, entry, nth_instant(at, nth))
-                            .await?;
+                        Self::insert_activity(
+                            tx,
+                            &owner_id,
+                            &done.task.agent_id,
+                            entry,
+                            nth_instant(at, nth),
+                        )
+                        .await?;
                     }
                     for post in &done.posts {
                         Self::queue_post(tx, owner, id, post, at).await?;
@@ -449,4 +447,6 @@ macro_rules! runtime_store {
 }
 pub(super) use runtime_store;
 
+mod claim;
+pub(super) use claim::claim_store;
 pub(super) mod sql;

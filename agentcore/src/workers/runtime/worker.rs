@@ -1,5 +1,5 @@
 //! One agent's worker: waits for a wake-up or its throttle, claims the next task, runs it and
-//! writes the outcome fenced on the task's lease.
+//! writes the outcome fenced on the task's lease, with the next claim in the same transaction.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -7,17 +7,32 @@ use std::sync::atomic::Ordering;
 use super::run::Ran;
 use super::{FINISH_TRIES, Node};
 use crate::domain::runtime::{AgentKey, Claim, ClaimedTask, Outcome};
+use crate::store::NextClaim;
 use crate::wakeups::{Worker, lock};
 
 /// Runs one agent's tasks until it stops being this node's to run.
 pub(super) async fn work(node: Arc<Node>, agent: AgentKey, worker: Arc<Worker>) {
     let store = node.core.store();
-    while !worker.is_leaving() && !node.stopping() {
-        let max_attempts = i32::try_from(node.config.max_attempts).unwrap_or(i32::MAX);
-        let claim = store.claim_task(&agent, node.id(), node.config.lease, max_attempts);
-        let wait = match claim.await {
+    // The claim a finished task's transaction made already, if any.
+    let mut held: Option<Claim> = None;
+    loop {
+        // A task claimed already is this node's: it runs even when the worker is leaving (a
+        // node that stops hands it back with the rest of its tasks).
+        let leaving = worker.is_leaving() || node.stopping();
+        let holds_task = matches!(held, Some(Claim::Task(_)));
+        if node.stopping() || (leaving && !holds_task) {
+            break;
+        }
+        let claim = match held.take() {
+            Some(claim) => Ok(claim),
+            None => {
+                let max_attempts = i32::try_from(node.config.max_attempts).unwrap_or(i32::MAX);
+                store.claim_task(&agent, node.id(), node.config.lease, max_attempts).await
+            }
+        };
+        let wait = match claim {
             Ok(Claim::Task(claimed)) => {
-                run_task(&node, &agent, *claimed).await;
+                held = run_task(&node, &agent, *claimed, &worker).await;
                 continue;
             }
             Ok(Claim::Wait(wait)) => wait,
@@ -46,22 +61,44 @@ pub(super) async fn work(node: Arc<Node>, agent: AgentKey, worker: Arc<Worker>) 
     node.wakeups().dispatcher.notify_one();
 }
 
-/// Runs one task and writes what came of it.
-async fn run_task(node: &Node, agent: &AgentKey, claimed: ClaimedTask) {
+/// Runs one task and writes what came of it; returns the agent's next claim when the finish
+/// made it (unless the worker is leaving: then the next claim is the loop's to decide).
+async fn run_task(
+    node: &Node,
+    agent: &AgentKey,
+    claimed: ClaimedTask,
+    worker: &Worker,
+) -> Option<Claim> {
     let task_id = claimed.task.id.clone();
     let (outcome, calls, last) = match super::run::run_task(node, agent, &claimed).await {
         Ran::Finished(outcome, calls, last) => (outcome, calls, last),
-        Ran::Parked => return,
+        Ran::Parked => return None,
         Ran::Lost => {
             node.core.counters().dropped.fetch_add(1, Ordering::Relaxed);
             node.core.wake_outbox();
-            return;
+            return None;
         }
     };
     let store = node.core.store();
+    let mut next_claim = None;
     for attempt in 1..=FINISH_TRIES {
-        match store.finish_task(agent, &task_id, node.id(), &outcome, calls, last.as_ref()).await {
-            Ok(true) => {
+        let next = if worker.is_leaving() || node.stopping() {
+            NextClaim::None
+        } else {
+            let max_attempts = i32::try_from(node.config.max_attempts).unwrap_or(i32::MAX);
+            NextClaim::Leased { lease: node.config.lease, max_attempts }
+        };
+        let finished = store.finish_then_claim(
+            agent,
+            &task_id,
+            node.id(),
+            &outcome,
+            calls,
+            last.as_ref(),
+            next,
+        );
+        match finished.await {
+            Ok((true, claim)) => {
                 let counter = match outcome {
                     Outcome::Complete { .. } => &node.core.counters().completed,
                     Outcome::Failed { .. }
@@ -69,9 +106,10 @@ async fn run_task(node: &Node, agent: &AgentKey, claimed: ClaimedTask) {
                     | Outcome::BudgetExhausted { .. } => &node.core.counters().failed,
                 };
                 counter.fetch_add(1, Ordering::Relaxed);
+                next_claim = claim;
                 break;
             }
-            Ok(false) => {
+            Ok((false, _)) => {
                 tracing::info!(agent = %agent.agent_id, task = %task_id, "result dropped: the task, its agent or its lease is gone");
                 node.core.counters().dropped.fetch_add(1, Ordering::Relaxed);
                 break;
@@ -87,4 +125,5 @@ async fn run_task(node: &Node, agent: &AgentKey, claimed: ClaimedTask) {
         }
     }
     node.core.wake_outbox();
+    next_claim
 }
