@@ -60,7 +60,10 @@ pub trait RuntimeStore: Send + Sync {
         outcome: &Outcome,
         calls: i32,
         last: Option<&Step>,
-    ) -> Result<bool>;
+    ) -> Result<bool> {
+        let next = NextClaim::None;
+        Ok(self.finish_then_claim(agent, task, node, outcome, calls, last, next).await?.0)
+    }
     /// [`RuntimeStore::finish_task`], then, in the same transaction and when the outcome was
     /// written, the agent's next claim as [`RuntimeStore::claim_task`] would make it (leased for
     /// `lease`): one transaction a task fewer. The claim is `None` when nothing was written.
@@ -267,22 +270,6 @@ macro_rules! runtime_store {
                         Ok(claim)
                     })
                     .await
-                }
-
-                async fn finish_task(
-                    &self,
-                    agent: &AgentKey,
-                    task: &TaskId,
-                    node: &str,
-                    outcome: &Outcome,
-                    calls: i32,
-                    last: Option<&$crate::domain::steps::Step>,
-                ) -> Result<bool> {
-                    let next = $crate::store::NextClaim::None;
-                    Ok(self
-                        .finish_then_claim(agent, task, node, outcome, calls, last, next)
-                        .await?
-                        .0)
                 }
 
                 async fn finish_then_claim(
