@@ -36,8 +36,7 @@ impl Core {
 
     /// One agent with its whole backlog.
     pub async fn agent(&self, who: &Principal, id: &AgentId) -> Result<AgentDetail> {
-        let agent = self.store().agent(&who.user_id, id).await?;
-        let mut backlog = self.store().tasks(&who.user_id, id, None).await?;
+        let (agent, mut backlog) = self.store().agent_with_tasks(&who.user_id, id).await?;
         sort_backlog(&mut backlog);
         Ok(AgentDetail { agent, backlog, next_cursor: None })
     }

@@ -39,6 +39,9 @@ pub trait AgentStore: Send + Sync {
     ) -> Result<AgentWithTask>;
     async fn list_agents(&self, owner: &UserId, filter: &AgentFilter) -> Result<Vec<Agent>>;
     async fn agent(&self, owner: &UserId, id: &AgentId) -> Result<Agent>;
+    /// The agent and its whole backlog, in one statement (one snapshot: the counts and the
+    /// tasks agree), tasks in no particular order.
+    async fn agent_with_tasks(&self, owner: &UserId, id: &AgentId) -> Result<(Agent, Vec<Task>)>;
     /// Locks the agent, lets `decide` compute the change, writes it with its activity.
     async fn update_agent(
         &self,
@@ -159,7 +162,7 @@ macro_rules! agent_store {
                         .bind(owner.as_str())
                         .bind(filter.workspace.as_ref().map(|w| w.as_str()))
                         .bind(filter.status.map(|s| s.as_str()))
-                        .fetch_all(self.reader())
+                        .fetch_all(&mut *self.read().await?)
                         .await?;
                     rows::convert(rows)
                 }
@@ -168,9 +171,31 @@ macro_rules! agent_store {
                     let row: Option<AgentRow> = sqlx::query_as(&sql::select_agent())
                         .bind(owner.as_str())
                         .bind(id.as_str())
-                        .fetch_optional(self.reader())
+                        .fetch_optional(&mut *self.read().await?)
                         .await?;
                     row.ok_or_else(|| Error::not_found(Resource::Agent, id.as_str()))?.try_into()
+                }
+
+                async fn agent_with_tasks(
+                    &self,
+                    owner: &UserId,
+                    id: &AgentId,
+                ) -> Result<(Agent, Vec<Task>)> {
+                    use sqlx::FromRow as _;
+                    let rows = sqlx::query(&sql::select_agent_with_tasks())
+                        .bind(owner.as_str())
+                        .bind(id.as_str())
+                        .fetch_all(&mut *self.read().await?)
+                        .await?;
+                    let first = rows
+                        .first()
+                        .ok_or_else(|| Error::not_found(Resource::Agent, id.as_str()))?;
+                    let agent: Agent = AgentRow::from_row(first)?.try_into()?;
+                    let mut tasks = Vec::with_capacity(rows.len());
+                    for row in &rows {
+                        tasks.extend(rows::ViewTaskRow::from_row(row)?.task(&agent.id)?);
+                    }
+                    Ok((agent, tasks))
                 }
 
                 async fn update_agent(
@@ -270,7 +295,7 @@ macro_rules! agent_store {
                     agent: &AgentId,
                     query: &ActivityQuery,
                 ) -> Result<Vec<ActivityEntry>> {
-                    let mut conn = self.reader().acquire().await?;
+                    let mut conn = self.read().await?;
                     Self::require_agent(&mut conn, owner, agent, "").await?;
                     let rows: Vec<ActivityRow> = sqlx::query_as(sql::SELECT_ACTIVITY)
                         .bind(owner.as_str())
@@ -389,22 +414,38 @@ pub(super) mod sql {
     /// Agents with the counts of their backlog; callers add conditions on `a` after `WHERE`.
     /// The counts are the agent's `backlog_counts` row, which the database keeps with every
     /// change to a task (migration 13): one row per agent, however long its history.
-    pub(crate) const AGENT_WITH_SUMMARY: &str = "SELECT a.id, a.name, a.status, a.status_before_vacation, \
+    const AGENT_COLUMNS: &str = "SELECT a.id, a.name, a.status, a.status_before_vacation, \
         a.channel, a.role_prompt, a.throttle_seconds, a.workspace, a.model, a.tools, \
         a.max_steps, a.mcp_servers, a.budget_micros, a.approval_tools, a.created_at, a.updated_at, \
         COALESCE(c.queued, 0) AS queued, COALESCE(c.in_progress, 0) AS in_progress, \
         COALESCE(c.awaiting_approval, 0) AS awaiting_approval, \
-        COALESCE(c.complete, 0) AS complete, COALESCE(c.failed, 0) AS failed \
-        FROM agents a LEFT JOIN backlog_counts c ON c.owner_id = a.owner_id AND c.agent_id = a.id \
-        WHERE a.owner_id = $1";
+        COALESCE(c.complete, 0) AS complete, COALESCE(c.failed, 0) AS failed";
+    const AGENT_FROM: &str = "FROM agents a \
+        LEFT JOIN backlog_counts c ON c.owner_id = a.owner_id AND c.agent_id = a.id";
     pub(crate) fn select_agents() -> String {
         format!(
-            "{AGENT_WITH_SUMMARY} AND ($2 IS NULL OR a.workspace = $2) AND ($3 IS NULL OR a.status = $3) \
+            "{AGENT_COLUMNS} {AGENT_FROM} WHERE a.owner_id = $1 \
+             AND ($2 IS NULL OR a.workspace = $2) AND ($3 IS NULL OR a.status = $3) \
              ORDER BY a.created_at, a.id"
         )
     }
     pub(crate) fn select_agent() -> String {
-        format!("{AGENT_WITH_SUMMARY} AND a.id = $2")
+        format!("{AGENT_COLUMNS} {AGENT_FROM} WHERE a.owner_id = $1 AND a.id = $2")
+    }
+    /// The agent with each of its tasks, one row a task (`t_`-named columns, `rows::ViewTaskRow`),
+    /// or one row with null task columns for an agent without tasks; no row: no such agent.
+    pub(crate) fn select_agent_with_tasks() -> String {
+        format!(
+            "{AGENT_COLUMNS}, t.id AS t_id, t.title AS t_title, t.description AS t_description, \
+             t.priority AS t_priority, t.status AS t_status, t.result AS t_result, \
+             t.error AS t_error, t.attempts AS t_attempts, t.input_tokens AS t_input_tokens, \
+             t.output_tokens AS t_output_tokens, t.created_at AS t_created_at, \
+             t.updated_at AS t_updated_at, t.started_at AS t_started_at, \
+             t.completed_at AS t_completed_at, t.steps AS t_steps, t.depth AS t_depth, \
+             t.created_by_agent AS t_created_by_agent, t.created_by_task AS t_created_by_task \
+             {AGENT_FROM} LEFT JOIN tasks t ON t.owner_id = a.owner_id AND t.agent_id = a.id \
+             WHERE a.owner_id = $1 AND a.id = $2"
+        )
     }
     /// Moving into `active` clears the failure streak and the throttle wait: a start resumes at once.
     pub(crate) const UPDATE_AGENT: &str = "UPDATE agents SET name = $3, status = $4, \

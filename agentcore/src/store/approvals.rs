@@ -218,7 +218,7 @@ macro_rules! approval_store {
                         sqlx::query_as(&sql::select_approval("task_id = $1 AND call_id = $2", ""))
                             .bind(task.as_str())
                             .bind(call_id)
-                            .fetch_optional(self.reader())
+                            .fetch_optional(&mut *self.read().await?)
                             .await?;
                     row.map(Approval::try_from).transpose()
                 }
@@ -227,7 +227,7 @@ macro_rules! approval_store {
                     let row: Option<ApprovalRow> =
                         sqlx::query_as(&sql::select_approval("id = $1", ""))
                             .bind(id)
-                            .fetch_optional(self.reader())
+                            .fetch_optional(&mut *self.read().await?)
                             .await?;
                     match row {
                         Some(row) => {
@@ -372,7 +372,7 @@ macro_rules! approval_store {
                 async fn expired_approvals(&self, limit: i64) -> Result<Vec<String>> {
                     Ok(sqlx::query_scalar(&sql::expired(<$store>::CLOCK))
                         .bind(limit)
-                        .fetch_all(self.reader())
+                        .fetch_all(&mut *self.read().await?)
                         .await?)
                 }
 

@@ -51,7 +51,7 @@ macro_rules! billing_store {
                 async fn billing(&self, owner: &UserId) -> Result<UserPlan> {
                     let row: Option<UserPlan> = sqlx::query_as(sql::SELECT_BILLING)
                         .bind(owner.as_str())
-                        .fetch_optional(self.reader())
+                        .fetch_optional(&mut *self.read().await?)
                         .await?;
                     row.ok_or(Error::Unauthorized)
                 }

@@ -176,7 +176,7 @@ macro_rules! budget_store {
                     let budgeted: Option<i32> = sqlx::query_scalar(sql::ANY_BUDGET)
                         .bind(run.agent.owner_id.as_str())
                         .bind(run.agent.agent_id.as_str())
-                        .fetch_optional(self.reader())
+                        .fetch_optional(&mut *self.read().await?)
                         .await?;
                     if budgeted == Some(0) {
                         return Ok(Ok(false));
@@ -256,7 +256,7 @@ macro_rules! budget_store {
                 }
 
                 async fn user_budget(&self, owner: &UserId) -> Result<UserBudget> {
-                    let mut conn = self.reader().acquire().await?;
+                    let mut conn = self.read().await?;
                     let budget: Option<Option<i64>> = sqlx::query_scalar(&sql::user_budget(""))
                         .bind(owner.as_str())
                         .fetch_optional(&mut *conn)
@@ -307,7 +307,7 @@ macro_rules! budget_store {
                         .bind(query.from)
                         .bind(query.to)
                         .bind(query.agent_id.as_ref().map(|a| a.as_str()))
-                        .fetch_all(self.reader())
+                        .fetch_all(&mut *self.read().await?)
                         .await?;
                     Ok(rows.into_iter().map(UsageRow::from).collect())
                 }

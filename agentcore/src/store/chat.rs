@@ -92,7 +92,7 @@ macro_rules! chat_store {
                 async fn connections(&self, owner: &UserId) -> Result<Vec<Connection>> {
                     let rows: Vec<ConnectionRow> = sqlx::query_as(&sql::select_connections())
                         .bind(owner.as_str())
-                        .fetch_all(self.reader())
+                        .fetch_all(&mut *self.read().await?)
                         .await?;
                     rows::convert(rows)
                 }
@@ -105,7 +105,7 @@ macro_rules! chat_store {
                     let row: Option<ConnectionRow> = sqlx::query_as(&sql::select_connection())
                         .bind(owner.as_str())
                         .bind(guild_id)
-                        .fetch_optional(self.reader())
+                        .fetch_optional(&mut *self.read().await?)
                         .await?;
                     row.ok_or_else(|| Error::not_found(Resource::Connection, guild_id))?.try_into()
                 }
@@ -170,7 +170,7 @@ macro_rules! chat_store {
                 async fn mappings(&self, owner: &UserId) -> Result<Vec<Mapping>> {
                     let rows: Vec<MappingRow> = sqlx::query_as(sql::SELECT_MAPPINGS)
                         .bind(owner.as_str())
-                        .fetch_all(self.reader())
+                        .fetch_all(&mut *self.read().await?)
                         .await?;
                     rows::convert(rows)
                 }
@@ -212,7 +212,7 @@ macro_rules! chat_store {
                 async fn connection_by_id(&self, id: &str) -> Result<Option<ConnectionRecord>> {
                     let row: Option<ConnectionRow> = sqlx::query_as(sql::SELECT_CONNECTION_BY_ID)
                         .bind(id)
-                        .fetch_optional(self.reader())
+                        .fetch_optional(&mut *self.read().await?)
                         .await?;
                     row.map(TryInto::try_into).transpose()
                 }
@@ -223,7 +223,7 @@ macro_rules! chat_store {
                 ) -> Result<Option<ConnectionRecord>> {
                     let row: Option<ConnectionRow> = sqlx::query_as(sql::SELECT_SERVICE_CONNECTION)
                         .bind(guild_id)
-                        .fetch_optional(self.reader())
+                        .fetch_optional(&mut *self.read().await?)
                         .await?;
                     row.map(TryInto::try_into).transpose()
                 }

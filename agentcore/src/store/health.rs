@@ -176,6 +176,22 @@ impl StorageFault {
     }
 }
 
+/// Whether `error` means the connection it came from is lost (a server restarted, a link
+/// dropped, SQLite's thread gone), so that connections of its time are not used again.
+pub(crate) fn breaks_connection(error: &sqlx::Error) -> bool {
+    match error {
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::Protocol(_)
+        | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(db) => db.code().is_some_and(|code| {
+            // admin/crash shutdown, cannot connect now, class 08 (connection exceptions)
+            matches!(code.as_ref(), "57P01" | "57P02" | "57P03") || code.starts_with("08")
+        }),
+        _ => false,
+    }
+}
+
 /// The storage fault a database error stands for, if it is one.
 pub(crate) fn fault_of(error: &sqlx::Error) -> Option<StorageFault> {
     match error {

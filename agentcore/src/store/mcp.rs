@@ -110,7 +110,7 @@ macro_rules! mcp_store {
                 async fn mcp_servers(&self, owner: &UserId) -> Result<Vec<McpServerRecord>> {
                     let rows: Vec<McpServerRow> = sqlx::query_as(sql::SELECT_ALL)
                         .bind(owner.as_str())
-                        .fetch_all(self.reader())
+                        .fetch_all(&mut *self.read().await?)
                         .await?;
                     rows.into_iter().map(McpServerRecord::try_from).collect()
                 }
@@ -123,7 +123,7 @@ macro_rules! mcp_store {
                     let row: Option<McpServerRow> = sqlx::query_as(sql::SELECT_ONE)
                         .bind(owner.as_str())
                         .bind(name.as_str())
-                        .fetch_optional(self.reader())
+                        .fetch_optional(&mut *self.read().await?)
                         .await?;
                     row.ok_or_else(|| Error::not_found(Resource::McpServer, name.as_str()))?
                         .try_into()

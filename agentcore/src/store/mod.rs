@@ -21,6 +21,7 @@ mod retention;
 mod rows;
 mod runtime;
 mod schedules;
+mod readers;
 pub(crate) mod script;
 mod shared;
 mod sql;
@@ -264,6 +265,9 @@ impl Signal {
 
 /// Maps a driver error, turning a unique violation into `on_unique`.
 pub(crate) fn db_error(error: sqlx::Error, on_unique: Option<Error>) -> Error {
+    if health::breaks_connection(&error) {
+        readers::connection_lost();
+    }
     match (&error, on_unique) {
         (sqlx::Error::Database(db), Some(conflict)) if db.is_unique_violation() => conflict,
         _ => match health::fault_of(&error) {

@@ -57,7 +57,7 @@ macro_rules! outbox_store {
             impl $crate::store::OutboxStore for $store {
                 async fn outbox_lanes(&self) -> Result<Vec<OutboxLane>> {
                     let rows: Vec<OutboxLaneRow> =
-                        sqlx::query_as(sql::SELECT_OUTBOX_LANES).fetch_all(self.reader()).await?;
+                        sqlx::query_as(sql::SELECT_OUTBOX_LANES).fetch_all(&mut *self.read().await?).await?;
                     Ok(rows.into_iter().map(OutboxLane::from).collect())
                 }
 
@@ -86,7 +86,7 @@ macro_rules! outbox_store {
                         sqlx::query_as(&sql::select_head_due(<$store>::CLOCK))
                             .bind(&lane.owner_id)
                             .bind(&lane.channel_id)
-                            .fetch_optional(self.reader())
+                            .fetch_optional(&mut *self.read().await?)
                             .await?;
                     Ok(head.map(|(due, lease, now)| {
                         let due = lease.map_or(due, |lease| due.max(lease));

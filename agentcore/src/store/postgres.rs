@@ -7,16 +7,20 @@ use std::time::Duration;
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions, PgRow};
 use sqlx::{Pool, Postgres, Transaction};
 
+use super::readers::{Read, Readers};
 use super::{Backend, DatabaseUrl, Signal, StorageHealth, Wake, sql};
 use crate::error::{Error, Result};
 
 const MAX_CONNECTIONS: u32 = 16;
+/// Connections for plain reads, beside the pool (`readers.rs`), opened as load asks.
+const READERS: usize = 8;
 /// The channel wake-ups travel on: `owner/agent` for one agent, empty for "look again".
 const WAKE_CHANNEL: &str = "agentd_wake";
 
 #[derive(Debug, Clone)]
 pub struct PostgresStore {
     pool: Pool<Postgres>,
+    readers: Readers<Postgres>,
     health: Arc<StorageHealth>,
 }
 
@@ -66,19 +70,21 @@ impl PostgresStore {
                     Ok(true)
                 })
             })
-            .connect_with(options)
+            .connect_with(options.clone())
             .await?;
         sqlx::migrate!("./migrations/postgres").run(&pool).await?;
         let health = Arc::new(StorageHealth::new(url.redacted()));
-        Ok(Self { pool, health })
+        let readers = Readers::new(options, READERS, Some(TEST_IDLE_AFTER));
+        Ok(Self { pool, readers, health })
     }
 
     fn storage_health(&self) -> &StorageHealth {
         &self.health
     }
 
-    fn reader(&self) -> &Pool<Postgres> {
-        &self.pool
+    /// A connection for a plain read (`readers.rs`).
+    async fn read(&self) -> Result<Read<Postgres>> {
+        self.readers.acquire().await
     }
 
     fn writer(&self) -> &Pool<Postgres> {
@@ -147,6 +153,7 @@ impl PostgresStore {
     }
 
     async fn close_pools(&self) {
+        self.readers.close().await;
         self.pool.close().await;
     }
 }

@@ -191,6 +191,78 @@ where
 }
 
 /// A value the schema should have prevented: the database was changed behind our back.
+/// A task's columns beside its agent's in the agent view (`t_` before each name; all null
+/// for the one row of an agent without tasks).
+#[derive(Debug, sqlx::FromRow)]
+pub(super) struct ViewTaskRow {
+    #[sqlx(rename = "t_id")]
+    id: Option<String>,
+    #[sqlx(rename = "t_title")]
+    title: Option<String>,
+    #[sqlx(rename = "t_description")]
+    description: Option<String>,
+    #[sqlx(rename = "t_priority")]
+    priority: Option<i32>,
+    #[sqlx(rename = "t_status")]
+    status: Option<String>,
+    #[sqlx(rename = "t_result")]
+    result: Option<String>,
+    #[sqlx(rename = "t_error")]
+    error: Option<String>,
+    #[sqlx(rename = "t_attempts")]
+    attempts: Option<i32>,
+    #[sqlx(rename = "t_input_tokens")]
+    input_tokens: Option<i64>,
+    #[sqlx(rename = "t_output_tokens")]
+    output_tokens: Option<i64>,
+    #[sqlx(rename = "t_created_at")]
+    created_at: Option<DateTime<Utc>>,
+    #[sqlx(rename = "t_updated_at")]
+    updated_at: Option<DateTime<Utc>>,
+    #[sqlx(rename = "t_started_at")]
+    started_at: Option<DateTime<Utc>>,
+    #[sqlx(rename = "t_completed_at")]
+    completed_at: Option<DateTime<Utc>>,
+    #[sqlx(rename = "t_steps")]
+    steps: Option<i32>,
+    #[sqlx(rename = "t_depth")]
+    depth: Option<i32>,
+    #[sqlx(rename = "t_created_by_agent")]
+    created_by_agent: Option<String>,
+    #[sqlx(rename = "t_created_by_task")]
+    created_by_task: Option<String>,
+}
+
+impl ViewTaskRow {
+    /// The task of agent `agent_id` on this row, if the row has one.
+    pub(super) fn task(self, agent_id: &AgentId) -> Result<Option<Task>> {
+        let Some(id) = self.id else { return Ok(None) };
+        let missing = |column| move || corrupt(column)("null".into());
+        Task::try_from(TaskRow {
+            id,
+            agent_id: agent_id.to_string(),
+            title: self.title.ok_or_else(missing("tasks.title"))?,
+            description: self.description,
+            priority: self.priority.ok_or_else(missing("tasks.priority"))?,
+            status: self.status.ok_or_else(missing("tasks.status"))?,
+            result: self.result,
+            error: self.error,
+            attempts: self.attempts.ok_or_else(missing("tasks.attempts"))?,
+            input_tokens: self.input_tokens,
+            output_tokens: self.output_tokens,
+            created_at: self.created_at.ok_or_else(missing("tasks.created_at"))?,
+            updated_at: self.updated_at.ok_or_else(missing("tasks.updated_at"))?,
+            started_at: self.started_at,
+            completed_at: self.completed_at,
+            steps: self.steps.ok_or_else(missing("tasks.steps"))?,
+            depth: self.depth.ok_or_else(missing("tasks.depth"))?,
+            created_by_agent: self.created_by_agent,
+            created_by_task: self.created_by_task,
+        })
+        .map(Some)
+    }
+}
+
 fn corrupt(column: &'static str) -> impl Fn(String) -> Error {
     move |problem| Error::internal(format!("unexpected value in {column}: {problem}"))
 }

@@ -215,7 +215,7 @@ macro_rules! schedule_store {
                     owner: &UserId,
                     agent: &AgentId,
                 ) -> Result<Vec<ScheduleRecord>> {
-                    let mut conn = self.reader().acquire().await?;
+                    let mut conn = self.read().await?;
                     Self::require_agent(&mut conn, owner, agent, "").await?;
                     let rows: Vec<ScheduleRow> = sqlx::query_as(&sql::select_all())
                         .bind(owner.as_str())
@@ -231,7 +231,7 @@ macro_rules! schedule_store {
                     agent: &AgentId,
                     id: &ScheduleId,
                 ) -> Result<ScheduleRecord> {
-                    let mut conn = self.reader().acquire().await?;
+                    let mut conn = self.read().await?;
                     Self::require_agent(&mut conn, owner, agent, "").await?;
                     let row: Option<ScheduleRow> = sqlx::query_as(&sql::select_one(""))
                         .bind(owner.as_str())
@@ -294,12 +294,12 @@ macro_rules! schedule_store {
                 ) -> Result<(DateTime<Utc>, Vec<(UserId, ScheduleRecord)>)> {
                     let now: DateTime<Utc> =
                         sqlx::query_scalar(&format!("SELECT {}", <$store>::CLOCK.now))
-                            .fetch_one(self.reader())
+                            .fetch_one(&mut *self.read().await?)
                             .await?;
                     let rows: Vec<ScheduleRow> = sqlx::query_as(&sql::select_due())
                         .bind(now.timestamp())
                         .bind(limit)
-                        .fetch_all(self.reader())
+                        .fetch_all(&mut *self.read().await?)
                         .await?;
                     let mut due = Vec::with_capacity(rows.len());
                     for row in rows {

@@ -8,7 +8,8 @@
 //! them all. Each macro brings its own imports (its body is a `const _: () = { ... };` block),
 //! so it depends on nothing at the call site. The store type provides:
 //!
-//! - `fn reader(&self) -> &Pool<DB>`: the pool for plain reads, and `fn writer(&self)`;
+//! - `async fn read(&self) -> Result<Read<DB>>`: a connection for a plain read
+//!   (`readers.rs`), and `fn writer(&self) -> &Pool<DB>`;
 //! - `async fn begin_write(&self) -> Result<Transaction<'static, DB>>`: a transaction that
 //!   may write (on SQLite it takes the write lock up front);
 //! - `fn storage_health(&self)`, `fn listener(..)`, `async fn close_pools(&self)`;
@@ -91,7 +92,7 @@ macro_rules! shared_store {
                 }
 
                 async fn ping(&self) -> Result<()> {
-                    sqlx::query("SELECT 1").execute(self.reader()).await?;
+                    sqlx::query("SELECT 1").execute(&mut *self.read().await?).await?;
                     Ok(())
                 }
 

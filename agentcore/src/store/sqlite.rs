@@ -15,18 +15,20 @@ use sqlx::sqlite::{
 };
 use sqlx::{Connection as _, Pool, Sqlite, Transaction};
 
+use super::readers::{Read, Readers};
 use super::script::{Script, Scripts};
 use super::{Backend, DatabaseUrl, StorageHealth, Wake, sql};
 use crate::error::{Error, Result};
 
 /// How long a statement waits for another process's write lock before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
-const READERS: u32 = 8;
+const READERS: usize = 8;
 
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     writer: Pool<Sqlite>,
-    reader: Pool<Sqlite>,
+    /// None for an in-memory database, whose reads share the writer's connection.
+    readers: Option<Readers<Sqlite>>,
     scripts: Scripts,
     health: Arc<StorageHealth>,
 }
@@ -106,25 +108,22 @@ impl SqliteStore {
             .await?;
         sqlx::migrate!("./migrations/sqlite").run(&writer).await?;
         // An in-memory database exists once per connection: readers must share the writer's.
-        let reader = if in_memory {
-            writer.clone()
-        } else {
-            SqlitePoolOptions::new()
-                .test_before_acquire(false)
-                .max_connections(READERS)
-                .connect_with(options.read_only(true))
-                .await?
-        };
+        // A local file's connection never goes stale: no ping before use.
+        let readers = (!in_memory).then(|| Readers::new(options.read_only(true), READERS, None));
         let scripts = Scripts::start(writer.clone());
-        Ok(Self { writer, reader, scripts, health })
+        Ok(Self { writer, readers, scripts, health })
     }
 
     fn storage_health(&self) -> &StorageHealth {
         &self.health
     }
 
-    fn reader(&self) -> &Pool<Sqlite> {
-        &self.reader
+    /// A connection for a plain read (`readers.rs`).
+    async fn read(&self) -> Result<Read<Sqlite>> {
+        match &self.readers {
+            Some(readers) => readers.acquire().await,
+            None => Ok(self.writer.acquire().await?.into()),
+        }
     }
 
     fn writer(&self) -> &Pool<Sqlite> {
@@ -150,7 +149,9 @@ impl SqliteStore {
     }
 
     async fn close_pools(&self) {
-        self.reader.close().await;
+        if let Some(readers) = &self.readers {
+            readers.close().await;
+        }
         self.writer.close().await;
     }
 }

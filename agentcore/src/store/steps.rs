@@ -88,7 +88,7 @@ macro_rules! step_store {
                     agent: &AgentId,
                     task: &TaskId,
                 ) -> Result<Vec<Step>> {
-                    let mut conn = self.reader().acquire().await?;
+                    let mut conn = self.read().await?;
                     Self::require_agent(&mut conn, owner, agent, "").await?;
                     let found: Option<i32> = sqlx::query_scalar(sql::TASK_EXISTS)
                         .bind(owner.as_str())
@@ -114,7 +114,7 @@ macro_rules! step_store {
                     if stored == 0 && recent == 0 {
                         return Ok(RunContext::default());
                     }
-                    let mut conn = self.reader().acquire().await?;
+                    let mut conn = self.read().await?;
                     let mut rows: Vec<StepRow> = Vec::new();
                     if stored > 0 {
                         rows = sqlx::query_as(sql::SELECT_STEPS)
@@ -207,7 +207,7 @@ macro_rules! step_store {
                     let memory: Option<String> = sqlx::query_scalar(&sql::memory(""))
                         .bind(owner.as_str())
                         .bind(agent.as_str())
-                        .fetch_optional(self.reader())
+                        .fetch_optional(&mut *self.read().await?)
                         .await?;
                     memory.ok_or_else(|| Error::not_found(Resource::Agent, agent.as_str()))
                 }

@@ -128,7 +128,7 @@ macro_rules! task_store {
                     agent: &AgentId,
                     status: Option<TaskStatus>,
                 ) -> Result<Vec<Task>> {
-                    let mut conn = self.reader().acquire().await?;
+                    let mut conn = self.read().await?;
                     Self::require_agent(&mut conn, owner, agent, "").await?;
                     let rows: Vec<TaskRow> = sqlx::query_as(&sql::select_tasks())
                         .bind(owner.as_str())
@@ -146,7 +146,7 @@ macro_rules! task_store {
                     page: &$crate::domain::paging::TaskPage,
                 ) -> Result<Vec<Task>> {
                     use $crate::domain::paging::TaskOrder;
-                    let mut conn = self.reader().acquire().await?;
+                    let mut conn = self.read().await?;
                     Self::require_agent(&mut conn, owner, agent, "").await?;
                     let statement = sql::select_page(page.order, page.after.is_some());
                     let mut query = sqlx::query_as::<_, TaskRow>(&statement)
@@ -170,13 +170,13 @@ macro_rules! task_store {
                     let rows: Vec<TaskRow> = sqlx::query_as(&sql::select_unfinished())
                         .bind(owner.as_str())
                         .bind(agent.as_str())
-                        .fetch_all(self.reader())
+                        .fetch_all(&mut *self.read().await?)
                         .await?;
                     rows::convert(rows)
                 }
 
                 async fn task(&self, owner: &UserId, agent: &AgentId, id: &TaskId) -> Result<Task> {
-                    let mut conn = self.reader().acquire().await?;
+                    let mut conn = self.read().await?;
                     Self::require_agent(&mut conn, owner, agent, "").await?;
                     let row: Option<TaskRow> = sqlx::query_as(&sql::select_task(""))
                         .bind(owner.as_str())

@@ -73,7 +73,7 @@ macro_rules! user_store {
                 async fn user_by_email_key(&self, email_key: &str) -> Result<Option<UserRecord>> {
                     let row: Option<UserRow> = sqlx::query_as(&sql::select_user_by_email())
                         .bind(email_key)
-                        .fetch_optional(self.reader())
+                        .fetch_optional(&mut *self.read().await?)
                         .await?;
                     Ok(row.map(UserRecord::from))
                 }
@@ -81,7 +81,7 @@ macro_rules! user_store {
                 async fn user_by_id(&self, id: &UserId) -> Result<Option<UserRecord>> {
                     let row: Option<UserRow> = sqlx::query_as(&sql::select_user_by_id())
                         .bind(id.as_str())
-                        .fetch_optional(self.reader())
+                        .fetch_optional(&mut *self.read().await?)
                         .await?;
                     Ok(row.map(UserRecord::from))
                 }

@@ -187,6 +187,17 @@ async fn a_postgresql_restart_mid_run_loses_nothing_and_repeats_nothing() {
         get(&server, "/readyz", None).await.0 == 200
     })
     .await;
+    // Reads in quick succession (no connection idle long enough to be tested first): once one
+    // finds its connection lost, none from before the restart is used again.
+    eventually(Duration::from_secs(30), "twenty reads in a row succeed", || async {
+        for _ in 0..20 {
+            if get(&server, "/api/agents", Some(&token)).await.0 != 200 {
+                return false;
+            }
+        }
+        true
+    })
+    .await;
     server
         .post("/api/agents/agent-0/backlog", &token, json!({"title": "agent-0 task after"}), 201)
         .await;

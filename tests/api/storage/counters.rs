@@ -211,8 +211,15 @@ async fn counts(s: &dyn Store, subject: &Subject) -> (BacklogSummary, BacklogSum
     let listed = listed.into_iter().find(|a| a.id == subject.id).expect("the agent is listed");
     let shown = s.agent(&subject.owner, &subject.id).await.unwrap();
     assert_eq!(listed.backlog_summary, shown.backlog_summary, "list and show agree");
+    // The agent view's one statement: the same agent, and every task exactly as read alone.
+    let (viewed, mut view_tasks) = s.agent_with_tasks(&subject.owner, &subject.id).await.unwrap();
+    let mut tasks = s.tasks(&subject.owner, &subject.id, None).await.unwrap();
+    view_tasks.sort_by(|a, b| a.id.cmp(&b.id));
+    tasks.sort_by(|a, b| a.id.cmp(&b.id));
+    assert_eq!(viewed, shown, "the view's agent is the agent");
+    assert_eq!(view_tasks, tasks, "the view's tasks are the agent's tasks");
     let mut counted = BacklogSummary::default();
-    for task in s.tasks(&subject.owner, &subject.id, None).await.unwrap() {
+    for task in tasks {
         *match task.status {
             TaskStatus::Queued => &mut counted.queued,
             TaskStatus::InProgress => &mut counted.in_progress,

@@ -168,17 +168,17 @@ macro_rules! runtime_store {
                 }
 
                 async fn backlogs(&self) -> Result<Backlogs> {
-                    Ok(sqlx::query_as(sql::BACKLOGS).fetch_one(self.reader()).await?)
+                    Ok(sqlx::query_as(sql::BACKLOGS).fetch_one(&mut *self.read().await?).await?)
                 }
 
                 async fn runtime_load(&self) -> Result<RuntimeLoad> {
                     let statement = sql::runtime_load(<$store>::CLOCK);
-                    Ok(sqlx::query_as(&statement).fetch_one(self.reader()).await?)
+                    Ok(sqlx::query_as(&statement).fetch_one(&mut *self.read().await?).await?)
                 }
 
                 async fn database_time(&self) -> Result<DateTime<Utc>> {
                     let statement = format!("SELECT {}", <$store>::CLOCK.now);
-                    Ok(sqlx::query_scalar(&statement).fetch_one(self.reader()).await?)
+                    Ok(sqlx::query_scalar(&statement).fetch_one(&mut *self.read().await?).await?)
                 }
 
                 async fn claim_agents(
@@ -368,7 +368,7 @@ macro_rules! runtime_store {
                     let rows: Vec<AgentKeyRow> =
                         sqlx::query_as(&sql::agents_with_work(<$store>::CLOCK))
                             .bind(node)
-                            .fetch_all(self.reader())
+                            .fetch_all(&mut *self.read().await?)
                             .await?;
                     Ok(rows.into_iter().map(AgentKey::from).collect())
                 }
