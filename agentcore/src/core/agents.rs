@@ -10,7 +10,7 @@ use crate::domain::now;
 use crate::domain::paging::{TaskCursor, TaskOrder, TaskPage, TasksPage};
 use crate::domain::runtime::status_post;
 use crate::domain::status::{StatusCommand, transition};
-use crate::domain::task::sort_backlog;
+use crate::domain::task::{Task, TaskStatus, sort_backlog};
 use crate::error::{Result, ValidationErrors};
 
 impl Core {
@@ -36,7 +36,7 @@ impl Core {
 
     /// One agent with its whole backlog.
     pub async fn agent(&self, who: &Principal, id: &AgentId) -> Result<AgentDetail> {
-        let (agent, mut backlog) = self.store().agent_with_tasks(&who.user_id, id).await?;
+        let (agent, mut backlog) = self.store().agent_with_tasks(&who.user_id, id, None).await?;
         sort_backlog(&mut backlog);
         Ok(AgentDetail { agent, backlog, next_cursor: None })
     }
@@ -51,17 +51,19 @@ impl Core {
         limit: u32,
         after: Option<TaskCursor>,
     ) -> Result<AgentDetail> {
-        let agent = self.store().agent(&who.user_id, id).await?;
-        let mut backlog = self.store().unfinished_tasks(&who.user_id, id).await?;
+        // One more finished task than asked for says whether there is a next page.
+        let fetch = limit.saturating_add(1);
+        let (agent, tasks) =
+            self.store().agent_with_tasks(&who.user_id, id, Some((fetch, after.as_ref()))).await?;
+        let (mut fetched, mut backlog): (Vec<_>, Vec<_>) = tasks
+            .into_iter()
+            .partition(|task| matches!(task.status, TaskStatus::Complete | TaskStatus::Failed));
         sort_backlog(&mut backlog);
-        let page = TaskPage {
-            order: TaskOrder::Finished,
-            status: None,
-            limit: limit.saturating_add(1),
-            after,
-        };
-        let fetched = self.store().task_page(&who.user_id, id, &page).await?;
-        let finished = TasksPage::from_fetched(fetched, &TaskPage { limit, ..page });
+        // The page's order: most recently finished first, as its cursor reads it.
+        let finished_at = |task: &Task| task.completed_at.unwrap_or(task.updated_at);
+        fetched.sort_by(|a, b| finished_at(b).cmp(&finished_at(a)).then_with(|| b.id.cmp(&a.id)));
+        let page = TaskPage { order: TaskOrder::Finished, status: None, limit, after };
+        let finished = TasksPage::from_fetched(fetched, &page);
         backlog.extend(finished.tasks);
         Ok(AgentDetail { agent, backlog, next_cursor: finished.next.map(|c| c.to_string()) })
     }

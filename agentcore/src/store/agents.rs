@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use crate::domain::activity::{ActivityEntry, ActivityQuery, NewActivity};
 use crate::domain::agent::{Agent, AgentFilter, AgentId, NewAgent};
 use crate::domain::billing::Plans;
+use crate::domain::paging::TaskCursor;
 use crate::domain::task::Task;
 use crate::domain::user::UserId;
 use crate::error::Result;
@@ -39,9 +40,15 @@ pub trait AgentStore: Send + Sync {
     ) -> Result<AgentWithTask>;
     async fn list_agents(&self, owner: &UserId, filter: &AgentFilter) -> Result<Vec<Agent>>;
     async fn agent(&self, owner: &UserId, id: &AgentId) -> Result<Agent>;
-    /// The agent and its whole backlog, in one statement (one snapshot: the counts and the
-    /// tasks agree), tasks in no particular order.
-    async fn agent_with_tasks(&self, owner: &UserId, id: &AgentId) -> Result<(Agent, Vec<Task>)>;
+    /// The agent and its tasks in one statement (one snapshot: the counts and the tasks
+    /// agree), in no particular order: every task, or with `finished_page` (a limit, and the
+    /// cursor to continue after) every unfinished task and that page of finished tasks.
+    async fn agent_with_tasks(
+        &self,
+        owner: &UserId,
+        id: &AgentId,
+        finished_page: Option<(u32, Option<&TaskCursor>)>,
+    ) -> Result<(Agent, Vec<Task>)>;
     /// Locks the agent, lets `decide` compute the change, writes it with its activity.
     async fn update_agent(
         &self,
@@ -86,6 +93,7 @@ macro_rules! agent_store {
 
             use crate::domain::activity::{ActivityEntry, ActivityQuery, NewActivity};
             use crate::domain::agent::{Agent, AgentFilter, AgentId, AgentStatus, NewAgent};
+            use crate::domain::paging::TaskCursor;
             use crate::domain::runtime::AgentKey;
             use crate::domain::task::Task;
             use crate::domain::user::UserId;
@@ -180,13 +188,19 @@ macro_rules! agent_store {
                     &self,
                     owner: &UserId,
                     id: &AgentId,
+                    finished_page: Option<(u32, Option<&TaskCursor>)>,
                 ) -> Result<(Agent, Vec<Task>)> {
                     use sqlx::FromRow as _;
-                    let rows = sqlx::query(&sql::select_agent_with_tasks())
-                        .bind(owner.as_str())
-                        .bind(id.as_str())
-                        .fetch_all(&mut *self.read().await?)
-                        .await?;
+                    let after = finished_page.map(|(_, after)| after.is_some());
+                    let statement = sql::select_agent_with_tasks(after);
+                    let mut query = sqlx::query(&statement).bind(owner.as_str()).bind(id.as_str());
+                    if let Some((limit, after)) = finished_page {
+                        query = query.bind(i64::from(limit));
+                        if let Some(after) = after {
+                            query = query.bind(after.at).bind(after.id.as_str());
+                        }
+                    }
+                    let rows = query.fetch_all(&mut *self.read().await?).await?;
                     let first = rows
                         .first()
                         .ok_or_else(|| Error::not_found(Resource::Agent, id.as_str()))?;
@@ -432,9 +446,28 @@ pub(super) mod sql {
     pub(crate) fn select_agent() -> String {
         format!("{AGENT_COLUMNS} {AGENT_FROM} WHERE a.owner_id = $1 AND a.id = $2")
     }
-    /// The agent with each of its tasks, one row a task (`t_`-named columns, `rows::ViewTaskRow`),
-    /// or one row with null task columns for an agent without tasks; no row: no such agent.
-    pub(crate) fn select_agent_with_tasks() -> String {
+    /// The agent with each of its tasks, one row a task (`t_`-named columns,
+    /// `rows::ViewTaskRow`), or one row with null task columns for an agent without tasks; no
+    /// row: no such agent. With `page`, only the unfinished tasks and a page of finished ones
+    /// (`$3` the limit, after `$4`, `$5` a cursor's time and id when `after`).
+    pub(crate) fn select_agent_with_tasks(page: Option<bool>) -> String {
+        use crate::store::tasks::sql::FINISHED;
+        const TASK: &str = "id, title, description, priority, status, result, error, attempts, \
+            input_tokens, output_tokens, created_at, updated_at, started_at, completed_at, steps, \
+            depth, created_by_agent, created_by_task";
+        let tasks = match page {
+            None => "tasks t ON t.owner_id = a.owner_id AND t.agent_id = a.id".to_owned(),
+            Some(after) => {
+                let after = if after { "AND (completed_at, id) < ($4, $5)" } else { "" };
+                format!(
+                    "(SELECT {TASK} FROM tasks WHERE owner_id = $1 AND agent_id = $2 \
+                      AND status IN ('queued', 'in_progress', 'awaiting_approval') \
+                     UNION ALL SELECT * FROM (SELECT {TASK} FROM tasks \
+                      WHERE owner_id = $1 AND agent_id = $2 {FINISHED} {after} \
+                      ORDER BY completed_at DESC, id DESC LIMIT $3) f) t ON 1 = 1"
+                )
+            }
+        };
         format!(
             "{AGENT_COLUMNS}, t.id AS t_id, t.title AS t_title, t.description AS t_description, \
              t.priority AS t_priority, t.status AS t_status, t.result AS t_result, \
@@ -443,8 +476,7 @@ pub(super) mod sql {
              t.updated_at AS t_updated_at, t.started_at AS t_started_at, \
              t.completed_at AS t_completed_at, t.steps AS t_steps, t.depth AS t_depth, \
              t.created_by_agent AS t_created_by_agent, t.created_by_task AS t_created_by_task \
-             {AGENT_FROM} LEFT JOIN tasks t ON t.owner_id = a.owner_id AND t.agent_id = a.id \
-             WHERE a.owner_id = $1 AND a.id = $2"
+             {AGENT_FROM} LEFT JOIN {tasks} WHERE a.owner_id = $1 AND a.id = $2"
         )
     }
     /// Moving into `active` clears the failure streak and the throttle wait: a start resumes at once.

@@ -56,8 +56,9 @@ macro_rules! outbox_store {
             #[async_trait::async_trait]
             impl $crate::store::OutboxStore for $store {
                 async fn outbox_lanes(&self) -> Result<Vec<OutboxLane>> {
-                    let rows: Vec<OutboxLaneRow> =
-                        sqlx::query_as(sql::SELECT_OUTBOX_LANES).fetch_all(&mut *self.read().await?).await?;
+                    let rows: Vec<OutboxLaneRow> = sqlx::query_as(sql::SELECT_OUTBOX_LANES)
+                        .fetch_all(&mut *self.read().await?)
+                        .await?;
                     Ok(rows.into_iter().map(OutboxLane::from).collect())
                 }
 

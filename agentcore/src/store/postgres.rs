@@ -33,7 +33,7 @@ impl PostgresStore {
     const INSERT_ACTIVITY: &'static str = sql::INSERT_ACTIVITY_MONOTONIC;
     /// The server's clock, the one time every node agrees on. `now()` is the transaction's
     /// start: one value for every statement of a transaction.
-    const CLOCK: sql::Clock = sql::Clock {
+    pub(super) const CLOCK: sql::Clock = sql::Clock {
         now: "now()",
         plus: |seconds| format!("(now() + {seconds}::float8 * interval '1 second')"),
     };

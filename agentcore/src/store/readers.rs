@@ -103,7 +103,8 @@ impl<DB: Database> Readers<DB> {
                 // Closing politely would wait on a connection that may be dead: just drop it.
                 continue;
             }
-            let stale = self.inner.test_idle_after.is_some_and(|after| idle.since.elapsed() > after);
+            let stale =
+                self.inner.test_idle_after.is_some_and(|after| idle.since.elapsed() > after);
             if stale && idle.conn.ping().await.is_err() {
                 continue;
             }
@@ -113,7 +114,12 @@ impl<DB: Database> Readers<DB> {
         Ok(self.guard(conn, current, permit))
     }
 
-    fn guard(&self, conn: DB::Connection, generation: u64, permit: OwnedSemaphorePermit) -> Read<DB> {
+    fn guard(
+        &self,
+        conn: DB::Connection,
+        generation: u64,
+        permit: OwnedSemaphorePermit,
+    ) -> Read<DB> {
         Read {
             held: Held::Own { conn: Some(conn), generation, inner: Arc::clone(&self.inner) },
             _permit: Some(permit),
@@ -153,7 +159,9 @@ impl<DB: Database> std::ops::Deref for Read<DB> {
 
     fn deref(&self) -> &DB::Connection {
         match &self.held {
-            Held::Own { conn, .. } => conn.as_ref().unwrap_or_else(|| unreachable!("taken only by drop")),
+            Held::Own { conn, .. } => {
+                conn.as_ref().unwrap_or_else(|| unreachable!("taken only by drop"))
+            }
             Held::Pooled(conn) => conn,
         }
     }
@@ -162,7 +170,9 @@ impl<DB: Database> std::ops::Deref for Read<DB> {
 impl<DB: Database> std::ops::DerefMut for Read<DB> {
     fn deref_mut(&mut self) -> &mut DB::Connection {
         match &mut self.held {
-            Held::Own { conn, .. } => conn.as_mut().unwrap_or_else(|| unreachable!("taken only by drop")),
+            Held::Own { conn, .. } => {
+                conn.as_mut().unwrap_or_else(|| unreachable!("taken only by drop"))
+            }
             Held::Pooled(conn) => conn,
         }
     }

@@ -37,9 +37,6 @@ pub trait TaskStore: Send + Sync {
         agent: &AgentId,
         page: &TaskPage,
     ) -> Result<Vec<Task>>;
-    /// The agent's tasks that are not finished (queued, in progress, awaiting approval), in no
-    /// particular order; none when the agent does not exist.
-    async fn unfinished_tasks(&self, owner: &UserId, agent: &AgentId) -> Result<Vec<Task>>;
     async fn task(&self, owner: &UserId, agent: &AgentId, id: &TaskId) -> Result<Task>;
     /// Locks the task, lets `decide` compute the change, writes it with its activity.
     /// Returns the task as written (or as it was, when deleted).
@@ -160,19 +157,6 @@ macro_rules! task_store {
                         query = query.bind(after.at).bind(after.id.as_str());
                     }
                     rows::convert(query.fetch_all(&mut *conn).await?)
-                }
-
-                async fn unfinished_tasks(
-                    &self,
-                    owner: &UserId,
-                    agent: &AgentId,
-                ) -> Result<Vec<Task>> {
-                    let rows: Vec<TaskRow> = sqlx::query_as(&sql::select_unfinished())
-                        .bind(owner.as_str())
-                        .bind(agent.as_str())
-                        .fetch_all(&mut *self.read().await?)
-                        .await?;
-                    rows::convert(rows)
                 }
 
                 async fn task(&self, owner: &UserId, agent: &AgentId, id: &TaskId) -> Result<Task> {
@@ -425,13 +409,7 @@ pub(super) mod sql {
         }
     }
     /// The condition of the `tasks_by_agent_finished` index, as a query must spell it.
-    const FINISHED: &str = "AND status IN ('complete', 'failed')";
-    pub(crate) fn select_unfinished() -> String {
-        format!(
-            "{TASK_COLUMNS} WHERE owner_id = $1 AND agent_id = $2 \
-             AND status IN ('queued', 'in_progress', 'awaiting_approval')"
-        )
-    }
+    pub(crate) const FINISHED: &str = "AND status IN ('complete', 'failed')";
     pub(crate) fn select_task(lock: &str) -> String {
         format!("{TASK_COLUMNS} WHERE owner_id = $1 AND agent_id = $2 AND id = $3{lock}")
     }

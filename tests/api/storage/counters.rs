@@ -212,12 +212,23 @@ async fn counts(s: &dyn Store, subject: &Subject) -> (BacklogSummary, BacklogSum
     let shown = s.agent(&subject.owner, &subject.id).await.unwrap();
     assert_eq!(listed.backlog_summary, shown.backlog_summary, "list and show agree");
     // The agent view's one statement: the same agent, and every task exactly as read alone.
-    let (viewed, mut view_tasks) = s.agent_with_tasks(&subject.owner, &subject.id).await.unwrap();
+    let view = |page| s.agent_with_tasks(&subject.owner, &subject.id, page);
+    let (viewed, mut view_tasks) = view(None).await.unwrap();
     let mut tasks = s.tasks(&subject.owner, &subject.id, None).await.unwrap();
     view_tasks.sort_by(|a, b| a.id.cmp(&b.id));
     tasks.sort_by(|a, b| a.id.cmp(&b.id));
     assert_eq!(viewed, shown, "the view's agent is the agent");
     assert_eq!(view_tasks, tasks, "the view's tasks are the agent's tasks");
+    // Paged: every unfinished task, and the finished ones up to the limit.
+    let finished = |t: &Task| matches!(t.status, TaskStatus::Complete | TaskStatus::Failed);
+    let (paged_agent, mut paged) = view(Some((2, None))).await.unwrap();
+    paged.sort_by(|a, b| a.id.cmp(&b.id));
+    assert_eq!(paged_agent, shown, "the paged view's agent is the agent");
+    let unfinished =
+        |all: &[Task]| all.iter().filter(|t| !finished(t)).cloned().collect::<Vec<_>>();
+    assert_eq!(unfinished(&paged), unfinished(&tasks), "the paged view has every open task");
+    let page = paged.iter().filter(|t| finished(t)).count();
+    assert_eq!(page, tasks.iter().filter(|t| finished(t)).count().min(2), "the finished page");
     let mut counted = BacklogSummary::default();
     for task in tasks {
         *match task.status {

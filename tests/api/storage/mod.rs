@@ -136,8 +136,8 @@ async fn agents_round_trip_exactly_and_are_scoped_to_their_owner(store: TestStor
     let missing = s.agent(&bob.id, &id("nobody")).await.unwrap_err();
     assert!(matches!(missing, Error::NotFound { resource: Resource::Agent, .. }));
     // The view of an agent without tasks is the agent alone; another owner's is not found.
-    assert_eq!(s.agent_with_tasks(&ada.id, &id("writer")).await.unwrap(), (agent, vec![]));
-    let missing = s.agent_with_tasks(&bob.id, &id("nobody")).await.unwrap_err();
+    assert_eq!(s.agent_with_tasks(&ada.id, &id("writer"), None).await.unwrap(), (agent, vec![]));
+    let missing = s.agent_with_tasks(&bob.id, &id("nobody"), Some((5, None))).await.unwrap_err();
     assert!(matches!(missing, Error::NotFound { resource: Resource::Agent, .. }));
     assert_eq!(s.list_agents(&ada.id, &AgentFilter::default()).await.unwrap().len(), 1);
 }
