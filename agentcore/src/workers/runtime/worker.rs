@@ -32,7 +32,9 @@ pub(super) async fn work(node: Arc<Node>, agent: AgentKey, worker: Arc<Worker>) 
         };
         let wait = match claim {
             Ok(Claim::Task(claimed)) => {
-                held = run_task(&node, &agent, *claimed, &worker).await;
+                // Boxed: a run's state (the model loop, its tools and calls) is kilobytes, and
+                // an idle worker, most of them most of the time, should not carry it.
+                held = Box::pin(run_task(&node, &agent, *claimed, &worker)).await;
                 continue;
             }
             Ok(Claim::Wait(wait)) => wait,
@@ -126,4 +128,30 @@ async fn run_task(
     }
     node.core.wake_outbox();
     next_claim
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::{Core, CoreConfig};
+
+    /// Every active agent has a worker, and most wait most of the time: what one holds while
+    /// it waits is what 10,000 idle agents cost.
+    #[tokio::test]
+    async fn a_waiting_worker_holds_no_run_state() {
+        let dir = tempfile::tempdir().unwrap();
+        let core = Core::open(CoreConfig::sqlite_in(dir.path())).await.unwrap();
+        let node = Arc::new(Node {
+            core: core.clone(),
+            config: crate::core::RuntimeConfig::default(),
+            calls: tokio::sync::Semaphore::new(1),
+            membership: tokio::sync::Mutex::new(()),
+            stopped: tokio::sync::watch::channel(false).1,
+        });
+        let worker = work(node, AgentKey::new("owner", "agent"), Arc::new(Worker::default()));
+        let size = std::mem::size_of_val(&worker);
+        assert!(size <= 1024, "a worker's future is {size} bytes");
+        drop(worker);
+        core.close().await;
+    }
 }
