@@ -10,7 +10,7 @@ use crate::domain::now;
 use crate::domain::paging::{TaskCursor, TaskOrder, TaskPage, TasksPage};
 use crate::domain::runtime::status_post;
 use crate::domain::status::{StatusCommand, transition};
-use crate::domain::task::{Task, TaskStatus, sort_backlog};
+use crate::domain::task::{TaskStatus, sort_backlog};
 use crate::error::{Result, ValidationErrors};
 
 impl Core {
@@ -55,13 +55,10 @@ impl Core {
         let fetch = limit.saturating_add(1);
         let (agent, tasks) =
             self.store().agent_with_tasks(&who.user_id, id, Some((fetch, after.as_ref()))).await?;
-        let (mut fetched, mut backlog): (Vec<_>, Vec<_>) = tasks
+        let (fetched, mut backlog): (Vec<_>, Vec<_>) = tasks
             .into_iter()
             .partition(|task| matches!(task.status, TaskStatus::Complete | TaskStatus::Failed));
         sort_backlog(&mut backlog);
-        // The page's order: most recently finished first, as its cursor reads it.
-        let finished_at = |task: &Task| task.completed_at.unwrap_or(task.updated_at);
-        fetched.sort_by(|a, b| finished_at(b).cmp(&finished_at(a)).then_with(|| b.id.cmp(&a.id)));
         let page = TaskPage { order: TaskOrder::Finished, status: None, limit, after };
         let finished = TasksPage::from_fetched(fetched, &page);
         backlog.extend(finished.tasks);

@@ -41,8 +41,9 @@ pub trait AgentStore: Send + Sync {
     async fn list_agents(&self, owner: &UserId, filter: &AgentFilter) -> Result<Vec<Agent>>;
     async fn agent(&self, owner: &UserId, id: &AgentId) -> Result<Agent>;
     /// The agent and its tasks in one statement (one snapshot: the counts and the tasks
-    /// agree), in no particular order: every task, or with `finished_page` (a limit, and the
-    /// cursor to continue after) every unfinished task and that page of finished tasks.
+    /// agree): every task, in no particular order, or with `finished_page` (a limit, and the
+    /// cursor to continue after) every unfinished task and that page of finished tasks, the
+    /// finished ones in the page's order (most recently finished first).
     async fn agent_with_tasks(
         &self,
         owner: &UserId,
@@ -449,24 +450,23 @@ pub(super) mod sql {
     /// The agent with each of its tasks, one row a task (`t_`-named columns,
     /// `rows::ViewTaskRow`), or one row with null task columns for an agent without tasks; no
     /// row: no such agent. With `page`, only the unfinished tasks and a page of finished ones
-    /// (`$3` the limit, after `$4`, `$5` a cursor's time and id when `after`).
+    /// (`$3` the limit, after `$4`, `$5` a cursor's time and id when `after`), in page order.
     pub(crate) fn select_agent_with_tasks(page: Option<bool>) -> String {
-        use crate::store::tasks::sql::FINISHED;
-        const TASK: &str = "id, title, description, priority, status, result, error, attempts, \
-            input_tokens, output_tokens, created_at, updated_at, started_at, completed_at, steps, \
-            depth, created_by_agent, created_by_task";
-        let tasks = match page {
-            None => "tasks t ON t.owner_id = a.owner_id AND t.agent_id = a.id".to_owned(),
-            Some(after) => {
-                let after = if after { "AND (completed_at, id) < ($4, $5)" } else { "" };
+        use crate::domain::paging::TaskOrder;
+        use crate::store::tasks::sql::{TASK_COLUMNS, select_page};
+        // Paged: in the finished page's order (unfinished tasks, with no finishing time, fall
+        // first or last depending on the backend; the caller sorts them apart).
+        let (tasks, order) = match page {
+            None => ("tasks t ON t.owner_id = a.owner_id AND t.agent_id = a.id".to_owned(), ""),
+            Some(after) => (
                 format!(
-                    "(SELECT {TASK} FROM tasks WHERE owner_id = $1 AND agent_id = $2 \
+                    "({TASK_COLUMNS} WHERE owner_id = $1 AND agent_id = $2 \
                       AND status IN ('queued', 'in_progress', 'awaiting_approval') \
-                     UNION ALL SELECT * FROM (SELECT {TASK} FROM tasks \
-                      WHERE owner_id = $1 AND agent_id = $2 {FINISHED} {after} \
-                      ORDER BY completed_at DESC, id DESC LIMIT $3) f) t ON 1 = 1"
-                )
-            }
+                     UNION ALL SELECT * FROM ({}) f) t ON 1 = 1",
+                    select_page(TaskOrder::Finished, after)
+                ),
+                " ORDER BY t.completed_at DESC, t.id DESC",
+            ),
         };
         format!(
             "{AGENT_COLUMNS}, t.id AS t_id, t.title AS t_title, t.description AS t_description, \
@@ -476,7 +476,7 @@ pub(super) mod sql {
              t.updated_at AS t_updated_at, t.started_at AS t_started_at, \
              t.completed_at AS t_completed_at, t.steps AS t_steps, t.depth AS t_depth, \
              t.created_by_agent AS t_created_by_agent, t.created_by_task AS t_created_by_task \
-             {AGENT_FROM} LEFT JOIN {tasks} WHERE a.owner_id = $1 AND a.id = $2"
+             {AGENT_FROM} LEFT JOIN {tasks} WHERE a.owner_id = $1 AND a.id = $2{order}"
         )
     }
     /// Moving into `active` clears the failure streak and the throttle wait: a start resumes at once.
