@@ -1,0 +1,65 @@
+# Shared by .ci/run and .ci/fuzz: stage timing and the build cache's location.
+#
+# Stages: `stage NAME` ends the stage before it (printing its seconds) and begins NAME; at exit,
+# whether the script passed or failed, every stage's time is printed again as one table, so a
+# slow stage shows in the log's last lines.
+
+ci_started=$(date +%s)
+stage_name=""
+stage_started=$ci_started
+stage_times=()
+
+stage() {
+    local now
+    now=$(date +%s)
+    if [ -n "$stage_name" ]; then
+        stage_times+=("$(printf '%6d s  %s' $((now - stage_started)) "$stage_name")")
+        echo "-- $stage_name: $((now - stage_started)) s"
+    fi
+    stage_name="${1:-}"
+    stage_started=$now
+    if [ -n "$stage_name" ]; then echo "== $stage_name"; fi
+}
+
+stage_report() {
+    local status=$?
+    stage ""
+    echo "== Stage times ($1)"
+    printf '%s\n' "${stage_times[@]}"
+    printf '%6d s  total (exit %d)\n' $(($(date +%s) - ci_started)) "$status"
+}
+
+# The CI cache: kept between runs on one machine, outside the clone (each CI run is a fresh
+# clone). Build outputs are keyed by the compiler that made them, so a new toolchain starts a
+# new directory instead of piling up beside the old one.
+ci_cache="${XDG_CACHE_HOME:-$HOME/.cache}/agentd-ci"
+
+# toolchain_key [+TOOLCHAIN]: a short name for the compiler's exact build.
+toolchain_key() {
+    rustc ${1:+"$1"} -vV | sha256sum | cut -c1-12
+}
+
+# prepare_target_dir DIR: make DIR the build output directory of the stages that follow, after
+# dropping what an earlier run left that this one cannot use.
+#
+# A fresh clone gives every workspace source file a new modification time, so cargo rebuilds
+# the workspace's own crates whatever the cache holds; their old outputs (the test binaries are
+# the bulk) would only pile up, one set per run. They go first. Dependencies are what the cache
+# is for and stay. A directory over CI_CACHE_MAX_GIB (default 40) is emptied whole: the bound
+# on what stale dependency versions can add up to.
+prepare_target_dir() {
+    local dir=$1 max_gib=${CI_CACHE_MAX_GIB:-40}
+    mkdir -p "$dir"
+    if [ "$(du -s --block-size=1G "$dir" | cut -f1)" -gt "$max_gib" ]; then
+        echo "build cache $dir is over $max_gib GiB: emptied"
+        rm -rf "$dir"
+        mkdir -p "$dir"
+    fi
+    # The workspace's crates and targets, as their outputs are named (dashes as underscores).
+    local members='agentcore|agentd|agentctl|examples|embed|support|api|agentd_under_test|agentctl_under_test|mcp_test_server|agentd_fuzz|stripe_signature|stripe_event|request_body|discord_interaction'
+    find "$dir" -mindepth 3 -maxdepth 4 \
+        \( -path '*/deps/*' -o -path '*/.fingerprint/*' -o -path '*/build/*' -o -path '*/incremental/*' \) \
+        -regextype posix-extended -regex ".*/(lib)?($members)-[0-9a-f]{16}([.-].*)?" \
+        -prune -exec rm -rf {} +
+    export CARGO_TARGET_DIR="$dir"
+}
