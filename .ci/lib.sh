@@ -1,30 +1,41 @@
 # Shared by .ci/run and .ci/fuzz: stage timing and the build cache's location.
 #
-# Stages: `stage NAME` ends the stage before it (printing its seconds) and begins NAME; at exit,
-# whether the script passed or failed, every stage's time is printed again as one table, so a
-# slow stage shows in the log's last lines.
+# Stages: `stage NAME` ends the stage before it (printing its seconds and the machine's CPU use)
+# and begins NAME; at exit, whether the script passed or failed, every stage's time is printed
+# again as one table, so a slow stage shows in the log's last lines.
 
 ci_started=$(date +%s)
 stage_name=""
 stage_started=$ci_started
 stage_times=()
 
+# The machine's busy and total CPU time so far (clock ticks, all cores): a stage's share of busy
+# time says whether it was bound by the CPU (near 100%) or waited (tests on timers, downloads).
+cpu_ticks() {
+    awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9; exit }' /proc/stat
+}
+read -r stage_busy stage_total < <(cpu_ticks)
+
 stage() {
-    local now
+    local now busy total cpu
     now=$(date +%s)
+    read -r busy total < <(cpu_ticks)
     if [ -n "$stage_name" ]; then
-        stage_times+=("$(printf '%6d s  %s' $((now - stage_started)) "$stage_name")")
-        echo "-- $stage_name: $((now - stage_started)) s"
+        cpu=$(( total > stage_total ? 100 * (busy - stage_busy) / (total - stage_total) : 0 ))
+        stage_times+=("$(printf '%6d s  cpu %3d%%  %s' $((now - stage_started)) "$cpu" "$stage_name")")
+        echo "-- $stage_name: $((now - stage_started)) s, cpu $cpu%"
     fi
     stage_name="${1:-}"
     stage_started=$now
+    stage_busy=$busy
+    stage_total=$total
     if [ -n "$stage_name" ]; then echo "== $stage_name"; fi
 }
 
 stage_report() {
     local status=$?
     stage ""
-    echo "== Stage times ($1)"
+    echo "== Stage times ($1; cpu: the machine's busy share over the stage)"
     printf '%s\n' "${stage_times[@]}"
     printf '%6d s  total (exit %d)\n' $(($(date +%s) - ci_started)) "$status"
 }

@@ -71,6 +71,8 @@ async fn schemathesis_finds_no_server_error_and_no_answer_outside_the_document(d
 
     // Hypothesis sometimes trips over its own example generation ("FlakyFailure", a runtime
     // error of the tool, not a finding): such a run is repeated once. Any real finding fails.
+    // (Under a CPython before 3.11.8 or 3.12.2 the two workers' `ast.parse` calls race and fail
+    // that way every time: `.ci/run` picks a newer Python for schemathesis.)
     let mut attempt = 0;
     let output = loop {
         attempt += 1;
