@@ -69,7 +69,7 @@ prepare_target_dir() {
     # The workspace's crates and targets, as their outputs are named (dashes as underscores).
     local members='agentcore|agentd|agentctl|examples|embed|support|api|agentd_under_test|agentctl_under_test|mcp_test_server|agentd_fuzz|stripe_signature|stripe_event|request_body|discord_interaction'
     find "$dir" -mindepth 3 -maxdepth 4 \
-        \( -path '*/deps/*' -o -path '*/.fingerprint/*' -o -path '*/build/*' -o -path '*/incremental/*' \) \
+        \( -path '*/deps/*' -o -path '*/.fingerprint/*' -o -path '*/build/*' -o -path '*/examples/*' -o -path '*/incremental/*' \) \
         -regextype posix-extended -regex ".*/(lib)?($members)-[0-9a-f]{16}([.-].*)?" \
         -prune -exec rm -rf {} +
     export CARGO_TARGET_DIR="$dir"
