@@ -53,10 +53,12 @@ toolchain_key() {
 # prepare_target_dir DIR: make DIR the build output directory of the stages that follow, after
 # dropping what an earlier run left that this one cannot use.
 #
-# A fresh clone gives every workspace source file a new modification time, so cargo rebuilds
-# the workspace's own crates whatever the cache holds; their old outputs (the test binaries are
-# the bulk) would only pile up, one set per run. They go first. Dependencies are what the cache
-# is for and stay. A directory over CI_CACHE_MAX_GIB (default 40) is emptied whole: the bound
+# The workspace's own crates are always rebuilt, so their outputs of earlier runs go first:
+# they would pile up (the test binaries are the bulk), and they are not safe to keep. cargo
+# names a workspace crate's outputs by its path relative to the workspace, so another clone's
+# outputs carry the same names, and cargo judges them by modification times: a tree whose files
+# are older than those outputs (a checkout made before the last run) would be taken as built.
+# Dependencies are what the cache is for and stay. A directory over CI_CACHE_MAX_GIB (default 40) is emptied whole: the bound
 # on what stale dependency versions can add up to.
 prepare_target_dir() {
     local dir=$1 max_gib=${CI_CACHE_MAX_GIB:-40}
