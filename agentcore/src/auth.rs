@@ -61,7 +61,10 @@ impl Auth {
     pub(crate) fn new(secret: &SecretString, token_ttl: Option<Duration>) -> Self {
         let key = secret.expose_secret().as_bytes();
         let mut validation = Validation::new(Algorithm::HS256);
-        validation.set_required_spec_claims(&["sub"]);
+        // With a lifetime configured, a token must say when it expires: one issued before the
+        // lifetime was set carries no `exp` and would otherwise be valid forever.
+        let required: &[&str] = if token_ttl.is_some() { &["sub", "exp"] } else { &["sub"] };
+        validation.set_required_spec_claims(required);
         validation.leeway = 0;
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         let mut state_validation = Validation::new(Algorithm::HS256);

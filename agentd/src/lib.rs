@@ -102,7 +102,16 @@ pub fn router(state: AppState) -> Router {
         Some(cors) => router.layer(cors),
         None => router,
     };
-    router.with_state(state)
+    router.layer(axum::middleware::map_response(nosniff)).with_state(state)
+}
+
+/// `X-Content-Type-Options: nosniff` on every answer (the API's, the dashboard's, the errors of
+/// every layer), so a browser never reads a JSON or text body as a page or a script.
+async fn nosniff(mut response: Response) -> Response {
+    response
+        .headers_mut()
+        .insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    response
 }
 
 /// Answers 408 for a request that outlives `http.request_timeout_seconds` (a slow body

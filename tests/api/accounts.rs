@@ -1,9 +1,11 @@
 //! Registering, logging in and out, tokens, and the error body of the HTTP layer.
 
+use std::time::Duration;
+
 use reqwest::Method;
 use serde_json::json;
 
-use crate::helpers::{Backend, TestApp, TestDb, app_with, backend_tests, eventually};
+use crate::helpers::{Backend, TestApp, TestDb, User, app_with, backend_tests, eventually};
 
 fn register_body(email: &str, password: &str, name: &str) -> serde_json::Value {
     json!({"email": email, "password": password, "name": name})
@@ -27,6 +29,8 @@ backend_tests! { app;
     every_response_carries_a_request_id_and_keeps_the_clients,
     bodies_over_one_mebibyte_are_refused,
     health_and_readiness_answer_and_unknown_routes_use_the_error_body,
+    a_lifetime_set_later_refuses_the_tokens_issued_without_one,
+    every_answer_forbids_content_sniffing,
 }
 
 async fn registering_returns_a_token_and_the_user_and_me_returns_the_same_user(app: TestApp) {
@@ -320,11 +324,43 @@ async fn a_logout_on_one_node_refuses_the_token_on_another_within_a_second(db: T
         }
         a.post_empty("/auth/logout", &user).await.assert_status(200);
         a.get("/api/agents", &user).await.assert_error(401, "unauthorized");
-        eventually(
-            std::time::Duration::from_secs(1),
-            "node B refuses the revoked token",
-            || async { b.get("/api/agents", &user).await.status == 401 },
+        eventually(Duration::from_secs(1), "node B refuses the revoked token", || async {
+            b.get("/api/agents", &user).await.status == 401
+        })
+        .await;
+    }
+}
+
+async fn a_lifetime_set_later_refuses_the_tokens_issued_without_one(app: TestApp) {
+    // Issued with no lifetime configured: the token carries no expiry.
+    let user = app.register("lifetime@example.com").await;
+    let (db, mut options) = app.stop().await;
+    options.token_ttl = Some(Duration::from_secs(3600));
+    let app = TestApp::start(db, options).await;
+    app.get("/auth/me", &user).await.assert_error(401, "unauthorized");
+    let login = app
+        .post_anonymous(
+            "/auth/login",
+            json!({"email": "lifetime@example.com", "password": "correct horse"}),
         )
         .await;
+    let token = login.assert_status(200)["access_token"].as_str().unwrap().to_owned();
+    let again = User { id: user.id.clone(), token };
+    app.get("/auth/me", &again).await.assert_status(200);
+}
+
+async fn every_answer_forbids_content_sniffing(app: TestApp) {
+    let user = app.register("sniff@example.com").await;
+    let answers = [
+        app.request(Method::GET, "/healthz", None, None).await,
+        app.request(Method::GET, "/openapi.json", None, None).await,
+        app.request(Method::GET, "/no/such/route", None, None).await,
+        app.request(Method::GET, "/auth/me", None, None).await,
+        app.get("/api/agents", &user).await,
+        app.post("/api/agents", &user, json!({"id": "Bad Id"})).await,
+        app.send_raw(Method::POST, "/api/agents", Some(&user.token), "x".repeat(1 << 21)).await,
+    ];
+    for answer in answers {
+        assert_eq!(answer.headers["x-content-type-options"], "nosniff", "{answer:?}");
     }
 }

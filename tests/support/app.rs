@@ -90,6 +90,8 @@ pub struct Options {
     pub mcp: agentcore::mcp::McpConfig,
     /// The answer's length bound sent with every call; the server's default unless set.
     pub max_tokens: Option<u32>,
+    /// `auth.token_ttl_seconds`: tokens do not expire unless set.
+    pub token_ttl: Option<Duration>,
 }
 
 /// The model the tests price: no input cost, $200 per million output tokens, so each answer of
@@ -129,6 +131,7 @@ impl Options {
             default_model: None,
             mcp: agentcore::mcp::McpConfig::default(),
             max_tokens: None,
+            token_ttl: None,
         }
     }
 
@@ -137,6 +140,7 @@ impl Options {
         let mut config = CoreConfig::new(db.url.clone());
         config.data_dir = self.data_dir.path().to_path_buf();
         config.jwt_secret = self.jwt_secret.clone().map(secrecy::SecretString::from);
+        config.token_ttl = self.token_ttl;
         config.discord.api_base = self.discord.api_base.clone();
         config.discord.timeout = Duration::from_millis(500);
         if self.discord_app {
