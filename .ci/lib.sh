@@ -50,8 +50,8 @@ toolchain_key() {
     rustc ${1:+"$1"} -vV | sha256sum | cut -c1-12
 }
 
-# prepare_target_dir DIR: make DIR the build output directory of the stages that follow, after
-# dropping what an earlier run left that this one cannot use.
+# prepare_target_dir DIR: drop from the build output directory DIR what an earlier run left that
+# this one cannot use. Every cached target directory goes through it before a build.
 #
 # The workspace's own crates are always rebuilt, so their outputs of earlier runs go first:
 # they would pile up (the test binaries are the bulk), and they are not safe to keep. cargo
@@ -74,5 +74,4 @@ prepare_target_dir() {
         \( -path '*/deps/*' -o -path '*/.fingerprint/*' -o -path '*/build/*' -o -path '*/examples/*' -o -path '*/incremental/*' \) \
         -regextype posix-extended -regex ".*/(lib)?($members)-[0-9a-f]{16}([.-].*)?" \
         -prune -exec rm -rf {} +
-    export CARGO_TARGET_DIR="$dir"
 }
