@@ -31,6 +31,7 @@ backend_tests! { app;
     health_and_readiness_answer_and_unknown_routes_use_the_error_body,
     a_lifetime_set_later_refuses_the_tokens_issued_without_one,
     every_answer_forbids_content_sniffing,
+    an_address_in_either_unicode_form_is_one_account_and_invisible_marks_are_refused,
 }
 
 async fn registering_returns_a_token_and_the_user_and_me_returns_the_same_user(app: TestApp) {
@@ -363,4 +364,34 @@ async fn every_answer_forbids_content_sniffing(app: TestApp) {
     for answer in answers {
         assert_eq!(answer.headers["x-content-type-options"], "nosniff", "{answer:?}");
     }
+}
+
+async fn an_address_in_either_unicode_form_is_one_account_and_invisible_marks_are_refused(
+    app: TestApp,
+) {
+    let composed = "jos\u{e9}@example.com";
+    let decomposed = "jose\u{301}@example.com";
+    let registered = app
+        .post_anonymous("/auth/register", register_body(composed, "correct horse", "Jose"))
+        .await;
+    let id = registered.assert_status(201)["user"]["id"].clone();
+    let again = register_body(decomposed, "another pass", "Impostor");
+    app.post_anonymous("/auth/register", again).await.assert_error(409, "email_taken");
+    let upper = register_body("JOS\u{c9}@EXAMPLE.COM", "another pass", "Impostor");
+    app.post_anonymous("/auth/register", upper).await.assert_error(409, "email_taken");
+    let login = json!({"email": decomposed, "password": "correct horse"});
+    let session = app.post_anonymous("/auth/login", login).await;
+    assert_eq!(session.assert_status(200)["user"]["id"], id, "one account");
+
+    for hidden in ["ada\u{200b}@example.com", "\u{202e}moc.elpmaxe@ada", "a\u{2066}da@example.com"]
+    {
+        let refused = app
+            .post_anonymous("/auth/register", register_body(hidden, "correct horse", "Ada"))
+            .await;
+        refused.assert_error(400, "validation_failed");
+        let why = refused.body["error"]["details"]["email"].as_str().unwrap_or_default();
+        assert!(why.contains("invisible"), "{hidden:?}: {why}");
+    }
+    let users = app.db.count("SELECT COUNT(*) FROM users", &[]).await;
+    assert_eq!(users, 1);
 }

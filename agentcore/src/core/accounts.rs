@@ -4,8 +4,8 @@ use serde::{Deserialize, Serialize};
 
 use super::{Core, Principal, unauthorized_unless};
 use crate::domain::now;
-use crate::domain::user::{Credentials, NewUser, User, UserId};
-use crate::error::{Error, Result};
+use crate::domain::user::{Credentials, Email, NewUser, User, UserId};
+use crate::error::{Conflict, Error, Result};
 use crate::store::UserRecord;
 
 /// What registering or logging in returns: a token and who it belongs to.
@@ -21,6 +21,16 @@ impl Core {
     /// Creates an account. A second account for the same email (in any letter case) is
     /// `email_taken`, even when both registrations race.
     pub async fn register(&self, input: NewUser) -> Result<Session> {
+        // An account made before addresses were normalised may hold this address under
+        // another key (as it was typed then).
+        for key in Email::login_keys(input.email.as_str()).iter().skip(1) {
+            if self.store().user_by_email_key(key).await?.is_some() {
+                return Err(Error::conflict(
+                    Conflict::EmailTaken,
+                    "An account with this email already exists.",
+                ));
+            }
+        }
         let password_hash = self.auth().hash_password(input.password.expose()).await?;
         let record = UserRecord {
             id: UserId::generate(),
@@ -39,13 +49,17 @@ impl Core {
     /// Exchanges an email and password for a token. Every failure is the same 401, and takes
     /// as long whether or not the email exists.
     pub async fn login(&self, credentials: Credentials) -> Result<Session> {
-        let key = credentials.email.trim().to_lowercase();
         // No registered email holds a NUL (registration refuses it), and PostgreSQL cannot
         // even compare such a text: it is simply no one's.
-        let record = match key.contains('\0') {
-            true => None,
-            false => self.store().user_by_email_key(&key).await?,
-        };
+        let mut record = None;
+        if !credentials.email.contains('\0') {
+            for key in Email::login_keys(&credentials.email) {
+                record = self.store().user_by_email_key(&key).await?;
+                if record.is_some() {
+                    break;
+                }
+            }
+        }
         let hash = record.as_ref().map(|r| r.password_hash.clone());
         if !self.auth().verify_password(&credentials.password, hash).await? {
             return Err(Error::Unauthorized);

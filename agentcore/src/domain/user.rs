@@ -4,6 +4,7 @@ use std::fmt;
 
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
+use unicode_normalization::UnicodeNormalization;
 
 use super::text;
 
@@ -46,10 +47,21 @@ impl fmt::Display for UserId {
 pub struct Email(String);
 
 impl Email {
+    /// Trims `value` and brings it to Unicode NFC (`é` typed as one character or as `e` and
+    /// an accent is one address), then checks it. Invisible characters (format characters
+    /// such as zero-width spaces, text-direction overrides, controls and spaces) are refused:
+    /// they make two addresses that look the same.
     pub fn parse(value: &str) -> Result<Self, String> {
-        let value = value.trim();
+        let value: String = value.trim().nfc().collect();
+        let value = value.as_str();
         if value.is_empty() {
             return Err("must not be empty".into());
+        }
+        if value.chars().any(is_invisible) {
+            return Err(
+                "must not contain invisible characters (spaces, zero-width or text-direction marks)"
+                    .into(),
+            );
         }
         if text::char_len(value) > 254 {
             return Err("must be at most 254 characters".into());
@@ -82,10 +94,64 @@ impl Email {
         &self.0
     }
 
-    /// The form used for uniqueness and look-ups.
+    /// The form used for uniqueness and look-ups: case-folded (upper then lower case, so
+    /// `ß` and `ss`, `ς` and `σ` are one letter) and in NFC.
     pub fn key(&self) -> String {
-        self.0.to_lowercase()
+        fold(&self.0)
     }
+
+    /// The keys to look for when signing in with `typed`: its [`Email::key`] first, then the
+    /// forms accounts registered before addresses were normalised may be stored under (the
+    /// lower case of what was typed then, in either normal form). Only non-ASCII addresses
+    /// have more than one.
+    pub fn login_keys(typed: &str) -> Vec<String> {
+        let typed = typed.trim();
+        let mut keys = vec![fold(&typed.nfc().collect::<String>())];
+        let legacy = [
+            typed.to_lowercase(),
+            typed.nfc().collect::<String>().to_lowercase(),
+            typed.nfd().collect::<String>().to_lowercase(),
+        ];
+        for key in legacy {
+            if !keys.contains(&key) {
+                keys.push(key);
+            }
+        }
+        keys
+    }
+}
+
+fn fold(value: &str) -> String {
+    value.to_uppercase().to_lowercase().nfc().collect()
+}
+
+/// Format characters (Unicode category Cf: zero-width spaces and joiners, bidirectional
+/// marks, embeddings, overrides and isolates, the byte-order mark, soft hyphen, tags...),
+/// controls and white space.
+fn is_invisible(c: char) -> bool {
+    c.is_control()
+        || c.is_whitespace()
+        || matches!(
+            u32::from(c),
+            0xAD | 0x600..=0x605
+                | 0x61C
+                | 0x6DD
+                | 0x70F
+                | 0x890..=0x891
+                | 0x8E2
+                | 0x180E
+                | 0x200B..=0x200F
+                | 0x202A..=0x202E
+                | 0x2060..=0x206F
+                | 0xFEFF
+                | 0xFFF9..=0xFFFB
+                | 0x110BD
+                | 0x110CD
+                | 0x13430..=0x1343F
+                | 0x1BCA0..=0x1BCA3
+                | 0x1D173..=0x1D17A
+                | 0xE0000..=0xE007F
+        )
 }
 
 /// A password as typed: 8 to 1,024 characters. Never logged, never printed.
@@ -151,6 +217,39 @@ mod tests {
         let email = Email::parse("  Ada@Example.COM ").unwrap();
         assert_eq!(email.as_str(), "Ada@Example.COM");
         assert_eq!(email.key(), "ada@example.com");
+    }
+
+    #[test]
+    fn composed_and_decomposed_forms_are_one_address_and_case_is_folded() {
+        let composed = Email::parse("jos\u{e9}@example.com").unwrap();
+        let decomposed = Email::parse("jose\u{301}@example.com").unwrap();
+        assert_eq!(composed, decomposed, "stored in NFC");
+        assert_eq!(composed.key(), decomposed.key());
+        assert_eq!(Email::parse("JOS\u{c9}@Example.com").unwrap().key(), composed.key());
+        assert_eq!(
+            Email::parse("stra\u{df}e@example.com").unwrap().key(),
+            Email::parse("STRASSE@example.com").unwrap().key()
+        );
+        let keys = Email::login_keys("JOSE\u{301}@example.com");
+        assert_eq!(keys[0], composed.key());
+        assert!(keys.contains(&"jose\u{301}@example.com".to_owned()), "{keys:?}");
+        assert_eq!(Email::login_keys("Ada@Example.com"), vec!["ada@example.com".to_owned()]);
+    }
+
+    #[test]
+    fn invisible_characters_are_refused() {
+        for bad in [
+            "ada\u{200b}@example.com",
+            "ada@exam\u{200d}ple.com",
+            "\u{202e}moc.elpmaxe@ada",
+            "ad\u{2066}a@example.com",
+            "ada\u{feff}@example.com",
+            "ada\u{a0}x@example.com",
+            "ada\u{ad}@example.com",
+        ] {
+            let refused = Email::parse(bad).unwrap_err();
+            assert!(refused.contains("invisible"), "{bad:?}: {refused}");
+        }
     }
 
     #[test]
