@@ -36,6 +36,16 @@ struct StateClaims {
     sub: String,
     purpose: String,
     exp: i64,
+    /// Its id: a state is spent when an install completes with it, and cannot serve twice.
+    jti: String,
+}
+
+/// A verified OAuth `state`: the user it was issued to, and its id and expiry for spending it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct InstallState {
+    pub(crate) user_id: String,
+    pub(crate) id: String,
+    pub(crate) expires_at: i64,
 }
 
 const STATE_PURPOSE: &str = "discord_install";
@@ -68,7 +78,7 @@ impl Auth {
         validation.leeway = 0;
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         let mut state_validation = Validation::new(Algorithm::HS256);
-        state_validation.set_required_spec_claims(&["sub", "exp"]);
+        state_validation.set_required_spec_claims(&["sub", "exp", "jti"]);
         state_validation.leeway = 0;
         Self {
             encoding: EncodingKey::from_secret(key),
@@ -140,18 +150,24 @@ impl Auth {
         let exp = chrono::Utc::now()
             .timestamp()
             .saturating_add(i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX));
-        let claims = StateClaims { sub: user.to_string(), purpose: STATE_PURPOSE.into(), exp };
+        let jti = uuid::Uuid::new_v4().to_string();
+        let claims = StateClaims { sub: user.to_string(), purpose: STATE_PURPOSE.into(), exp, jti };
         jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
             .map_err(|e| Error::internal(format!("signing a state failed: {e}")))
     }
 
-    /// The user a `state` was issued to, if it is ours, unexpired and for an install.
-    pub(crate) fn verify_state(&self, state: &str) -> Option<String> {
+    /// A `state`, if it is ours, unexpired and for an install (whether it was spent is the
+    /// store's to say).
+    pub(crate) fn verify_state(&self, state: &str) -> Option<InstallState> {
         let claims =
             jsonwebtoken::decode::<StateClaims>(state, &self.decoding, &self.state_validation)
                 .ok()?
                 .claims;
-        (claims.purpose == STATE_PURPOSE).then_some(claims.sub)
+        (claims.purpose == STATE_PURPOSE).then_some(InstallState {
+            user_id: claims.sub,
+            id: claims.jti,
+            expires_at: claims.exp,
+        })
     }
 
     async fn decoy_hash(&self) -> Result<String> {
@@ -226,11 +242,19 @@ mod tests {
         let auth = auth(None);
         let user = UserId::generate();
         let state = auth.issue_state(&user, Duration::from_secs(600)).unwrap();
-        assert_eq!(auth.verify_state(&state).as_deref(), Some(user.as_str()));
+        let verified = auth.verify_state(&state).unwrap();
+        assert_eq!(verified.user_id, user.as_str());
+        let again = auth.verify_state(&auth.issue_state(&user, Duration::from_secs(9)).unwrap());
+        assert_ne!(again.unwrap().id, verified.id, "each state has its own id");
         assert!(auth.verify(&state).is_err(), "a state is not a login");
         let token = auth.issue(&user, 0).unwrap();
         assert!(auth.verify_state(&token).is_none(), "a login is not a state");
-        let expired = StateClaims { sub: user.to_string(), purpose: STATE_PURPOSE.into(), exp: 1 };
+        let expired = StateClaims {
+            sub: user.to_string(),
+            purpose: STATE_PURPOSE.into(),
+            exp: 1,
+            jti: "j".into(),
+        };
         let expired =
             jsonwebtoken::encode(&Header::new(Algorithm::HS256), &expired, &auth.encoding).unwrap();
         assert!(auth.verify_state(&expired).is_none());

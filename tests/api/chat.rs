@@ -433,9 +433,20 @@ async fn oauth_installs_the_service_bot_into_the_guild_discord_names(app: TestAp
         (&connections[0]["guild_id"], &connections[0]["kind"]),
         (&json!("444"), &json!("oauth"))
     );
-    app.post("/api/chat/callback", &user, json!({"code": "code-1"}))
-        .await
-        .assert_error(400, "validation_failed");
+    // A state serves once, and none is no install: a link carrying someone's code connects
+    // nothing for the signed-in user who follows it.
+    app.discord.add_guild("555", "Attacker Guild", &[]);
+    app.discord.issue_code("code-2", "555");
+    let stateless = app.post("/api/chat/callback", &user, json!({"code": "code-2"})).await;
+    stateless.assert_error(400, "validation_failed");
+    assert!(stateless.body["error"]["details"]["state"].is_string(), "{}", stateless.body);
+    let replayed =
+        app.post("/api/chat/callback", &user, json!({"code": "code-2", "state": state})).await;
+    replayed.assert_error(400, "validation_failed");
+    let why = replayed.body["error"]["details"]["state"].as_str().unwrap_or_default();
+    assert!(why.contains("already used"), "{why}");
+    let connections = app.get("/api/chat/connections", &user).await.body["connections"].clone();
+    assert_eq!(connections.as_array().map(Vec::len), Some(1), "{connections}");
 
     app.create_agent(&user, "helper").await;
     app.post("/api/chat/mappings/444", &user, json!({"agent_id": "helper", "channel_id": "4441"}))

@@ -21,7 +21,9 @@ pub struct CallbackRequest {
     #[cfg_attr(feature = "openapi", schema(nullable = false))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub guild_id: Option<String>,
-    #[cfg_attr(feature = "openapi", schema(nullable = false))]
+    /// The state `oauth-url` issued: required (checked after the install is known to be
+    /// configured, so a server without it answers `not_configured` first).
+    #[cfg_attr(feature = "openapi", schema(required = true, nullable = false))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub state: Option<String>,
 }

@@ -73,27 +73,34 @@ impl Core {
         Ok(OauthUrl { url, state })
     }
 
-    /// Completes an install: exchanges `code`, trusts the guild Discord names in its answer
-    /// (the redirect's `guild_id` is only a hint) and stores the connection.
+    /// Completes an install: checks `state` (issued by [`Core::oauth_url`] to the caller,
+    /// unexpired, unspent), exchanges `code`, trusts the guild Discord names in its answer (the
+    /// redirect's `guild_id` is only a hint), spends the state and stores the connection. So a
+    /// link carrying someone else's `code`, followed by a signed-in user, connects nothing.
     pub async fn oauth_callback(
         &self,
         who: &Principal,
         code: &str,
         state: Option<&str>,
     ) -> Result<Connected> {
-        if let Some(state) = state
-            && self.auth().verify_state(state).as_deref() != Some(who.user_id.as_str())
-        {
-            return Err(
-                ValidationErrors::single("state", "is invalid, expired or not yours").into()
-            );
-        }
         let config = &self.inner.discord_config;
         let client_id = require_setting(config.client_id.as_deref(), "discord.client_id")?;
         let client_secret =
             require_setting(config.client_secret.as_ref(), "discord.client_secret")?;
         let redirect_uri = require_setting(config.redirect_uri.as_deref(), "discord.redirect_uri")?;
         let bot_token = require_setting(config.bot_token.as_ref(), "discord.bot_token")?;
+        let Some(state) = state else {
+            return Err(ValidationErrors::single(
+                "state",
+                "is required: start the install from the link of oauth-url",
+            )
+            .into());
+        };
+        let state = self
+            .auth()
+            .verify_state(state)
+            .filter(|state| state.user_id == who.user_id.as_str())
+            .ok_or_else(|| ValidationErrors::single("state", "is invalid, expired or not yours"))?;
         let exchanged = self
             .inner
             .discord
@@ -116,6 +123,10 @@ impl Core {
         })?;
         let guild_id = GuildId::parse(&guild.id)
             .map_err(|_| Error::Upstream("Discord named an invalid server id".into()))?;
+        let expires_at = chrono::DateTime::from_timestamp(state.expires_at, 0).unwrap_or_else(now);
+        if !self.store().spend_oauth_state(&state.id, expires_at).await? {
+            return Err(ValidationErrors::single("state", "was already used").into());
+        }
         let bot = Bot {
             token: bot_token,
             kind: ConnectionKind::Oauth,

@@ -1,6 +1,7 @@
 //! Discord: the owner's connections to servers (guilds) and the agent-to-channel mappings.
 
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 
 use crate::domain::agent::AgentId;
 use crate::domain::chat::{AllowedRoles, Connection, Mapping};
@@ -39,6 +40,10 @@ pub trait ChatStore: Send + Sync {
     async fn connection_by_id(&self, id: &str) -> Result<Option<ConnectionRecord>>;
     /// The oldest connection of `guild_id` through the service's bot (its shared endpoint).
     async fn service_connection(&self, guild_id: &str) -> Result<Option<ConnectionRecord>>;
+    /// Spends the OAuth state `id` (valid until `expires_at`): true the first time, false
+    /// ever after. Spent states past their expiry are forgotten here too: they no longer
+    /// verify, so they need no record.
+    async fn spend_oauth_state(&self, id: &str, expires_at: DateTime<Utc>) -> Result<bool>;
 }
 
 /// A connection row with its sealed bot token (`None` for OAuth connections).
@@ -227,6 +232,27 @@ macro_rules! chat_store {
                         .await?;
                     row.map(TryInto::try_into).transpose()
                 }
+
+                async fn spend_oauth_state(
+                    &self,
+                    id: &str,
+                    expires_at: chrono::DateTime<chrono::Utc>,
+                ) -> Result<bool> {
+                    watched(self.storage_health(), async {
+                        let now = $crate::domain::now();
+                        let mut tx = self.begin_write().await?;
+                        sqlx::query(sql::FORGET_EXPIRED_STATES).bind(now).execute(&mut *tx).await?;
+                        let spent = sqlx::query(sql::SPEND_STATE)
+                            .bind(id)
+                            .bind(expires_at)
+                            .execute(&mut *tx)
+                            .await?
+                            .rows_affected();
+                        tx.commit().await?;
+                        Ok(spent == 1)
+                    })
+                    .await
+                }
             }
         };
     };
@@ -290,4 +316,8 @@ pub(super) mod sql {
         created_at FROM chat_mappings WHERE owner_id = $1 ORDER BY created_at, agent_id";
     pub(crate) const DELETE_MAPPING: &str =
         "DELETE FROM chat_mappings WHERE owner_id = $1 AND agent_id = $2";
+    pub(crate) const FORGET_EXPIRED_STATES: &str =
+        "DELETE FROM oauth_states_spent WHERE expires_at < $1";
+    pub(crate) const SPEND_STATE: &str = "INSERT INTO oauth_states_spent (id, expires_at) \
+        VALUES ($1, $2) ON CONFLICT (id) DO NOTHING";
 }

@@ -245,6 +245,14 @@ async fn discord_forms_connect_map_test_unmap_install_and_disconnect(app: TestAp
     let forged = dana.get("/discord/callback?code=code-1&state=forged").await;
     assert_eq!(forged.status, 200);
     assert!(forged.body.contains("class=\"notice\""), "the refusal is said: {}", forged.body);
+    // A cross-site link with someone else's code and no state connects nothing.
+    app.discord.add_guild("555", "Attacker Guild", &[]);
+    app.discord.issue_code("code-2", "555");
+    let planted = dana.get("/discord/callback?code=code-2&guild_id=555").await;
+    assert_eq!(planted.status, 200);
+    assert!(planted.body.contains("class=\"notice\""), "{}", planted.body);
+    let connections = api(&app, &dana, "/api/chat/connections").await["connections"].clone();
+    assert!(!connections.to_string().contains("555"), "{connections}");
 
     assert_eq!(
         dana.post("/discord/111/disconnect", &[]).await.location.as_deref(),
