@@ -31,6 +31,7 @@ pub mod domain;
 pub mod error;
 pub mod mcp;
 pub mod models;
+pub mod scrub;
 pub mod store;
 pub mod stripe;
 pub mod telemetry;

@@ -41,6 +41,9 @@ pub enum Script {
     },
     /// Answer `Done: <content of the last tool result in the request>`.
     AnswerFromToolResult,
+    /// Fail with this status, the message quoting the request's `Authorization` header, as a
+    /// careless proxy does (OpenAI's format only).
+    EchoKey(u16),
 }
 
 #[derive(Debug, Clone)]
@@ -272,6 +275,7 @@ async fn reply_for(step: Option<Script>, format: &str, body: &Value) -> Reply {
     match step {
         Some(Script::Answer(text)) => Reply::Text(text),
         Some(Script::Status(status, retry_after)) => Reply::Failure(status, retry_after),
+        Some(Script::EchoKey(status)) => Reply::Failure(status, None),
         Some(Script::Hang(duration)) => {
             tokio::time::sleep(duration).await;
             derived()
@@ -312,6 +316,10 @@ async fn openai_reply(
             None,
             json!({"error": {"message": "Incorrect API key provided.", "type": "invalid_request_error", "code": "invalid_api_key"}}),
         );
+    }
+    if let Some(Script::EchoKey(status)) = &step {
+        let message = format!("Incorrect API key provided: {}", bearer.unwrap_or_default());
+        return failure(*status, None, json!({"error": {"message": message}}));
     }
     if body["model"] == "missing" {
         return failure(

@@ -16,6 +16,7 @@ mod anthropic;
 mod echo;
 mod openai;
 mod registry;
+mod scrubbed;
 #[cfg(test)]
 mod wire_tests;
 

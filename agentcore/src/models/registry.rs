@@ -9,14 +9,16 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use secrecy::SecretString;
+use secrecy::{ExposeSecret, SecretString};
 
+use super::scrubbed::Scrubbed;
 use super::{
     CompletionRequest, EchoProvider, Message, ModelError, ModelProvider, anthropic, openai,
 };
 use crate::domain::agent::{ModelName, provider_name};
 use crate::domain::budget::Price;
 use crate::error::{Error, Result};
+use crate::scrub::Scrubber;
 
 /// Every kind of provider this build can talk to.
 pub const KINDS: [Kind; 2] = [openai::KIND, anthropic::KIND];
@@ -178,6 +180,12 @@ impl Models {
                 api_key: provider.api_key.clone(),
             };
             providers.push((name.clone(), (kind.build)(endpoint)));
+        }
+        let keys = config.providers.values().filter_map(|p| p.api_key.as_ref());
+        let scrubber = Arc::new(Scrubber::new(keys.map(|k| k.expose_secret())));
+        for (_, provider) in providers.iter_mut().skip(1) {
+            let inner = Arc::clone(provider);
+            *provider = Arc::new(Scrubbed { inner, scrubber: Arc::clone(&scrubber) });
         }
         for name in config.prices.keys() {
             let priced = ModelName::parse(name).ok().filter(|m| m.provider() != "echo");

@@ -17,6 +17,7 @@ mod config;
 mod delivery;
 mod mcp;
 mod schedules;
+mod secrets;
 mod steps;
 mod tasks;
 

@@ -44,8 +44,12 @@ pub(super) async fn call_model(
         };
         match answer {
             Ok(completion) => return Called { attempts, answer: Ok(completion) },
-            Err(ModelError::Permanent { reason }) => return failed(reason, true),
+            Err(ModelError::Permanent { reason }) => {
+                tracing::warn!(%task, attempt = attempts, %reason, "model call refused");
+                return failed(reason, true);
+            }
             Err(ModelError::Transient { reason, .. }) if attempts >= ATTEMPTS_PER_CALL => {
+                tracing::warn!(%task, attempt = attempts, %reason, "model call failed; no retry left");
                 return failed(reason, false);
             }
             Err(ModelError::Transient { reason, retry_after }) => {
