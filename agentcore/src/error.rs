@@ -7,6 +7,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use crate::domain::quota::Quota;
+
 /// What a caller can get wrong, field by field: field name to the problem, in sentences.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ValidationErrors(BTreeMap<String, String>);
@@ -196,6 +198,10 @@ pub enum Error {
     #[error("the {plan} plan allows {limit} agents")]
     PlanLimitReached { plan: String, limit: u32 },
 
+    /// One of the operator's quotas (`quotas.<name>`) allows no more of this.
+    #[error("quota {} is {limit}", quota.as_str())]
+    QuotaExceeded { quota: crate::domain::quota::Quota, limit: u64 },
+
     /// A feature whose settings are missing; the message names the setting.
     #[error("{0}")]
     NotConfigured(String),
@@ -224,6 +230,7 @@ impl Error {
             Error::NotFound { resource, .. } => format!("{}_not_found", resource.as_str()),
             Error::Conflict { kind, .. } => kind.code().into(),
             Error::PlanLimitReached { .. } => "plan_limit_reached".into(),
+            Error::QuotaExceeded { .. } => "quota_exceeded".into(),
             Error::NotConfigured(_) => "not_configured".into(),
             Error::Upstream(_) => "upstream_error".into(),
             Error::Storage { fault, .. } => fault.code().into(),
@@ -259,6 +266,18 @@ impl Error {
             }
             Error::PlanLimitReached { plan, limit } => format!(
                 "The {plan} plan allows {limit} agents; delete one or upgrade the plan to create more."
+            ),
+            Error::QuotaExceeded { quota, limit } if *quota == Quota::MinEnqueuePeriod => format!(
+                "An enqueue schedule may fire at most once every {limit} s on this server \
+                 (quota {}): use a longer period or overlap skip_if_active.",
+                quota.as_str()
+            ),
+            Error::QuotaExceeded { quota, limit } => format!(
+                "This server allows {limit} {} (quota {}); remove some, or ask the operator \
+                 to raise quotas.{}.",
+                quota.counts(),
+                quota.as_str(),
+                quota.as_str()
             ),
             Error::Storage { fault: StorageFault::Full, .. } => {
                 "The server's disk is full, so nothing could be saved. Try again once an \

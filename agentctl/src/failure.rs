@@ -36,8 +36,8 @@ impl Kind {
     fn of_code(status: StatusCode, code: &str) -> Self {
         match code {
             "unauthorized" | "forbidden" => Kind::Auth,
-            "plan_limit_reached" | "agent_exists" | "email_taken" | "agent_not_mapped"
-            | "task_not_editable" => Kind::Conflict,
+            "plan_limit_reached" | "quota_exceeded" | "agent_exists" | "email_taken"
+            | "agent_not_mapped" | "task_not_editable" => Kind::Conflict,
             c if c.ends_with("_not_found") => Kind::NotFound,
             _ if status == StatusCode::CONFLICT => Kind::Conflict,
             _ if status.is_client_error() && status != StatusCode::TOO_MANY_REQUESTS => Kind::Usage,
@@ -151,6 +151,7 @@ mod tests {
         assert_eq!(kind(404, "template_not_found"), Kind::NotFound);
         assert_eq!(kind(409, "agent_exists"), Kind::Conflict);
         assert_eq!(kind(402, "plan_limit_reached"), Kind::Conflict);
+        assert_eq!(kind(429, "quota_exceeded"), Kind::Conflict);
         assert_eq!(kind(429, "rate_limited"), Kind::Failure);
         assert_eq!(kind(502, "upstream_error"), Kind::Failure);
         assert_eq!(kind(503, "not_configured"), Kind::Failure);

@@ -115,10 +115,14 @@ impl View {
             View::McpTools => {
                 let head =
                     format!("MCP server {} ({})", text(&value["server"]), text(&value["origin"]));
+                let warning = match value.get("warning").filter(|w| !w.is_null()) {
+                    Some(warning) => format!("\nWarning: {}", text(warning)),
+                    None => String::new(),
+                };
                 match value.get("error").filter(|e| !e.is_null()) {
                     Some(error) => format!("{head}: unreachable: {}", text(error)),
                     None => format!(
-                        "{head}:\n{}",
+                        "{head}:\n{}{warning}",
                         rows(&value["tools"], &[("NAME", "name"), ("DESCRIPTION", "description")])
                     ),
                 }

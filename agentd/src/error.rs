@@ -60,6 +60,7 @@ impl ApiError {
                 Error::NotFound { .. } => StatusCode::NOT_FOUND,
                 Error::Conflict { .. } => StatusCode::CONFLICT,
                 Error::PlanLimitReached { .. } => StatusCode::PAYMENT_REQUIRED,
+                Error::QuotaExceeded { .. } => StatusCode::TOO_MANY_REQUESTS,
                 Error::NotConfigured(_) => StatusCode::SERVICE_UNAVAILABLE,
                 Error::Upstream(_) => StatusCode::BAD_GATEWAY,
                 Error::Storage { fault: StorageFault::Full, .. } => {
@@ -119,6 +120,10 @@ impl ApiError {
         match self {
             ApiError::Core(Error::Validation(errors)) => Some(errors.fields().clone()),
             ApiError::WrongTypes(fields) => Some(fields.clone()),
+            ApiError::Core(Error::QuotaExceeded { quota, limit }) => Some(BTreeMap::from([
+                ("quota".to_owned(), quota.as_str().to_owned()),
+                ("limit".to_owned(), limit.to_string()),
+            ])),
             _ => None,
         }
     }

@@ -267,10 +267,12 @@ fn model_costs(out: &mut String, costs: &[agentcore::telemetry::ModelCost]) {
     }
 }
 
-/// MCP tool calls by server (its name, and `operator` or `user`).
+/// MCP tool calls by operator server (its name, `origin="operator"`), and of all users'
+/// servers together (`origin="user"`, no name: a tenant's names stay out of public metrics).
 fn mcp_calls(out: &mut String, servers: &[agentcore::mcp::McpCallMetrics]) {
-    let labels = |s: &agentcore::mcp::McpCallMetrics| {
-        format!("server=\"{}\",origin=\"{}\"", s.server, s.origin.as_str())
+    let labels = |s: &agentcore::mcp::McpCallMetrics| match &s.server {
+        Some(name) => format!("server=\"{}\",origin=\"{}\"", name, s.origin.as_str()),
+        None => format!("origin=\"{}\"", s.origin.as_str()),
     };
     header(out, "agentd_mcp_calls_total", "counter", "MCP tool calls by server.");
     for server in servers {

@@ -35,6 +35,7 @@ mod onboarding;
 mod openapi;
 mod process;
 mod providers;
+mod quotas;
 mod runtime;
 mod schedules;
 mod schemathesis;

@@ -92,6 +92,8 @@ pub struct Options {
     pub max_tokens: Option<u32>,
     /// `auth.token_ttl_seconds`: tokens do not expire unless set.
     pub token_ttl: Option<Duration>,
+    /// `quotas.*`: agentd's defaults.
+    pub quotas: agentcore::domain::quota::Quotas,
 }
 
 /// The model the tests price: no input cost, $200 per million output tokens, so each answer of
@@ -132,6 +134,7 @@ impl Options {
             mcp: agentcore::mcp::McpConfig::default(),
             max_tokens: None,
             token_ttl: None,
+            quotas: agentcore::domain::quota::Quotas::default(),
         }
     }
 
@@ -180,6 +183,7 @@ impl Options {
         config.retention = self.retention;
         config.tools = self.tools.clone();
         config.mcp = self.mcp.clone();
+        config.quotas = self.quotas.clone();
         if let Some(model) = &self.default_model {
             config.models.default.clone_from(model);
         }

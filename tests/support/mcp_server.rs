@@ -36,6 +36,30 @@ pub struct TestMcp {
     pub may_exit: bool,
     /// Set by `learn`, which adds the tool `mul` and tells the client its tools changed.
     pub learned: Arc<std::sync::atomic::AtomicBool>,
+    /// Set: `tools/list` answers with these pages instead of the tools above.
+    pub paging: Option<Paging>,
+}
+
+/// A tool list of `pages` pages (the cursor is the next page's number), each of `per_page`
+/// tools `p<page>_<n>` whose descriptions are `description_bytes` long.
+#[derive(Debug, Clone, Copy)]
+pub struct Paging {
+    pub pages: usize,
+    pub per_page: usize,
+    pub description_bytes: usize,
+}
+
+impl Paging {
+    fn page(&self, cursor: Option<&str>) -> ListToolsResult {
+        let page: usize = cursor.and_then(|c| c.parse().ok()).unwrap_or(0);
+        let description = "d".repeat(self.description_bytes);
+        let tools = (0..self.per_page)
+            .map(|n| Tool::new(format!("p{page}_{n}"), description.clone(), schema(json!({}), &[])))
+            .collect();
+        let mut result = ListToolsResult::with_all_items(tools);
+        result.next_cursor = (page + 1 < self.pages).then(|| (page + 1).to_string());
+        result
+    }
 }
 
 fn schema(properties: Value, required: &[&str]) -> Arc<serde_json::Map<String, Value>> {
@@ -135,10 +159,13 @@ impl ServerHandler for TestMcp {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         self.counts.list_tools.fetch_add(1, Ordering::SeqCst);
+        if let Some(paging) = &self.paging {
+            return Ok(paging.page(request.as_ref().and_then(|r| r.cursor.as_deref())));
+        }
         let mut listed = tools();
         if self.learned.load(Ordering::SeqCst) {
             listed.push(mul());
@@ -168,7 +195,11 @@ pub struct McpHttpServer {
 
 impl McpHttpServer {
     pub async fn start() -> Self {
-        let server = TestMcp::default();
+        Self::serve(TestMcp::default()).await
+    }
+
+    /// `server` over streamable HTTP.
+    pub async fn serve(server: TestMcp) -> Self {
         let counts = Arc::clone(&server.counts);
         let service = StreamableHttpService::new(
             move || Ok(server.clone()),

@@ -21,7 +21,7 @@ impl Core {
         self.check_mcp_servers(&who.user_id, Some(&agent.mcp_servers)).await?;
         let activity =
             NewActivity::new(Action::AgentCreated, format!("Agent '{}' created.", agent.name));
-        self.store().insert_agent(&who.user_id, &agent, now(), &activity, self.plans()).await
+        self.store().insert_agent(&who.user_id, &agent, now(), &activity, self.agent_limit()).await
     }
 
     /// The caller's agents, oldest first.

@@ -21,6 +21,7 @@ pub(super) fn task_added(task: &Task) -> NewActivity {
 impl Core {
     /// Queues a task at the end of its priority.
     pub async fn add_task(&self, who: &Principal, agent: &AgentId, task: NewTask) -> Result<Task> {
+        self.check_queue_room(&who.user_id, agent).await?;
         let task = Task::queued(agent, task, now());
         let activity = task_added(&task);
         let added = self.store().insert_task(&who.user_id, &task, &activity).await?;

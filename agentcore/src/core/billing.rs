@@ -15,7 +15,7 @@ impl Core {
     pub async fn billing(&self, who: &Principal) -> Result<Billing> {
         let UserPlan { plan, subscription_status, agents_used } =
             self.store().billing(&who.user_id).await?;
-        let agent_limit = self.plans().limit(&plan);
+        let agent_limit = self.agent_limit().of(&plan);
         Ok(Billing { plan, agent_limit, agents_used, subscription_status })
     }
 

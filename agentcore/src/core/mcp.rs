@@ -13,6 +13,10 @@ use crate::mcp::ServerRef;
 use crate::store::McpServerRecord;
 use crate::tools::builtin;
 
+/// Servers `GET /api/tools` asks at once: a user with many servers opens that many sessions
+/// at a time, not all of them.
+const LISTINGS_AT_ONCE: usize = 8;
+
 impl Core {
     /// Adds a streamable HTTP server of the caller's. Its URL must reach a public address
     /// (unless the operator allows private ones), checked after DNS resolution here and again
@@ -25,7 +29,8 @@ impl Core {
             )
             .into());
         }
-        if let Err(problem) = self.http_fetch().policy().check_host(server.url.as_str()).await {
+        self.check_mcp_server_room(&who.user_id).await?;
+        if let Err(problem) = self.mcp().check_user_url(server.url.as_str()).await {
             return Err(ValidationErrors::single("url", problem).into());
         }
         let sealed_token = server
@@ -81,7 +86,11 @@ impl Core {
         for record in self.store().mcp_servers(&who.user_id).await? {
             servers.push(self.user_server(&who.user_id, record)?);
         }
-        let listings = servers.iter().map(|server| self.mcp().listing(server, false));
+        let gate = tokio::sync::Semaphore::new(LISTINGS_AT_ONCE);
+        let listings = servers.iter().map(|server| async {
+            let _turn = gate.acquire().await;
+            self.mcp().listing(server, false).await
+        });
         let mcp_servers = futures_util::future::join_all(listings).await;
         Ok(ToolList { tools: builtin::catalog(), mcp_servers })
     }

@@ -15,6 +15,7 @@ mod interactions;
 mod mcp;
 mod metrics;
 mod onboarding;
+mod quotas;
 mod schedules;
 mod tokens;
 mod tools;
@@ -30,6 +31,7 @@ use crate::crypto::SecretBox;
 use crate::discord::DiscordClient;
 use crate::domain::agent::AgentId;
 use crate::domain::billing::Plans;
+use crate::domain::quota::Quotas;
 use crate::domain::runtime::AgentKey;
 use crate::domain::user::UserId;
 use crate::error::{Error, Result};
@@ -68,6 +70,8 @@ pub struct CoreConfig {
     pub tools: ToolsConfig,
     /// The operator's MCP servers, which every user's agents may name.
     pub mcp: McpConfig,
+    /// How much of each thing one user may have.
+    pub quotas: Quotas,
 }
 
 /// How the built-in tools behave.
@@ -96,6 +100,7 @@ impl CoreConfig {
             billing: BillingConfig::default(),
             tools: ToolsConfig::default(),
             mcp: McpConfig::default(),
+            quotas: Quotas::default(),
         }
     }
 
@@ -272,6 +277,7 @@ struct Inner {
     schedules: ScheduleConfig,
     retention: RetentionConfig,
     billing: BillingConfig,
+    quotas: Quotas,
     http_fetch: HttpFetch,
     /// This node's MCP connections.
     mcp: McpClients,
@@ -298,7 +304,11 @@ impl Core {
             .map_err(|e| Error::internal(e.to_string()))?;
         let models = Models::new(&config.models)?;
         let http_fetch = HttpFetch::new(config.tools.http.clone())?;
-        let mcp = McpClients::new(&config.mcp, config.tools.http.clone())?;
+        // Users' MCP servers follow `allow_private` alone: the operator's exact addresses
+        // (`allow_addresses`) are for `http_fetch`, which the operator's agents' models drive.
+        let user_mcp_policy =
+            AddressPolicy { allow_private: config.tools.http.allow_private, allowed: Vec::new() };
+        let mcp = McpClients::new(&config.mcp, user_mcp_policy)?;
         let store = store::connect(&config.database_url).await?;
         let secret = match config.jwt_secret {
             Some(secret) if secret.expose_secret().len() < MIN_JWT_SECRET_BYTES => {
@@ -325,6 +335,7 @@ impl Core {
             schedules: config.schedules,
             retention: config.retention,
             billing: config.billing,
+            quotas: config.quotas,
             http_fetch,
             mcp,
             wakeups: Wakeups::default(),

@@ -53,7 +53,14 @@ impl Core {
         let added = task_added(&task);
         let AgentWithTask { agent, task } = self
             .store()
-            .insert_agent_with_task(&who.user_id, &agent, &created, &task, &added, self.plans())
+            .insert_agent_with_task(
+                &who.user_id,
+                &agent,
+                &created,
+                &task,
+                &added,
+                self.agent_limit(),
+            )
             .await?;
         tracing::info!(user_id = %who.user_id, agent_id = %agent.id, template = %template.id, "onboarded");
         Ok(Onboarded { agent: agent.into(), task })

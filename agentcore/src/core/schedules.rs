@@ -2,6 +2,7 @@
 //! takes (`workers::scheduler`). Times are the database's, so nodes whose clocks differ agree
 //! on what is due.
 
+use super::quotas::check_enqueue_period;
 use super::{Core, Principal};
 use crate::api::ScheduleList;
 use crate::domain::agent::AgentId;
@@ -25,6 +26,8 @@ impl Core {
         let now = self.store().database_time().await?;
         let record = ScheduleRecord::create(agent, new, now);
         never_fires(&record)?;
+        check_enqueue_period(self.quotas(), &record)?;
+        self.check_schedule_room(&who.user_id, agent).await?;
         self.store().insert_schedule(&who.user_id, &record).await?;
         tracing::info!(user_id = %who.user_id, agent_id = %agent, schedule = %record.id, cron = record.timing.cron.as_str(), "schedule added");
         Ok(record.public())
@@ -58,11 +61,13 @@ impl Core {
             self.check_cron(cron)?;
         }
         let now = self.store().database_time().await?;
+        let quotas = self.quotas();
         let updated = self
             .store()
             .update_schedule(&who.user_id, agent, id, &|current| {
                 let next = current.patched(&patch, now);
                 never_fires(&next)?;
+                check_enqueue_period(quotas, &next)?;
                 Ok(next)
             })
             .await?;
@@ -86,12 +91,13 @@ impl Core {
         let (now, due) = self.store().due_schedules(DUE_BATCH).await?;
         let full = due.len() as i64 == DUE_BATCH;
         let missed_after = self.schedule_config().missed_after;
+        let max_queued = self.quotas().queued_tasks_per_agent;
         let mut queued = 0;
         for (owner, record) in due {
             let decide = |current: &ScheduleRecord, state| {
                 let due = current.next_fire_at.filter(|at| current.enabled && *at <= now)?;
                 let plan = schedule::plan(&current.timing, due, now, missed_after);
-                Some(schedule::decide(current, &plan, state, now))
+                Some(schedule::decide(current, &plan, state, now, max_queued))
             };
             match self.store().fire_schedule(&owner, &record.agent_id, &record.id, &decide).await {
                 Ok(Some(count)) => {

@@ -67,12 +67,32 @@ impl Plans {
     }
 }
 
+/// What limits a user's agents: the billing plans where billing is configured, else the
+/// operator's `quotas.agents_per_user` (0: no limit).
+#[derive(Debug, Clone, Copy)]
+pub enum AgentLimit<'a> {
+    Plans(&'a Plans),
+    Quota(u32),
+}
+
+impl AgentLimit<'_> {
+    /// The agents a user on `plan` may have; `None` for no limit.
+    pub fn of(&self, plan: &str) -> Option<u32> {
+        match self {
+            AgentLimit::Plans(plans) => Some(plans.limit(plan)),
+            AgentLimit::Quota(0) => None,
+            AgentLimit::Quota(limit) => Some(*limit),
+        }
+    }
+}
+
 /// A user's plan as `GET /api/billing` shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Billing {
     pub plan: String,
-    pub agent_limit: u32,
+    /// `null` where nothing limits the user's agents (no billing, no agent quota).
+    pub agent_limit: Option<u32>,
     pub agents_used: i64,
     pub subscription_status: Option<String>,
 }

@@ -185,6 +185,9 @@ pub struct McpServerTools {
     pub server: McpServerName,
     pub origin: McpOrigin,
     pub tools: Vec<McpToolInfo>,
+    /// Set when the list was bounded: the tools left out and the descriptions cut, and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
     /// Set when the server could not be reached or refused to list its tools.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,

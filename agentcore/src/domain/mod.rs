@@ -44,6 +44,7 @@ pub mod mcp;
 pub mod message;
 pub mod onboarding;
 pub mod paging;
+pub mod quota;
 pub mod runtime;
 pub mod schedule;
 pub mod status;

@@ -110,6 +110,13 @@ impl Timing {
         Some(last.with_timezone(&Utc))
     }
 
+    /// The shortest time between two of its next `samples` fire times after `after` (`None`
+    /// when it names fewer than two).
+    pub fn shortest_gap(&self, after: DateTime<Utc>, samples: usize) -> Option<chrono::Duration> {
+        let runs = self.upcoming(after, samples);
+        runs.windows(2).map(|pair| pair[1] - pair[0]).min()
+    }
+
     /// The next `count` fire times after `after`.
     pub fn upcoming(&self, after: DateTime<Utc>, count: usize) -> Vec<DateTime<Utc>> {
         let mut runs = Vec::with_capacity(count);

@@ -11,12 +11,13 @@ use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Imple
 use rmcp::service::{NotificationContext, RunningService, ServiceError};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use rmcp::{ClientCacheConfig, ClientHandler, RoleClient, ServiceExt};
 use secrecy::{ExposeSecret, SecretString};
 use tokio::io::AsyncBufReadExt;
 
 use super::ServerCalls;
 use super::content::render;
+use super::listing::{self, Listing};
 use crate::domain::mcp::{McpServerName, McpToolInfo};
 
 /// How to reach the server.
@@ -54,7 +55,7 @@ const RECONNECT_PAUSE: Duration = Duration::from_secs(10);
 #[derive(Debug)]
 struct Live {
     service: RunningService<RoleClient, Handler>,
-    tools: std::sync::RwLock<Arc<Vec<McpTool>>>,
+    tools: std::sync::RwLock<Arc<Listing>>,
 }
 
 impl Live {
@@ -62,7 +63,7 @@ impl Live {
         !self.service.is_closed() && !self.service.peer().is_transport_closed()
     }
 
-    fn tools(&self) -> Arc<Vec<McpTool>> {
+    fn tools(&self) -> Arc<Listing> {
         Arc::clone(&self.tools.read().unwrap_or_else(std::sync::PoisonError::into_inner))
     }
 }
@@ -104,7 +105,7 @@ impl Connection {
 
     /// The tools, listed when the session opened or again since the server said they changed;
     /// `fresh` reopens the session first.
-    pub(super) async fn tools(&self, fresh: bool) -> Result<Arc<Vec<McpTool>>, String> {
+    pub(super) async fn tools(&self, fresh: bool) -> Result<Arc<Listing>, String> {
         if fresh {
             self.reset(None).await;
             *self.lock_failure() = None;
@@ -120,7 +121,7 @@ impl Connection {
     /// The tools, listed again now whatever the cache says: the model named a tool of this
     /// server that the cache lacks, and the server's `tools/list_changed` may still be on its
     /// way (the client handles it apart from the call that caused it).
-    pub(super) async fn tools_listed_again(&self) -> Result<Arc<Vec<McpTool>>, String> {
+    pub(super) async fn tools_listed_again(&self) -> Result<Arc<Listing>, String> {
         let live = self.live().await?;
         live.service.service().stale.store(false, Ordering::Release);
         self.list_again(&live).await?;
@@ -182,11 +183,14 @@ impl Connection {
             }
             Ok(Err(error @ (ServiceError::TransportClosed | ServiceError::TransportSend(_)))) => {
                 self.reset(Some(&live)).await;
-                Err(Failure::Closed(format!("the server closed the connection: {error}")))
+                Err(Failure::Closed(format!(
+                    "the server closed the connection: {}",
+                    describe(&error)
+                )))
             }
             Ok(Err(error)) => {
                 self.reset(Some(&live)).await;
-                Err(Failure::Other(format!("the call failed: {error}")))
+                Err(Failure::Other(format!("the call failed: {}", describe(&error))))
             }
             Err(_) => Err(Failure::Other(format!(
                 "timed out: the server did not answer within {} s",
@@ -241,10 +245,15 @@ impl Connection {
         let service = match &self.spec {
             Spec::Stdio { command, args, env } => {
                 let transport = self.spawn(command, args, env)?;
-                handler.serve(transport).await.map_err(|e| format!("cannot initialise: {e}"))?
+                handler
+                    .serve(transport)
+                    .await
+                    .map_err(|e| format!("cannot initialise: {}", describe(&e)))?
             }
             Spec::Http { url, headers, client } => {
-                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                    .max_sse_event_size(listing::MAX_RESPONSE_BYTES);
+                config.max_json_response_size = listing::MAX_RESPONSE_BYTES;
                 let mut custom = std::collections::HashMap::new();
                 for (name, value) in headers {
                     let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
@@ -255,11 +264,17 @@ impl Connection {
                 }
                 config = config.custom_headers(custom);
                 let transport = StreamableHttpClientTransport::with_client(client.clone(), config);
-                handler.serve(transport).await.map_err(|e| format!("cannot initialise: {e}"))?
+                handler
+                    .serve(transport)
+                    .await
+                    .map_err(|e| format!("cannot initialise: {}", describe(&e)))?
             }
         };
+        // The node keeps its own list (below): the SDK's response cache would keep every page
+        // of every listing besides, and serve a stale one when a listing fails.
+        service.peer().set_response_cache_config(ClientCacheConfig::disabled()).await;
         let tools = self.list(&service).await?;
-        tracing::info!(server = %self.name, tools = tools.len(), "MCP session opened");
+        tracing::info!(server = %self.name, tools = tools.tools.len(), "MCP session opened");
         Ok(Live { service, tools: std::sync::RwLock::new(Arc::new(tools)) })
     }
 
@@ -297,26 +312,11 @@ impl Connection {
         Ok(transport)
     }
 
-    async fn list(
-        &self,
-        service: &RunningService<RoleClient, Handler>,
-    ) -> Result<Vec<McpTool>, String> {
-        let listed = tokio::time::timeout(self.timeout, service.peer().list_all_tools())
+    async fn list(&self, service: &RunningService<RoleClient, Handler>) -> Result<Listing, String> {
+        tokio::time::timeout(self.timeout, listing::list(&self.name, service.peer()))
             .await
             .map_err(|_| "timed out listing the tools".to_owned())?
-            .map_err(|e| format!("cannot list the tools: {e}"))?;
-        let mut tools = Vec::with_capacity(listed.len());
-        for tool in &listed {
-            match super::tool_info(&self.name, tool) {
-                Some(info) => tools.push(McpTool { info }),
-                None => tracing::warn!(
-                    server = %self.name,
-                    tool = %tool.name,
-                    "MCP tool not offered: its name does not fit the providers' rules"
-                ),
-            }
-        }
-        Ok(tools)
+            .map_err(|e| format!("cannot list the tools: {}", describe(&e)))
     }
 
     /// Drops the session `failed` (any when `None`) so the next use opens a new one.
@@ -356,5 +356,68 @@ async fn close_live(live: Arc<Live>, bound: Duration) {
         }
         // A call still holds it; its drop guard cancels the session when the last one ends.
         Err(shared) => shared.service.cancellation_token().cancel(),
+    }
+}
+
+/// An SDK error as a user reads it: the SDK names its transports by their Rust type
+/// (`Transport [rmcp::transport::worker::WorkerTransport<…>] error: …`), which says nothing to
+/// a user and much about the build; those bracketed type names are left out.
+pub(super) fn describe(error: &impl std::fmt::Display) -> String {
+    let text = error.to_string();
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text.as_str();
+    while let Some(open) = rest.find('[') {
+        let Some(close) = matching_bracket(&rest[open..]).map(|c| open + c) else { break };
+        let inner = &rest[open + 1..close];
+        out.push_str(&rest[..open]);
+        if is_type_name(inner) {
+            if out.ends_with(' ') && rest[close + 1..].starts_with(' ') {
+                out.pop();
+            }
+        } else {
+            out.push_str(&rest[open..=close]);
+        }
+        rest = &rest[close + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Where the `[` that `text` starts with is closed.
+fn matching_bracket(text: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    for (at, c) in text.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(at);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// A Rust path (`crate::module::Type<…>`), not an IPv6 address (`[::1]`, `[fe80::1]`).
+fn is_type_name(inner: &str) -> bool {
+    inner.contains("::") && inner.chars().any(|c| !(c.is_ascii_hexdigit() || ":.%".contains(c)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::describe;
+
+    #[test]
+    fn type_names_are_left_out_of_errors_and_addresses_kept() {
+        let sdk = "Transport [rmcp::transport::worker::WorkerTransport<rmcp::transport::streamable_http_client::StreamableHttpClientWorker<reqwest::async_impl::client::Client>>] error: Client error: error sending request for url (http://[::1]:9/mcp)";
+        assert_eq!(
+            describe(&sdk),
+            "Transport error: Client error: error sending request for url (http://[::1]:9/mcp)"
+        );
+        assert_eq!(describe(&"refused [fe80::1] and [a]"), "refused [fe80::1] and [a]");
+        assert_eq!(describe(&"unclosed [x::Y"), "unclosed [x::Y");
     }
 }

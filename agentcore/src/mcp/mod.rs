@@ -10,6 +10,7 @@
 
 mod connection;
 mod content;
+mod listing;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -17,14 +18,16 @@ use std::time::Duration;
 
 use secrecy::{ExposeSecret, SecretString};
 
-use crate::domain::mcp::{McpOrigin, McpServerName, McpServerTools, McpToolInfo, qualified_tool};
+use crate::domain::mcp::{McpOrigin, McpServerName, McpServerTools};
 use crate::domain::user::UserId;
 use crate::error::{Error, Result};
+use crate::scrub::Scrubber;
 use crate::telemetry::Histogram;
 use crate::tools::http_fetch::AddressPolicy;
 use connection::{Connection, Spec};
 
 pub use connection::McpTool;
+pub use listing::Listing;
 
 /// The operator's MCP servers (`mcp.servers.<name>` in agentd's configuration).
 #[derive(Debug, Clone, Default)]
@@ -88,7 +91,7 @@ impl ServerRef {
     }
 }
 
-/// Calls of one server (by origin and name), for metrics.
+/// Calls of one operator server, or of all users' servers, for metrics.
 #[derive(Debug, Default)]
 pub(crate) struct ServerCalls {
     pub(crate) calls: std::sync::atomic::AtomicU64,
@@ -96,15 +99,20 @@ pub(crate) struct ServerCalls {
     pub(crate) latency: Histogram,
 }
 
-/// What `GET /metrics` shows of one server's calls.
+/// What `GET /metrics` shows of one operator server's calls, or of all users' servers.
 #[derive(Debug, Clone, PartialEq)]
 pub struct McpCallMetrics {
-    pub server: String,
+    /// The operator's server; `None` for users' servers, counted together: their names are
+    /// their owners' business, and their number is up to the users.
+    pub server: Option<String>,
     pub origin: McpOrigin,
     pub calls: u64,
     pub errors: u64,
     pub latency: crate::telemetry::HistogramSnapshot,
 }
+
+/// Whose calls an entry of the metrics counts: an operator server's, or (no name) all users'.
+type StatsKey = (McpOrigin, Option<McpServerName>);
 
 /// This node's MCP clients.
 #[derive(Debug)]
@@ -114,7 +122,11 @@ pub struct McpClients {
     /// Reaches public addresses only (unless the operator allows private ones).
     user_http: reqwest::Client,
     user_policy: Arc<AddressPolicy>,
-    stats: Mutex<BTreeMap<(McpOrigin, McpServerName), Arc<ServerCalls>>>,
+    /// Masks the operator's header and environment secrets (and key shapes) in servers'
+    /// error texts, which users and their models read.
+    scrubber: Scrubber,
+    /// By operator server, and one entry (no name) for all users' servers.
+    stats: Mutex<BTreeMap<StatsKey, Arc<ServerCalls>>>,
 }
 
 /// Bounds closing every connection when the node stops.
@@ -138,7 +150,17 @@ impl McpClients {
             .build()
             .map_err(|e| Error::internal(format!("cannot build the MCP HTTP client: {e}")))?;
         let stats = Mutex::new(BTreeMap::new());
+        let secrets = config.servers.values().flat_map(|server| match &server.transport {
+            McpTransport::Stdio { env, .. } => env.values().collect::<Vec<_>>(),
+            McpTransport::Http { headers, .. } => headers.values().collect(),
+        });
+        let scrubber = Scrubber::new(secrets.flat_map(|s| {
+            let value = s.expose_secret();
+            // A header's credential without its scheme (`Bearer x` → `x`) too.
+            [value.to_owned(), value.split_once(' ').map(|(_, v)| v.to_owned()).unwrap_or_default()]
+        }));
         let mut clients = Self {
+            scrubber,
             operator: BTreeMap::new(),
             users: Mutex::default(),
             user_http,
@@ -156,11 +178,20 @@ impl McpClients {
                     client: operator_http.clone(),
                 },
             };
-            let calls = clients.calls(McpOrigin::Operator, name);
+            let calls = clients.calls(McpOrigin::Operator, Some(name));
             let connection = Connection::new(name.clone(), spec, server.timeout, calls);
             clients.operator.insert(name.clone(), Arc::new(connection));
         }
         Ok(clients)
+    }
+
+    /// Whether a user's server at `url` may be reached: its scheme, and every address its
+    /// host resolves to now, under the users' policy. The same policy guards every connection
+    /// (IP literals before it is made, host names in the resolver), so a URL accepted here is
+    /// refused later only if its name moves to a refused address or the operator changes the
+    /// policy.
+    pub async fn check_user_url(&self, url: &str) -> std::result::Result<(), String> {
+        self.user_policy.check_host(url).await
     }
 
     pub fn operator_names(&self) -> impl Iterator<Item = &McpServerName> {
@@ -173,19 +204,16 @@ impl McpClients {
 
     /// The server's tools as the model is offered them (`<server>__<tool>`); the error says
     /// why there are none.
-    pub async fn tools(
-        &self,
-        server: &ServerRef,
-    ) -> std::result::Result<Arc<Vec<McpTool>>, String> {
-        self.connection(server)?.tools(false).await
+    pub async fn tools(&self, server: &ServerRef) -> std::result::Result<Arc<Listing>, String> {
+        self.connection(server)?.tools(false).await.map_err(|e| self.scrubber.scrub(&e))
     }
 
     /// A server's tools, listed again now (see `Connection::tools_listed_again`).
     pub async fn tools_listed_again(
         &self,
         server: &ServerRef,
-    ) -> std::result::Result<Arc<Vec<McpTool>>, String> {
-        self.connection(server)?.tools_listed_again().await
+    ) -> std::result::Result<Arc<Listing>, String> {
+        self.connection(server)?.tools_listed_again().await.map_err(|e| self.scrubber.scrub(&e))
     }
 
     /// A server's tools for `GET /api/tools` (`fresh`: reconnect and list again, for a test),
@@ -203,11 +231,20 @@ impl McpClients {
                 }),
             Err(error) => Err(error),
         };
-        let (tools, error) = match listed {
-            Ok(tools) => (tools.iter().map(|t| t.info.clone()).collect(), None),
-            Err(error) => (Vec::new(), Some(error)),
+        let (tools, warning, error) = match listed {
+            Ok(listing) => {
+                let tools = listing.tools.iter().map(|t| t.info.clone()).collect();
+                (tools, listing.warning.clone(), None)
+            }
+            Err(error) => (Vec::new(), None, Some(self.scrubber.scrub(&error))),
         };
-        McpServerTools { server: server.name().clone(), origin: server.origin(), tools, error }
+        McpServerTools {
+            server: server.name().clone(),
+            origin: server.origin(),
+            tools,
+            warning,
+            error,
+        }
     }
 
     /// Calls `tool` (the server's own name for it) with `arguments` (a JSON object, as the
@@ -218,7 +255,7 @@ impl McpClients {
         tool: &str,
         arguments: &str,
     ) -> std::result::Result<String, String> {
-        self.connection(server)?.call(tool, arguments).await
+        self.connection(server)?.call(tool, arguments).await.map_err(|e| self.scrubber.scrub(&e))
     }
 
     /// Forgets this node's connection to a user's server (it was removed).
@@ -243,7 +280,7 @@ impl McpClients {
         stats
             .iter()
             .map(|((origin, server), calls)| McpCallMetrics {
-                server: server.to_string(),
+                server: server.as_ref().map(ToString::to_string),
                 origin: *origin,
                 calls: calls.calls.load(Relaxed),
                 errors: calls.errors.load(Relaxed),
@@ -252,9 +289,9 @@ impl McpClients {
             .collect()
     }
 
-    fn calls(&self, origin: McpOrigin, name: &McpServerName) -> Arc<ServerCalls> {
+    fn calls(&self, origin: McpOrigin, name: Option<&McpServerName>) -> Arc<ServerCalls> {
         let mut stats = self.stats.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        Arc::clone(stats.entry((origin, name.clone())).or_default())
+        Arc::clone(stats.entry((origin, name.cloned())).or_default())
     }
 
     fn lock_users(
@@ -276,7 +313,7 @@ impl McpClients {
                 self.user_policy
                     .check_literal(url)
                     .map_err(|why| format!("MCP server '{name}': {why}"))?;
-                let calls = self.calls(McpOrigin::User, name);
+                let calls = self.calls(McpOrigin::User, None);
                 let mut users = self.lock_users();
                 let key = (owner.clone(), name.clone());
                 if let Some(existing) = users.get(&key)
@@ -299,15 +336,4 @@ impl McpClients {
             }
         }
     }
-}
-
-/// A server's tool as the loop offers it.
-pub(crate) fn tool_info(server: &McpServerName, tool: &rmcp::model::Tool) -> Option<McpToolInfo> {
-    let name = qualified_tool(server, &tool.name)?;
-    Some(McpToolInfo {
-        name,
-        tool: tool.name.to_string(),
-        description: tool.description.as_deref().unwrap_or_default().to_owned(),
-        parameters: serde_json::Value::Object((*tool.input_schema).clone()),
-    })
 }

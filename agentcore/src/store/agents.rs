@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 
 use crate::domain::activity::{ActivityEntry, ActivityQuery, NewActivity};
 use crate::domain::agent::{Agent, AgentFilter, AgentId, NewAgent};
-use crate::domain::billing::Plans;
+use crate::domain::billing::AgentLimit;
 use crate::domain::paging::TaskCursor;
 use crate::domain::task::Task;
 use crate::domain::user::UserId;
@@ -23,7 +23,7 @@ pub trait AgentStore: Send + Sync {
         agent: &NewAgent,
         at: DateTime<Utc>,
         activity: &NewActivity,
-        plans: &Plans,
+        limit: AgentLimit<'_>,
     ) -> Result<Agent>;
     /// Creates an agent with a first queued task, like [`Self::insert_agent`] and
     /// [`TaskStore::insert_task`](super::TaskStore::insert_task) in one transaction, except that a taken id is numbered instead of
@@ -36,7 +36,7 @@ pub trait AgentStore: Send + Sync {
         agent_activity: &NewActivity,
         task: &Task,
         task_activity: &NewActivity,
-        plans: &Plans,
+        limit: AgentLimit<'_>,
     ) -> Result<AgentWithTask>;
     async fn list_agents(&self, owner: &UserId, filter: &AgentFilter) -> Result<Vec<Agent>>;
     async fn agent(&self, owner: &UserId, id: &AgentId) -> Result<Agent>;
@@ -113,11 +113,11 @@ macro_rules! agent_store {
                     agent: &NewAgent,
                     at: DateTime<Utc>,
                     activity: &NewActivity,
-                    plans: &$crate::domain::billing::Plans,
+                    limit: $crate::domain::billing::AgentLimit<'_>,
                 ) -> Result<Agent> {
                     watched(self.storage_health(), async {
                         let mut tx = self.begin_write().await?;
-                        Self::check_plan(&mut tx, owner, plans).await?;
+                        Self::check_plan(&mut tx, owner, limit).await?;
                         Self::write_agent(&mut tx, owner, agent, &agent.id, at, activity).await?;
                         let agent = Self::select_agent_in(&mut tx, owner, &agent.id).await?;
                         tx.commit().await?;
@@ -133,11 +133,11 @@ macro_rules! agent_store {
                     agent_activity: &NewActivity,
                     task: &Task,
                     task_activity: &NewActivity,
-                    plans: &$crate::domain::billing::Plans,
+                    limit: $crate::domain::billing::AgentLimit<'_>,
                 ) -> Result<AgentWithTask> {
                     watched(self.storage_health(), async {
                         let mut tx = self.begin_write().await?;
-                        Self::check_plan(&mut tx, owner, plans).await?;
+                        Self::check_plan(&mut tx, owner, limit).await?;
                         let taken: Vec<String> = sqlx::query_scalar(sql::AGENT_IDS_LIKE)
                             .bind(owner.as_str())
                             .bind(format!("{}%", agent.id))
@@ -342,11 +342,12 @@ macro_rules! agent_store {
 
             impl $store {
                 /// Locks the owner's row (so creations of one user queue up) and fails with
-                /// `plan_limit_reached` when the plan allows no more agents.
+                /// `plan_limit_reached` when the plan allows no more agents, or
+                /// `quota_exceeded` when the operator's agent quota does (without billing).
                 async fn check_plan(
                     tx: &mut sqlx::Transaction<'static, $db>,
                     owner: &UserId,
-                    plans: &$crate::domain::billing::Plans,
+                    limit: $crate::domain::billing::AgentLimit<'_>,
                 ) -> Result<()> {
                     let plan: Option<String> = sqlx::query_scalar(&sql::user_plan(<$store>::LOCK))
                         .bind(owner.as_str())
@@ -357,11 +358,19 @@ macro_rules! agent_store {
                         .bind(owner.as_str())
                         .fetch_one(&mut **tx)
                         .await?;
-                    let limit = plans.limit(&plan);
-                    if used >= i64::from(limit) {
-                        return Err(Error::PlanLimitReached { plan, limit });
+                    let Some(allowed) = limit.of(&plan) else { return Ok(()) };
+                    if used < i64::from(allowed) {
+                        return Ok(());
                     }
-                    Ok(())
+                    Err(match limit {
+                        $crate::domain::billing::AgentLimit::Plans(_) => {
+                            Error::PlanLimitReached { plan, limit: allowed }
+                        }
+                        $crate::domain::billing::AgentLimit::Quota(_) => Error::QuotaExceeded {
+                            quota: $crate::domain::quota::Quota::AgentsPerUser,
+                            limit: u64::from(allowed),
+                        },
+                    })
                 }
 
                 /// Inserts the agent under `id` with its `agent_created` entry.

@@ -58,6 +58,8 @@ pub trait ScheduleStore: Send + Sync {
     ) -> Result<Option<usize>>;
     /// Forgets the fire times before `before` (seconds since the epoch); returns how many.
     async fn prune_schedule_fires(&self, before: i64) -> Result<u64>;
+    /// How many schedules the owner has on `agent`, and on all their agents (for quotas).
+    async fn schedule_counts(&self, owner: &UserId, agent: &AgentId) -> Result<(i64, i64)>;
 }
 
 /// Decides a schedule's new state from its current one, or refuses.
@@ -210,6 +212,19 @@ macro_rules! schedule_store {
                     .await
                 }
 
+                async fn schedule_counts(
+                    &self,
+                    owner: &UserId,
+                    agent: &AgentId,
+                ) -> Result<(i64, i64)> {
+                    let counts: (i64, i64) = sqlx::query_as(sql::COUNT_SCHEDULES)
+                        .bind(owner.as_str())
+                        .bind(agent.as_str())
+                        .fetch_one(&mut *self.read().await?)
+                        .await?;
+                    Ok(counts)
+                }
+
                 async fn schedules(
                     &self,
                     owner: &UserId,
@@ -343,7 +358,16 @@ macro_rules! schedule_store {
                                     .is_some(),
                                 None => false,
                             };
-                            let state = FireState { agent_active: active, last_task_active };
+                            let queued: Option<i64> = sqlx::query_scalar(sql::AGENT_QUEUED)
+                                .bind(owner.as_str())
+                                .bind(agent.as_str())
+                                .fetch_optional(&mut *tx)
+                                .await?;
+                            let state = FireState {
+                                agent_active: active,
+                                last_task_active,
+                                queued: queued.unwrap_or(0),
+                            };
                             let Some(write) = decide(&current, state) else { return Ok(None) };
                             let at = $crate::domain::now();
                             let mut queued = 0;
@@ -435,6 +459,10 @@ pub(super) mod sql {
     }
     pub(crate) const DELETE: &str =
         "DELETE FROM schedules WHERE owner_id = $1 AND agent_id = $2 AND id = $3";
+    pub(crate) const COUNT_SCHEDULES: &str = "SELECT COUNT(*) FILTER (WHERE agent_id = $2), \
+        COUNT(*) FROM schedules WHERE owner_id = $1";
+    pub(crate) const AGENT_QUEUED: &str =
+        "SELECT queued FROM backlog_counts WHERE owner_id = $1 AND agent_id = $2";
     pub(crate) const TASK_ACTIVE: &str =
         "SELECT 1 FROM tasks WHERE id = $1 AND status IN ('queued', 'in_progress')";
     pub(crate) const INSERT_FIRE: &str = "INSERT INTO schedule_fires (schedule_id, fire_at, \

@@ -38,6 +38,8 @@ pub trait TaskStore: Send + Sync {
         page: &TaskPage,
     ) -> Result<Vec<Task>>;
     async fn task(&self, owner: &UserId, agent: &AgentId, id: &TaskId) -> Result<Task>;
+    /// How many tasks wait in the queue of `agent`, and of all the owner's agents (for quotas).
+    async fn queued_counts(&self, owner: &UserId, agent: &AgentId) -> Result<(i64, i64)>;
     /// Locks the task, lets `decide` compute the change, writes it with its activity.
     /// Returns the task as written (or as it was, when deleted).
     async fn update_task(
@@ -117,6 +119,19 @@ macro_rules! task_store {
                         Ok($crate::store::AddedTask { agent_status: status, created_at })
                     })
                     .await
+                }
+
+                async fn queued_counts(
+                    &self,
+                    owner: &UserId,
+                    agent: &AgentId,
+                ) -> Result<(i64, i64)> {
+                    let counts: (i64, i64) = sqlx::query_as(sql::QUEUED_COUNTS)
+                        .bind(owner.as_str())
+                        .bind(agent.as_str())
+                        .fetch_one(&mut *self.read().await?)
+                        .await?;
+                    Ok(counts)
                 }
 
                 async fn tasks(
@@ -348,6 +363,10 @@ pub(super) use task_store;
 
 /// The statements of this area, the same on both backends.
 pub(super) mod sql {
+    /// From the counts kept beside the tasks: one row per agent of the owner.
+    pub(crate) const QUEUED_COUNTS: &str = "SELECT \
+        CAST(COALESCE(SUM(queued) FILTER (WHERE agent_id = $2), 0) AS BIGINT), \
+        CAST(COALESCE(SUM(queued), 0) AS BIGINT) FROM backlog_counts WHERE owner_id = $1";
     pub(crate) const TASK_COLUMNS: &str = "SELECT id, agent_id, title, description, priority, status, result, \
         error, attempts, input_tokens, output_tokens, created_at, updated_at, started_at, \
         completed_at, steps, depth, created_by_agent, created_by_task FROM tasks";

@@ -75,6 +75,8 @@ pub struct Config {
     pub billing: BillingConfig,
     pub http: HttpConfig,
     pub limits: LimitsConfig,
+    /// How much of each thing one user may have (`quotas.*`).
+    pub quotas: agentcore::domain::quota::Quotas,
     pub log: LogConfig,
     pub tools: ToolsSettings,
     /// The operator's MCP servers.
@@ -227,6 +229,7 @@ impl Config {
             billing: billing(src)?,
             http: HttpConfig::default(),
             limits: LimitsConfig::default(),
+            quotas: agentcore::domain::quota::Quotas::default(),
             log: log(src)?,
             tools: ToolsSettings::default(),
             mcp: mcp::mcp(src)?,
@@ -300,6 +303,7 @@ impl Config {
         core.billing = self.billing.clone();
         core.tools.http = self.http_policy()?;
         core.mcp = self.mcp.clone();
+        core.quotas = self.quotas.clone();
         Ok(core)
     }
 

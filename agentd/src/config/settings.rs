@@ -75,6 +75,13 @@ settings! {
     "http.secure_cookies": Flag => http.secure_cookies;
     "limits.auth_per_minute": CountOrZero => limits.auth_per_minute;
     "limits.requests_per_minute": CountOrZero => limits.requests_per_minute;
+    "quotas.agents_per_user": CountOrZero => quotas.agents_per_user;
+    "quotas.schedules_per_agent": CountOrZero => quotas.schedules_per_agent;
+    "quotas.schedules_per_user": CountOrZero => quotas.schedules_per_user;
+    "quotas.min_enqueue_period_seconds": SecondsOrZero => quotas.min_enqueue_period;
+    "quotas.queued_tasks_per_agent": CountOrZero => quotas.queued_tasks_per_agent;
+    "quotas.queued_tasks_per_user": CountOrZero => quotas.queued_tasks_per_user;
+    "quotas.mcp_servers_per_user": CountOrZero => quotas.mcp_servers_per_user;
 }
 
 /// Puts `value` under a dotted `key`, creating the tables on the way.

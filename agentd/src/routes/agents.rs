@@ -44,7 +44,8 @@ pub(super) async fn list(
 
 #[utoipa::path(post, path = "/api/agents", operation_id = "create_agent", tag = "agents", security(("bearer" = [])),
     request_body = CreateAgentRequest,
-    responses((status = 201, description = "The new agent, idle.", body = Agent)))]
+    responses((status = 201, description = "The new agent, idle.", body = Agent),
+        (status = 429, description = "`quota_exceeded`: without billing, the operator's `quotas.agents_per_user` allows no more agents (`error.details` names the `quota` and its `limit`).", body = crate::error::ErrorBody)))]
 pub(super) async fn create(
     State(state): State<AppState>,
     Caller(who): Caller,

@@ -17,7 +17,8 @@ use crate::extract::{Caller, Json, Params, Path, agent_id, task_id};
 
 #[utoipa::path(post, path = "/api/agents/{id}/backlog", operation_id = "add_task", tag = "backlog", security(("bearer" = [])),
     params(("id" = String, Path, example = "alpha", description = "The agent's id.")), request_body = CreateTaskRequest,
-    responses((status = 201, description = "The queued task.", body = Task)))]
+    responses((status = 201, description = "The queued task.", body = Task),
+        (status = 429, description = "`quota_exceeded`: the agent's or the user's queue is full (`queued_tasks_per_agent`, `queued_tasks_per_user`) (`error.details` names the `quota` and its `limit`).", body = crate::error::ErrorBody)))]
 pub(super) async fn add(
     State(state): State<AppState>,
     Caller(who): Caller,

@@ -23,7 +23,8 @@ pub(super) async fn list(
 
 #[utoipa::path(post, path = "/api/mcp/servers", operation_id = "add_mcp_server", tag = "mcp", security(("bearer" = [])),
     request_body = AddMcpServerRequest,
-    responses((status = 201, description = "The server as stored: its token is kept encrypted and never returned. A URL that resolves to a non-public address is `validation_failed` on `url`.", body = McpServer)))]
+    responses((status = 201, description = "The server as stored: its token is kept encrypted and never returned. A URL that resolves to a non-public address is `validation_failed` on `url`.", body = McpServer),
+        (status = 429, description = "`quota_exceeded`: the user has `mcp_servers_per_user` servers (`error.details` names the `quota` and its `limit`).", body = crate::error::ErrorBody)))]
 pub(super) async fn add(
     State(state): State<AppState>,
     Caller(who): Caller,

@@ -20,7 +20,8 @@ pub(super) async fn templates(State(state): State<AppState>) -> Reply<TemplateLi
 
 #[utoipa::path(post, path = "/api/onboarding/setup", operation_id = "onboard", tag = "onboarding", security(("bearer" = [])),
     request_body = SetupRequest,
-    responses((status = 201, description = "A ready agent and its first task.", body = Onboarded)))]
+    responses((status = 201, description = "A ready agent and its first task.", body = Onboarded),
+        (status = 429, description = "`quota_exceeded`: without billing, the operator's `quotas.agents_per_user` allows no more agents (`error.details` names the `quota` and its `limit`).", body = crate::error::ErrorBody)))]
 pub(super) async fn setup(
     State(state): State<AppState>,
     Caller(who): Caller,

@@ -13,7 +13,8 @@ use crate::extract::{Caller, Json, Path, agent_id, schedule_id};
 
 #[utoipa::path(post, path = "/api/agents/{id}/schedules", operation_id = "add_schedule", tag = "schedules", security(("bearer" = [])),
     params(("id" = String, Path, example = "alpha", description = "The agent's id.")), request_body = CreateScheduleRequest,
-    responses((status = 201, description = "The schedule, with its next five fire times in UTC and in its zone. A bad expression or zone is `validation_failed` naming `cron` or `timezone`.", body = Schedule)))]
+    responses((status = 201, description = "The schedule, with its next five fire times in UTC and in its zone. A bad expression or zone is `validation_failed` naming `cron` or `timezone`.", body = Schedule),
+        (status = 429, description = "`quota_exceeded`: `schedules_per_agent` or `schedules_per_user` reached, or an `enqueue` schedule firing more often than `min_enqueue_period_seconds` (`error.details` names the `quota` and its `limit`).", body = crate::error::ErrorBody)))]
 pub(super) async fn add(
     State(state): State<AppState>,
     Caller(who): Caller,
@@ -49,7 +50,8 @@ pub(super) async fn show(
 
 #[utoipa::path(patch, path = "/api/agents/{id}/schedules/{schedule_id}", operation_id = "update_schedule", tag = "schedules", security(("bearer" = [])),
     params(("id" = String, Path, example = "alpha", description = "The agent's id."), ("schedule_id" = String, Path, description = "The schedule's id.")), request_body = UpdateScheduleRequest,
-    responses((status = 200, description = "The schedule after the change. A new `cron` or `timezone`, or `enabled` set again, makes it next fire at its first fire time from now.", body = Schedule)))]
+    responses((status = 200, description = "The schedule after the change. A new `cron` or `timezone`, or `enabled` set again, makes it next fire at its first fire time from now.", body = Schedule),
+        (status = 429, description = "`quota_exceeded`: an `enqueue` schedule firing more often than `min_enqueue_period_seconds` (`error.details` names the `quota` and its `limit`).", body = crate::error::ErrorBody)))]
 pub(super) async fn update(
     State(state): State<AppState>,
     Caller(who): Caller,

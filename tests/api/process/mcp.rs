@@ -1,12 +1,26 @@
 //! An operator's stdio MCP server, started by the real `agentd` as a child process: its tools
 //! answer through an agent, a server that exits is started again on the next use, and when
-//! agentd stops no server process is left behind.
+//! agentd stops no server process is left behind; a user's server whose tool list never ends
+//! is read within bounds.
 
 use super::*;
 
 backend_tests! { db;
     a_stdio_server_answers_comes_back_after_a_crash_and_goes_when_agentd_stops,
+    a_users_server_with_hundreds_of_large_pages_is_read_within_bounds,
 }
+
+/// A `/proc/<pid>/status` figure in bytes (`VmRSS`: resident now; `VmHWM`: the peak).
+fn memory(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with(field)).unwrap();
+    let kb: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    kb * 1024
+}
+
+/// How much more than its resident memory before a listing agentd may reach while reading
+/// one: a few pages of at most 4 MiB each, parsed, and the 512 KB it keeps.
+const LISTING_MEMORY_BOUND: u64 = 96 * 1024 * 1024;
 
 fn call(name: &str, arguments: Value) -> Script {
     Script::Call { name: name.into(), arguments }
@@ -91,4 +105,52 @@ async fn a_stdio_server_answers_comes_back_after_a_crash_and_goes_when_agentd_st
         pids.iter().all(|pid| !alive(*pid))
     })
     .await;
+}
+
+async fn a_users_server_with_hundreds_of_large_pages_is_read_within_bounds(db: TestDb) {
+    use support::mcp_server::{McpHttpServer, Paging, TestMcp};
+
+    // 300 pages of 16 tools, each description 200 KB: 960 MB if read whole.
+    let paging = Paging { pages: 300, per_page: 16, description_bytes: 200 * 1024 };
+    let mcp = McpHttpServer::serve(TestMcp { paging: Some(paging), ..TestMcp::default() }).await;
+    let models = FakeModels::start().await;
+    let data_dir = tempfile::tempdir().unwrap();
+    let mut env = runtime_env(&db, &data_dir, &models);
+    env.push(("AGENTD_TOOLS__HTTP__ALLOW_PRIVATE", "true".into()));
+    let server = Server::start(&env).await;
+    let pid = server.child.id().unwrap();
+    let token = server.register("pager@example.com").await;
+    server.post("/api/mcp/servers", &token, json!({"name": "big", "url": mcp.url}), 201).await;
+    // Writing 5 to clear_refs resets the peak (VmHWM) to the resident size now.
+    std::fs::write(format!("/proc/{pid}/clear_refs"), "5").unwrap();
+    let before = memory(pid, "VmRSS");
+
+    let (status, tested) = server
+        .send(reqwest::Method::POST, "/api/mcp/servers/big/test", Some(&token), Value::Null)
+        .await;
+    assert_eq!(status, 200, "{tested}");
+    assert_eq!(tested.get("error"), None, "{tested}");
+    let tools = tested["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 128, "at most 128 tools per server");
+    assert_eq!(tools[0]["description"].as_str().unwrap().chars().count(), 2_000);
+    let warning = tested["warning"].as_str().unwrap_or_default();
+    for said in ["goes on past page 8", "128 descriptions cut to 2000 characters"] {
+        assert!(warning.contains(said), "{said}: {warning}");
+    }
+    assert!(mcp.listed() <= 8, "pages read: {}", mcp.listed());
+
+    let (status, listed) =
+        server.send(reqwest::Method::GET, "/api/tools", Some(&token), Value::Null).await;
+    assert_eq!(status, 200);
+    assert_eq!(listed["mcp_servers"][0]["tools"].as_array().map(Vec::len), Some(128));
+    assert_eq!(listed["mcp_servers"][0]["warning"], tested["warning"]);
+
+    let peak = memory(pid, "VmHWM");
+    assert!(
+        peak.saturating_sub(before) < LISTING_MEMORY_BOUND,
+        "agentd grew from {} MB to a peak of {} MB",
+        before >> 20,
+        peak >> 20
+    );
+    assert!(server.signal("-TERM").await.success());
 }

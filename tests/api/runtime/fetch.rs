@@ -12,6 +12,7 @@ use super::models;
 use super::tools::{acting_agent, call, finished, kinds, start, steps};
 use crate::fake_models::Script;
 use crate::helpers::{TestApp, TestDb, app_with, backend_tests, eventually};
+use support::mcp_server::McpHttpServer;
 
 backend_tests! { app;
     http_fetch_refuses_loopback_unless_allowed,
@@ -21,6 +22,7 @@ backend_tests! { db;
     http_fetch_quotes_a_local_page_when_private_addresses_are_allowed,
     a_redirect_to_a_private_address_is_refused,
     the_model_step_is_stored_before_a_fetch_waits_on_the_network,
+    the_operators_allowed_addresses_are_for_http_fetch_not_for_users_mcp_servers,
 }
 
 async fn http_fetch_refuses_loopback_unless_allowed(app: TestApp) {
@@ -81,6 +83,40 @@ async fn a_redirect_to_a_private_address_is_refused(db: TestDb) {
     let result = done["result"].as_str().unwrap();
     assert!(result.starts_with("Done: Error: ") && result.contains("refused"), "{result}");
     assert_eq!((redirector.hits(), target.hits()), (1, 0), "the redirect was followed");
+}
+
+async fn the_operators_allowed_addresses_are_for_http_fetch_not_for_users_mcp_servers(db: TestDb) {
+    let mcp = McpHttpServer::start().await;
+    let page = page_server("<p>intranet notes</p>").await;
+    let mcp_address = mcp.url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned();
+    let allowed = vec![mcp_address.parse().unwrap(), page.address.parse().unwrap()];
+    let app = app_with(db, |o| o.tools.http.allowed = allowed).await;
+    let user =
+        acting_agent(&app, "tenant@example.com", "fetcher", "openai:fetcher", &["http_fetch"])
+            .await;
+    let port = mcp_address.rsplit(':').next().unwrap();
+    for url in [mcp.url.clone(), format!("http://localhost:{port}/mcp")] {
+        let body = json!({"name": "payroll", "url": url, "token": "tenant-chosen-token"});
+        let refused = app.post("/api/mcp/servers", &user, body).await;
+        refused.assert_error(400, "validation_failed");
+        let why = refused.body["error"]["details"]["url"].as_str().unwrap_or_default();
+        assert!(why.contains("loopback") && why.contains("allow_private"), "{url}: {why}");
+    }
+    let listed = app.get("/api/mcp/servers", &user).await;
+    assert_eq!(listed.assert_status(200)["servers"], json!([]), "nothing was stored");
+    assert_eq!((mcp.initialized(), mcp.authorizations.lock().unwrap().len()), (0, 0));
+
+    // The same list still lets the operator's agents' http_fetch reach the page.
+    let url = format!("http://{}/", page.address);
+    models(&app).script_for(
+        "fetcher",
+        [call("http_fetch", json!({"url": url})), Script::AnswerFromToolResult],
+    );
+    let added = app.add_task(&user, "fetcher", "Read the notes", 0).await;
+    start(&app, &user, "fetcher").await;
+    let done = finished(&app, &user, "fetcher", &added["id"]).await;
+    let result = done["result"].as_str().unwrap();
+    assert!(result.contains("intranet notes"), "{result}");
 }
 
 async fn the_model_step_is_stored_before_a_fetch_waits_on_the_network(db: TestDb) {

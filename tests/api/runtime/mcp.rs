@@ -24,6 +24,7 @@ backend_tests! { db;
     an_agent_may_name_only_servers_that_exist,
     a_server_that_says_its_tools_changed_is_listed_again,
     a_tool_the_model_names_that_the_list_lacks_is_looked_for_once_more,
+    a_users_servers_are_counted_in_the_metrics_without_their_names,
 }
 
 /// An operator's HTTP server called `name` at `url`, with a call timeout.
@@ -284,4 +285,35 @@ async fn a_tool_the_model_names_that_the_list_lacks_is_looked_for_once_more(db: 
         "offered from the next call on: {offered:?}"
     );
     assert_eq!((server.initialized(), server.listed()), (1, 2), "listed once more, for one run");
+}
+
+async fn a_users_servers_are_counted_in_the_metrics_without_their_names(db: TestDb) {
+    let server = McpHttpServer::start().await;
+    let app = app_with(db, |o| o.tools.http.allow_private = true).await;
+    let user = acting_agent(&app, "tenant@example.com", "payer", "openai:payer", &[]).await;
+    let body = json!({"name": "acme-payroll", "url": server.url});
+    app.post("/api/mcp/servers", &user, body).await.assert_status(201);
+    app.patch("/api/agents/payer", &user, json!({"mcp_servers": ["acme-payroll"]}))
+        .await
+        .assert_status(200);
+    models(&app).script_for(
+        "payer",
+        [call("acme-payroll__add", json!({"a": 2, "b": 3})), Script::Answer("5".into())],
+    );
+    let task = app.add_task(&user, "payer", "Add two and three", 0).await;
+    start(&app, &user, "payer").await;
+    let done = finished(&app, &user, "payer", &task["id"]).await;
+    assert_eq!(done["status"], "complete", "{done}");
+    let metrics = || async {
+        let answer = app.client.get(format!("{}/metrics", app.address)).send().await.unwrap();
+        answer.text().await.unwrap()
+    };
+    let text = metrics().await;
+    assert!(!text.contains("acme-payroll"), "a tenant's server name is public:\n{text}");
+    let samples = metric_samples(&text);
+    assert_eq!(sample(&samples, "agentd_mcp_calls_total{origin=\"user\"}"), 1.0);
+    assert_eq!(sample(&samples, "agentd_mcp_call_duration_seconds_count{origin=\"user\"}"), 1.0);
+
+    app.delete("/api/mcp/servers/acme-payroll", &user).await.assert_status(200);
+    assert!(!metrics().await.contains("acme-payroll"));
 }

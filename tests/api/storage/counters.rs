@@ -248,7 +248,7 @@ async fn create_active(s: &dyn Store, subject: &Subject) {
         &new_agent(subject.id.as_str(), None),
         agentcore::domain::now(),
         &created(),
-        &unlimited(),
+        unlimited(),
     )
     .await
     .unwrap();

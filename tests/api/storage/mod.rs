@@ -44,8 +44,9 @@ fn new_agent(id: &str, workspace: Option<&str>) -> NewAgent {
     }
 }
 
-fn unlimited() -> agentcore::domain::billing::Plans {
-    agentcore::domain::billing::Plans::parse("free=1000").unwrap()
+/// No limit on a user's agents.
+fn unlimited() -> agentcore::domain::billing::AgentLimit<'static> {
+    agentcore::domain::billing::AgentLimit::Quota(0)
 }
 
 fn created() -> NewActivity {
@@ -114,7 +115,7 @@ async fn agents_round_trip_exactly_and_are_scoped_to_their_owner(store: TestStor
     s.insert_user(&bob).await.unwrap();
     let at = agentcore::domain::now();
     let agent = s
-        .insert_agent(&ada.id, &new_agent("writer", Some("ops")), at, &created(), &unlimited())
+        .insert_agent(&ada.id, &new_agent("writer", Some("ops")), at, &created(), unlimited())
         .await
         .unwrap();
     assert_eq!(
@@ -125,13 +126,11 @@ async fn agents_round_trip_exactly_and_are_scoped_to_their_owner(store: TestStor
     assert_eq!(s.agent(&ada.id, &id("writer")).await.unwrap(), agent);
 
     let duplicate = s
-        .insert_agent(&ada.id, &new_agent("writer", None), at, &created(), &unlimited())
+        .insert_agent(&ada.id, &new_agent("writer", None), at, &created(), unlimited())
         .await
         .unwrap_err();
     assert_eq!(duplicate.code(), "agent_exists");
-    s.insert_agent(&bob.id, &new_agent("writer", None), at, &created(), &unlimited())
-        .await
-        .unwrap();
+    s.insert_agent(&bob.id, &new_agent("writer", None), at, &created(), unlimited()).await.unwrap();
 
     let missing = s.agent(&bob.id, &id("nobody")).await.unwrap_err();
     assert!(matches!(missing, Error::NotFound { resource: Resource::Agent, .. }));
@@ -155,7 +154,7 @@ async fn listing_orders_by_creation_and_applies_filters(store: TestStore) {
             &new_agent(name, workspace),
             base + Duration::milliseconds(i as i64),
             &created(),
-            &unlimited(),
+            unlimited(),
         )
         .await
         .unwrap();
@@ -180,7 +179,7 @@ async fn an_agent_update_writes_the_decided_change_with_its_activity(store: Test
         &new_agent("worker", None),
         agentcore::domain::now(),
         &created(),
-        &unlimited(),
+        unlimited(),
     )
     .await
     .unwrap();
@@ -228,8 +227,8 @@ async fn tasks_round_trip_and_are_scoped_to_owner_and_agent(store: TestStore) {
     s.insert_user(&owner).await.unwrap();
     s.insert_user(&other).await.unwrap();
     let now = agentcore::domain::now();
-    s.insert_agent(&owner.id, &new_agent("a", None), now, &created(), &unlimited()).await.unwrap();
-    s.insert_agent(&owner.id, &new_agent("b", None), now, &created(), &unlimited()).await.unwrap();
+    s.insert_agent(&owner.id, &new_agent("a", None), now, &created(), unlimited()).await.unwrap();
+    s.insert_agent(&owner.id, &new_agent("b", None), now, &created(), unlimited()).await.unwrap();
     let t = task("a", "first", 1);
     s.insert_task(&owner.id, &t, &NewActivity::for_task(Action::TaskAdded, t.id.as_str(), "added"))
         .await
@@ -291,7 +290,7 @@ async fn deleting_an_agent_cascades_to_its_tasks_and_activity(store: TestStore) 
         &new_agent("gone", None),
         agentcore::domain::now(),
         &created(),
-        &unlimited(),
+        unlimited(),
     )
     .await
     .unwrap();
@@ -317,7 +316,7 @@ async fn activity_pages_newest_first_by_limit_and_before(store: TestStore) {
         &new_agent("log", None),
         start - Duration::minutes(1),
         &created(),
-        &unlimited(),
+        unlimited(),
     )
     .await
     .unwrap();
@@ -349,9 +348,7 @@ async fn activity_written_by_a_node_whose_clock_is_behind_still_pages_in_written
     let owner = user("skewed@example.com");
     s.insert_user(&owner).await.unwrap();
     let now = Utc::now();
-    s.insert_agent(&owner.id, &new_agent("log", None), now, &created(), &unlimited())
-        .await
-        .unwrap();
+    s.insert_agent(&owner.id, &new_agent("log", None), now, &created(), unlimited()).await.unwrap();
     // Written next, by a node 45 s behind.
     let behind = now - Duration::seconds(45);
     let mut t = task("log", "late", 0);
@@ -394,7 +391,7 @@ async fn writes_cut_off_at_any_point_leave_the_store_writable(store: TestStore) 
     let mut stored = 0;
     for n in 0..200u64 {
         let agent = new_agent(&format!("cut-{n}"), None);
-        let write = s.insert_agent(&owner.id, &agent, agentcore::domain::now(), &entry, &plans);
+        let write = s.insert_agent(&owner.id, &agent, agentcore::domain::now(), &entry, plans);
         if let Ok(result) =
             tokio::time::timeout(std::time::Duration::from_micros(n * 5), write).await
         {
@@ -403,7 +400,7 @@ async fn writes_cut_off_at_any_point_leave_the_store_writable(store: TestStore) 
         }
     }
     // The next writes find a healthy connection, and every write that returned is there.
-    s.insert_agent(&owner.id, &new_agent("after", None), agentcore::domain::now(), &entry, &plans)
+    s.insert_agent(&owner.id, &new_agent("after", None), agentcore::domain::now(), &entry, plans)
         .await
         .unwrap();
     let listed =
@@ -418,7 +415,7 @@ async fn concurrent_inserts_of_one_agent_id_keep_exactly_one(store: TestStore) {
     s.insert_user(&owner).await.unwrap();
     let (agent, entry, plans) = (new_agent("same", None), created(), unlimited());
     let attempts =
-        (0..8).map(|_| s.insert_agent(&owner.id, &agent, agentcore::domain::now(), &entry, &plans));
+        (0..8).map(|_| s.insert_agent(&owner.id, &agent, agentcore::domain::now(), &entry, plans));
     let results = futures::future::join_all(attempts).await;
     assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 1);
     assert!(results.iter().filter_map(|r| r.as_ref().err()).all(|e| e.code() == "agent_exists"));

@@ -19,7 +19,7 @@ async fn queued(s: &std::sync::Arc<dyn agentcore::store::Store>, count: usize) -
         &new_agent("a", None),
         agentcore::domain::now(),
         &created(),
-        &unlimited(),
+        unlimited(),
     )
     .await
     .unwrap();

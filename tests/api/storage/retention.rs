@@ -42,7 +42,7 @@ async fn each_prune_deletes_a_bounded_batch_of_what_is_older_and_nothing_newer(s
         &new_agent("r", None),
         agentcore::domain::now(),
         &created(),
-        &unlimited(),
+        unlimited(),
     )
     .await
     .unwrap();

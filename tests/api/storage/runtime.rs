@@ -21,7 +21,7 @@ async fn active(s: &dyn Store, priorities: &[i32]) -> (UserRecord, AgentKey, Vec
         &new_agent("r", None),
         agentcore::domain::now(),
         &created(),
-        &unlimited(),
+        unlimited(),
     )
     .await
     .unwrap();

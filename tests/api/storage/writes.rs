@@ -20,7 +20,7 @@ async fn concurrent_adds_each_get_their_own_answer(store: TestStore) {
             &new_agent(name, None),
             agentcore::domain::now(),
             &created(),
-            &unlimited(),
+            unlimited(),
         )
         .await
         .unwrap();

@@ -72,6 +72,8 @@ pub enum SkipReason {
     Overlap,
     /// The agent is not `active`.
     AgentNotActive,
+    /// The agent's queue holds as many tasks as `quotas.queued_tasks_per_agent` allows.
+    QueueFull,
 }
 
 impl SkipReason {
@@ -79,6 +81,7 @@ impl SkipReason {
         match self {
             SkipReason::Overlap => "overlap",
             SkipReason::AgentNotActive => "agent_not_active",
+            SkipReason::QueueFull => "queue_full",
         }
     }
 
@@ -86,6 +89,7 @@ impl SkipReason {
         match value {
             "overlap" => Some(SkipReason::Overlap),
             "agent_not_active" => Some(SkipReason::AgentNotActive),
+            "queue_full" => Some(SkipReason::QueueFull),
             _ => None,
         }
     }
@@ -97,6 +101,8 @@ pub struct FireState {
     pub agent_active: bool,
     /// Whether the schedule's last task is queued or in progress.
     pub last_task_active: bool,
+    /// The agent's queued tasks.
+    pub queued: i64,
 }
 
 /// What one look writes, in one transaction with the move of `next_fire_at`.
@@ -116,11 +122,14 @@ pub struct FireWrite {
 /// the missed fire times together queue one task (for the last of them); with `skip`, they
 /// queue nothing and log one `schedule_missed`. A skip is logged once until the schedule next
 /// queues a task, not at every fire time.
+/// `max_queued` is the agent's queue quota (0: none): a fire time that finds the queue full
+/// is skipped.
 pub fn decide(
     schedule: &ScheduleRecord,
     plan: &FirePlan,
     state: FireState,
     now: DateTime<Utc>,
+    max_queued: u32,
 ) -> FireWrite {
     let mut write = FireWrite {
         tasks: Vec::new(),
@@ -150,11 +159,14 @@ pub fn decide(
     }
     candidates.extend(plan.on_time.iter().map(|at| (*at, None)));
     let mut last_task_active = state.last_task_active;
+    let mut queued = state.queued;
     for (at, caught_up) in candidates {
         let skip = if !state.agent_active {
             Some(SkipReason::AgentNotActive)
         } else if schedule.overlap == Overlap::SkipIfActive && last_task_active {
             Some(SkipReason::Overlap)
+        } else if max_queued > 0 && queued >= i64::from(max_queued) {
+            Some(SkipReason::QueueFull)
         } else {
             None
         };
@@ -197,6 +209,7 @@ pub fn decide(
         write.skip_noted = None;
         write.tasks.push((at, task, entries));
         last_task_active = true;
+        queued += 1;
     }
     write
 }
@@ -208,6 +221,7 @@ fn skipped(schedule: &ScheduleRecord, reason: SkipReason, at: DateTime<Utc>) -> 
                                 (overlap: skip_if_active)"
         }
         SkipReason::AgentNotActive => "the agent is not active",
+        SkipReason::QueueFull => "the agent's queue is full (quotas.queued_tasks_per_agent)",
     };
     NewActivity::new(
         Action::ScheduleSkipped,

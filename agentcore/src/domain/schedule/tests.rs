@@ -159,7 +159,7 @@ fn schedule(catch_up: CatchUp, overlap: Overlap) -> ScheduleRecord {
     ScheduleRecord::create(&AgentId::parse("briefer").unwrap(), new, utc("2026-05-01T09:00:00Z"))
 }
 
-const ACTIVE: FireState = FireState { agent_active: true, last_task_active: false };
+const ACTIVE: FireState = FireState { agent_active: true, last_task_active: false, queued: 0 };
 
 fn actions(write: &FireWrite) -> Vec<Action> {
     write.activity.iter().map(|entry| entry.action).collect()
@@ -175,7 +175,7 @@ fn missed_runs_queue_nothing_with_skip_and_exactly_one_task_with_run_once() {
         Duration::from_secs(60),
     );
     let skipping = schedule(CatchUp::Skip, Overlap::SkipIfActive);
-    let write = decide(&skipping, &down, ACTIVE, now);
+    let write = decide(&skipping, &down, ACTIVE, now, 0);
     assert_eq!(actions(&write), [Action::ScheduleMissed]);
     assert!(write.activity[0].details.contains("missed 3 runs"), "{}", write.activity[0].details);
     // The on-time fire time still runs.
@@ -183,17 +183,17 @@ fn missed_runs_queue_nothing_with_skip_and_exactly_one_task_with_run_once() {
     assert_eq!(write.tasks[0].0, utc("2026-05-01T10:03:00Z"));
 
     let all_missed = FirePlan { on_time: Vec::new(), ..down.clone() };
-    assert!(decide(&skipping, &all_missed, ACTIVE, now).tasks.is_empty());
+    assert!(decide(&skipping, &all_missed, ACTIVE, now, 0).tasks.is_empty());
 
     let catching_up = schedule(CatchUp::RunOnce, Overlap::SkipIfActive);
-    let write = decide(&catching_up, &all_missed, ACTIVE, now);
+    let write = decide(&catching_up, &all_missed, ACTIVE, now, 0);
     assert_eq!(write.tasks.len(), 1);
     assert_eq!(write.tasks[0].0, utc("2026-05-01T10:02:00Z"));
     let fired = &write.tasks[0].2[1];
     assert_eq!(fired.action, Action::ScheduleFired);
     assert!(fired.details.contains("catch up on 3 runs"), "{}", fired.details);
     // With the on-time one too, skip_if_active leaves it to the catch-up task.
-    let write = decide(&catching_up, &down, ACTIVE, now);
+    let write = decide(&catching_up, &down, ACTIVE, now, 0);
     assert_eq!(write.tasks.len(), 1);
     assert_eq!(actions(&write), [Action::ScheduleSkipped]);
     assert_eq!(write.skip_noted, Some(SkipReason::Overlap));
@@ -209,22 +209,27 @@ fn an_inactive_agent_or_a_running_task_queues_nothing_and_is_logged_once() {
         Duration::from_secs(60),
     );
     let mut record = schedule(CatchUp::Skip, Overlap::SkipIfActive);
-    let idle = FireState { agent_active: false, last_task_active: false };
-    let first = decide(&record, &due, idle, now);
+    let idle = FireState { agent_active: false, last_task_active: false, queued: 0 };
+    let first = decide(&record, &due, idle, now, 0);
     assert!(first.tasks.is_empty());
     assert_eq!(actions(&first), [Action::ScheduleSkipped]);
     assert!(first.activity[0].details.contains("agent_not_active"));
     record.skip_noted = first.skip_noted;
-    assert!(decide(&record, &due, idle, now).activity.is_empty(), "logged once, not per fire");
+    assert!(decide(&record, &due, idle, now, 0).activity.is_empty(), "logged once, not per fire");
 
-    let busy = FireState { agent_active: true, last_task_active: true };
-    let overlap = decide(&record, &due, busy, now);
+    let busy = FireState { agent_active: true, last_task_active: true, queued: 0 };
+    let overlap = decide(&record, &due, busy, now, 0);
     assert!(overlap.tasks.is_empty());
     assert_eq!(actions(&overlap), [Action::ScheduleSkipped], "a new reason is logged");
     let enqueue = schedule(CatchUp::Skip, Overlap::Enqueue);
-    assert_eq!(decide(&enqueue, &due, busy, now).tasks.len(), 1);
+    assert_eq!(decide(&enqueue, &due, busy, now, 0).tasks.len(), 1);
+    let full = FireState { agent_active: true, last_task_active: true, queued: 5 };
+    let skipped = decide(&enqueue, &due, full, now, 5);
+    assert!(skipped.tasks.is_empty(), "a full queue takes no more");
+    assert!(skipped.activity[0].details.contains("queue_full"), "{:?}", skipped.activity);
+    assert_eq!(decide(&enqueue, &due, full, now, 6).tasks.len(), 1, "room for one more");
 
-    let fired = decide(&record, &due, ACTIVE, now);
+    let fired = decide(&record, &due, ACTIVE, now, 0);
     assert_eq!(fired.tasks.len(), 1);
     assert_eq!(fired.skip_noted, None, "a queued task ends the quiet");
     assert_eq!(fired.last_task_id.as_ref(), Some(&fired.tasks[0].1.id));

@@ -65,7 +65,7 @@ pub(super) async fn offered(
         };
         match listed {
             Ok((server, tools)) => {
-                for tool in tools.iter() {
+                for tool in &tools.tools {
                     let info = &tool.info;
                     offer.tools.push(ToolSpec {
                         name: info.name.clone(),

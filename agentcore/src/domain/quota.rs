@@ -1,0 +1,101 @@
+//! Quotas: how much of each thing one user may have on a shared instance. Each has a default
+//! that stops abuse without getting in an ordinary user's way; the operator changes them under
+//! `quotas.*` (0 lifts one). Reaching one is `quota_exceeded`, naming it and its value.
+
+use std::time::Duration;
+
+/// One quota, by the name its setting (`quotas.<name>`) and its errors use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quota {
+    /// Agents of a user where no billing plan limits them (without Stripe).
+    AgentsPerUser,
+    SchedulesPerAgent,
+    SchedulesPerUser,
+    /// How often an `overlap: enqueue` schedule may fire, at the most (in seconds).
+    MinEnqueuePeriod,
+    QueuedTasksPerAgent,
+    QueuedTasksPerUser,
+    McpServersPerUser,
+}
+
+impl Quota {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Quota::AgentsPerUser => "agents_per_user",
+            Quota::SchedulesPerAgent => "schedules_per_agent",
+            Quota::SchedulesPerUser => "schedules_per_user",
+            Quota::MinEnqueuePeriod => "min_enqueue_period_seconds",
+            Quota::QueuedTasksPerAgent => "queued_tasks_per_agent",
+            Quota::QueuedTasksPerUser => "queued_tasks_per_user",
+            Quota::McpServersPerUser => "mcp_servers_per_user",
+        }
+    }
+
+    /// What the quota counts, for messages: "12 schedules on this agent".
+    pub(crate) fn counts(self) -> &'static str {
+        match self {
+            Quota::AgentsPerUser => "agents",
+            Quota::SchedulesPerAgent => "schedules on one agent",
+            Quota::SchedulesPerUser => "schedules across all agents",
+            Quota::MinEnqueuePeriod => "seconds between the runs of an enqueue schedule, at least",
+            Quota::QueuedTasksPerAgent => "queued tasks on one agent",
+            Quota::QueuedTasksPerUser => "queued tasks across all agents",
+            Quota::McpServersPerUser => "MCP servers",
+        }
+    }
+}
+
+/// Every quota's value; 0 lifts a count.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Quotas {
+    /// Only where no billing is configured: then 0 (the default) means no limit, as a
+    /// self-hosted instance is not a free trial. With billing, the plans limit agents.
+    pub agents_per_user: u32,
+    pub schedules_per_agent: u32,
+    pub schedules_per_user: u32,
+    /// An `overlap: enqueue` schedule queues a task at every fire time, even while its last
+    /// one waits: one that fires more often than this is refused.
+    pub min_enqueue_period: Duration,
+    pub queued_tasks_per_agent: u32,
+    pub queued_tasks_per_user: u32,
+    pub mcp_servers_per_user: u32,
+}
+
+impl Default for Quotas {
+    fn default() -> Self {
+        Self {
+            agents_per_user: 0,
+            schedules_per_agent: 20,
+            schedules_per_user: 100,
+            min_enqueue_period: Duration::from_secs(300),
+            queued_tasks_per_agent: 1_000,
+            queued_tasks_per_user: 5_000,
+            mcp_servers_per_user: 20,
+        }
+    }
+}
+
+impl Quotas {
+    /// `Err((quota, limit))` when `used` things leave no room for one more under `limit`.
+    pub fn room(quota: Quota, limit: u32, used: i64) -> Result<(), (Quota, u64)> {
+        if limit > 0 && used >= i64::from(limit) {
+            return Err((quota, u64::from(limit)));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_quota_leaves_room_below_its_limit_and_zero_lifts_it() {
+        assert_eq!(Quotas::room(Quota::SchedulesPerAgent, 2, 1), Ok(()));
+        assert_eq!(
+            Quotas::room(Quota::SchedulesPerAgent, 2, 2),
+            Err((Quota::SchedulesPerAgent, 2))
+        );
+        assert_eq!(Quotas::room(Quota::McpServersPerUser, 0, 1_000_000), Ok(()));
+    }
+}
