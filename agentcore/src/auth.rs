@@ -11,9 +11,11 @@ use std::time::Duration;
 use argon2::Argon2;
 use argon2::password_hash::rand_core::OsRng;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use hmac::{Hmac, Mac};
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 use tokio::sync::Semaphore;
 
 use crate::domain::user::UserId;
@@ -59,6 +61,8 @@ pub(crate) struct Auth {
     hashing: Arc<Semaphore>,
     /// A hash to verify against when the email is unknown, so both paths take as long.
     decoy: OnceLock<String>,
+    /// Keys the form tokens bound to a session: derived from the signing key, never it.
+    form_key: [u8; 32],
 }
 
 impl std::fmt::Debug for Auth {
@@ -88,7 +92,22 @@ impl Auth {
             token_ttl,
             hashing: Arc::new(Semaphore::new(cores)),
             decoy: OnceLock::new(),
+            form_key: Sha256::new()
+                .chain_update(b"agentd form token\0")
+                .chain_update(key)
+                .finalize()
+                .into(),
         }
+    }
+
+    /// The form token of the session whose bearer token is `session`: an HMAC of it, so only
+    /// this server can make it, and a value planted in a browser (a cookie set by a sibling
+    /// subdomain) matches no session.
+    pub(crate) fn form_token(&self, session: &str) -> String {
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.form_key)
+            .unwrap_or_else(|_| unreachable!("HMAC takes a key of any length"));
+        mac.update(session.as_bytes());
+        mac.finalize().into_bytes().iter().map(|b| format!("{b:02x}")).collect()
     }
 
     pub(crate) async fn hash_password(&self, password: &str) -> Result<String> {

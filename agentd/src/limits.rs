@@ -1,5 +1,6 @@
-//! Abuse limits, kept per node: sign-ins (login and register) per client address, and requests
-//! per signed-in user. Both are GCRA limits from `governor`: a burst of the per-minute figure,
+//! Abuse limits, kept per node: sign-ins (login and register) per client address, sign-in
+//! attempts per account (so guessing one account's password from many addresses is as slow as
+//! from one), and requests per signed-in user. Both are GCRA limits from `governor`: a burst of the per-minute figure,
 //! then one more every `60 / n` seconds.
 
 use std::hash::Hash;
@@ -13,7 +14,7 @@ use axum::http::request::Parts;
 use governor::clock::Clock;
 use governor::{DefaultKeyedRateLimiter, Quota};
 
-use agentcore::domain::user::UserId;
+use agentcore::domain::user::{Email, UserId};
 
 use crate::AppState;
 use crate::config::LimitsConfig;
@@ -21,6 +22,7 @@ use crate::error::ApiError;
 
 pub(crate) struct Limits {
     sign_ins: Option<Keyed<IpAddr>>,
+    accounts: Option<Keyed<String>>,
     users: Option<Keyed<UserId>>,
     trust_forwarded_for: bool,
 }
@@ -39,9 +41,20 @@ impl Limits {
     pub(crate) fn new(config: LimitsConfig, trust_forwarded_for: bool) -> Self {
         Self {
             sign_ins: Keyed::per_minute(config.auth_per_minute),
+            accounts: Keyed::per_minute(config.sign_ins_per_account_per_minute),
             users: Keyed::per_minute(config.requests_per_minute),
             trust_forwarded_for,
         }
+    }
+
+    /// One sign-in attempt for the account `email` (as typed): refused with the wait when the
+    /// account had its budget this minute, from whatever addresses. Counted before the
+    /// password is checked, so it also bounds the hashing one account can cause.
+    pub(crate) fn account(&self, email: &str) -> Result<(), ApiError> {
+        let Some(limit) = &self.accounts else { return Ok(()) };
+        // The key an address signs in under; longer than any address, it is no one's.
+        let key: String = Email::login_keys(email).swap_remove(0).chars().take(256).collect();
+        limit.check(&key).inspect_err(|_| tracing::warn!("sign-in limit of one account reached"))
     }
 
     /// One request of `user`: refused with the wait when the user is over the limit.

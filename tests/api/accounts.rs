@@ -32,6 +32,7 @@ backend_tests! { app;
     a_lifetime_set_later_refuses_the_tokens_issued_without_one,
     every_answer_forbids_content_sniffing,
     an_address_in_either_unicode_form_is_one_account_and_invisible_marks_are_refused,
+    a_copy_of_the_database_cannot_mint_a_token_and_a_key_stored_in_clear_is_sealed,
 }
 
 async fn registering_returns_a_token_and_the_user_and_me_returns_the_same_user(app: TestApp) {
@@ -394,4 +395,39 @@ async fn an_address_in_either_unicode_form_is_one_account_and_invisible_marks_ar
     }
     let users = app.db.count("SELECT COUNT(*) FROM users", &[]).await;
     assert_eq!(users, 1);
+}
+
+/// An HS256 access token for `user_id` signed with `key`, as anyone holding the key could make.
+fn minted(user_id: &str, key: &str) -> String {
+    let claims = json!({"sub": user_id, "ver": 0, "iat": chrono::Utc::now().timestamp()});
+    let key = jsonwebtoken::EncodingKey::from_secret(key.as_bytes());
+    jsonwebtoken::encode(&jsonwebtoken::Header::default(), &claims, &key).unwrap()
+}
+
+async fn a_copy_of_the_database_cannot_mint_a_token_and_a_key_stored_in_clear_is_sealed(
+    app: TestApp,
+) {
+    const KEY: &str = "SELECT value FROM secrets WHERE name = 'jwt_secret'";
+    let user = app.register("mint@example.com").await;
+    let stored = app.db.text(KEY, &[]).await;
+    assert!(stored.starts_with("v1:"), "the key is stored sealed: {stored}");
+    let forged = minted(user.id.as_str(), &stored);
+    let me = app.request(Method::GET, "/auth/me", Some(&forged), None).await;
+    me.assert_error(401, "unauthorized");
+    app.get("/auth/me", &user).await.assert_status(200);
+
+    // A deployment from before kept its key in clear, and tokens signed with it are out there.
+    let (db, options) = app.stop().await;
+    let clear = "0123456789abcdef".repeat(4);
+    db.execute("UPDATE secrets SET value = $1 WHERE name = 'jwt_secret'", &[&clear]).await;
+    let app = TestApp::start(db, options).await;
+    let issued_before = minted(user.id.as_str(), &clear);
+    let me = app.request(Method::GET, "/auth/me", Some(&issued_before), None).await;
+    me.assert_status(200);
+    let sealed = app.db.text(KEY, &[]).await;
+    assert!(sealed.starts_with("v1:") && !sealed.contains(&clear), "sealed in place: {sealed}");
+    let (db, options) = app.stop().await;
+    let app = TestApp::start(db, options).await;
+    let me = app.request(Method::GET, "/auth/me", Some(&issued_before), None).await;
+    me.assert_status(200);
 }

@@ -43,6 +43,7 @@ async fn preflight(app: &TestApp, origin: &str) -> reqwest::Response {
 backend_tests! { db;
     sign_ins_are_limited_per_client_address,
     behind_a_trusted_proxy_each_forwarded_address_has_its_own_budget,
+    one_account_has_a_sign_in_budget_across_addresses,
     each_user_has_a_request_budget_and_cors_is_off_by_default,
     bodies_over_the_limit_are_refused_and_nothing_is_created,
     a_client_that_stalls_mid_body_gets_408,
@@ -163,4 +164,33 @@ async fn cors_allows_only_configured_origins(db: TestDb) {
         .unwrap();
     assert_eq!(unauthorized.status().as_u16(), 401);
     assert_eq!(unauthorized.headers()["access-control-allow-origin"], "https://app.example.com");
+}
+
+async fn one_account_has_a_sign_in_budget_across_addresses(db: TestDb) {
+    let app = app_with(db, |o| {
+        o.limits.auth_per_minute = 2;
+        o.limits.sign_ins_per_account_per_minute = 3;
+        o.http.trust_forwarded_for = true;
+    })
+    .await;
+    app.register("target@example.com").await;
+    let attempt = |address: String, email: &'static str, password: &'static str| {
+        let request = app
+            .client
+            .post(format!("{}/auth/login", app.address))
+            .header("x-forwarded-for", address)
+            .json(&json!({"email": email, "password": password}));
+        async move { crate::helpers::read(request.send().await.unwrap()).await }
+    };
+    // Each guess from an address of its own: the per-address budget never runs out.
+    for n in 0..3 {
+        attempt(format!("198.51.100.{n}"), "target@example.com", "guess guess")
+            .await
+            .assert_status(401);
+    }
+    // The account's budget did, however the address is written or the letters cased.
+    let refused = attempt("198.51.100.50".into(), "TARGET@example.com", "correct horse").await;
+    retry_after(&refused);
+    // Other accounts are not held up.
+    attempt("198.51.100.51".into(), "someone@example.com", "guess guess").await.assert_status(401);
 }

@@ -102,7 +102,17 @@ impl TestDb {
         })
     }
 
-    /// Runs a statement directly, to put rows into states the API cannot reach (yet).
+    /// One text value read directly, as a copy of the database would show it.
+    pub async fn text(&self, sql: &str, binds: &[&str]) -> String {
+        with_connection!(self, |conn| {
+            let mut query = sqlx::query_scalar::<_, String>(sql);
+            for bind in binds {
+                query = query.bind(*bind);
+            }
+            query.fetch_one(&mut conn).await.unwrap()
+        })
+    }
+
     /// Moves every lease, due time and throttle `seconds` into the past: as if that much time
     /// had passed on the database's clock, which is the one that judges them.
     pub async fn travel(&self, seconds: i64) {

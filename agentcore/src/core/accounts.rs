@@ -67,6 +67,12 @@ impl Core {
         self.session(&unauthorized_unless(record)?)
     }
 
+    /// The token a dashboard form of the session `session_token` must carry (CSRF): bound to
+    /// that session and made with a key only this server holds.
+    pub fn form_token(&self, session_token: &str) -> String {
+        self.auth().form_token(session_token)
+    }
+
     /// The caller behind a bearer token: signed by this service, unexpired, not revoked.
     pub async fn authenticate(&self, token: &str) -> Result<Principal> {
         let claims = self.auth().verify(token)?;

@@ -17,6 +17,7 @@ mod metrics;
 mod onboarding;
 mod quotas;
 mod schedules;
+mod signing;
 mod tokens;
 mod tools;
 
@@ -26,7 +27,7 @@ use std::time::Duration;
 
 use secrecy::{ExposeSecret, SecretString};
 
-use crate::auth::{self, Auth};
+use crate::auth::Auth;
 use crate::crypto::SecretBox;
 use crate::discord::DiscordClient;
 use crate::domain::agent::AgentId;
@@ -290,7 +291,6 @@ struct Inner {
     node_id: String,
 }
 
-const JWT_SECRET_NAME: &str = "jwt_secret";
 /// HS256 keys shorter than the hash give away security for nothing.
 const MIN_JWT_SECRET_BYTES: usize = 32;
 
@@ -317,9 +317,7 @@ impl Core {
                 )));
             }
             Some(secret) => secret,
-            None => SecretString::from(
-                store.secret_or_insert(JWT_SECRET_NAME, &auth::random_secret()?).await?,
-            ),
+            None => signing::stored_key(store.as_ref(), &secrets).await?,
         };
         let auth = Auth::new(&secret, config.token_ttl);
         let counters = Counters::new(models.provider_names(), models.priced());

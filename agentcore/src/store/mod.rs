@@ -215,6 +215,9 @@ pub trait Store:
     /// Every process sharing the database gets the same value.
     async fn secret_or_insert(&self, name: &str, candidate: &str) -> Result<String>;
 
+    /// Replaces the secret `name` by `new` if it still holds `old` (else changes nothing).
+    async fn replace_secret(&self, name: &str, old: &str, new: &str) -> Result<()>;
+
     /// Calls `wake` with every signal published by any node, and with `Connected` / `Lost` as
     /// the listening connection comes and goes, until `stop`. `None` when the backend has no
     /// notifications (SQLite). Signals sent while the listener reconnects are lost: the

@@ -117,6 +117,19 @@ macro_rules! shared_store {
                     .await
                 }
 
+                async fn replace_secret(&self, name: &str, old: &str, new: &str) -> Result<()> {
+                    housekeeping(self.storage_health(), async {
+                        sqlx::query(sql::REPLACE_SECRET)
+                            .bind(name)
+                            .bind(old)
+                            .bind(new)
+                            .execute(self.writer())
+                            .await?;
+                        Ok(())
+                    })
+                    .await
+                }
+
                 fn listen(
                     &self,
                     wake: $crate::store::Wake,

@@ -14,6 +14,8 @@ pub(crate) struct Clock {
 pub(crate) const INSERT_SECRET: &str = "INSERT INTO secrets (name, value, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING";
 
 pub(crate) const SELECT_SECRET: &str = "SELECT value FROM secrets WHERE name = $1";
+pub(crate) const REPLACE_SECRET: &str =
+    "UPDATE secrets SET value = $3 WHERE name = $1 AND value = $2";
 
 /// Existence check that also locks the row when `lock` is the backend's row-lock suffix.
 pub(crate) fn agent_exists(lock: &str) -> String {

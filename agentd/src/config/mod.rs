@@ -138,11 +138,13 @@ pub struct LimitsConfig {
     pub auth_per_minute: u32,
     /// Requests per signed-in user per minute; 0 turns the limit off.
     pub requests_per_minute: u32,
+    /// Sign-in attempts per account (whatever the address) per minute; 0 turns it off.
+    pub sign_ins_per_account_per_minute: u32,
 }
 
 impl Default for LimitsConfig {
     fn default() -> Self {
-        Self { auth_per_minute: 10, requests_per_minute: 1200 }
+        Self { auth_per_minute: 10, requests_per_minute: 1200, sign_ins_per_account_per_minute: 10 }
     }
 }
 

@@ -75,6 +75,7 @@ settings! {
     "http.secure_cookies": Flag => http.secure_cookies;
     "limits.auth_per_minute": CountOrZero => limits.auth_per_minute;
     "limits.requests_per_minute": CountOrZero => limits.requests_per_minute;
+    "limits.sign_ins_per_account_per_minute": CountOrZero => limits.sign_ins_per_account_per_minute;
     "quotas.agents_per_user": CountOrZero => quotas.agents_per_user;
     "quotas.schedules_per_agent": CountOrZero => quotas.schedules_per_agent;
     "quotas.schedules_per_user": CountOrZero => quotas.schedules_per_user;

@@ -33,7 +33,9 @@ pub(super) async fn login(
     _: SignIn,
     Json(request): Json<LoginRequest>,
 ) -> Result<Reply<Session>, ApiError> {
-    Ok(Reply(state.core.login(request.parse()?).await?))
+    let credentials = request.parse()?;
+    state.http.limits.account(&credentials.email)?;
+    Ok(Reply(state.core.login(credentials).await?))
 }
 
 #[utoipa::path(get, path = "/auth/me", operation_id = "me", tag = "accounts", security(("bearer" = [])),

@@ -2,10 +2,17 @@
 //!
 //! A signed-in browser carries the same bearer token an API client would, in an `HttpOnly`
 //! cookie, so it is checked, limited and revoked (sign-out, which is the API's logout) exactly
-//! like one. Every state-changing request carries a CSRF token, a double submit: a random value
-//! in its own `SameSite=Strict` cookie, which each page writes into its forms (field `csrf`)
-//! and into htmx's request headers (`X-CSRF-Token`); [`guard`] refuses a request whose two
-//! copies differ before any handler runs.
+//! like one. Every state-changing request carries a CSRF token, which each page writes into its
+//! forms (field `csrf`) and into htmx's request headers (`X-CSRF-Token`); [`guard`] refuses a
+//! request without the right one before any handler runs. Signed in, the token is bound to the
+//! session: an HMAC of its token under a key only the server holds, so a value planted in the
+//! browser (a cookie set by a sibling subdomain, say) matches nothing. Before sign-in (the
+//! sign-in and registration forms) it is a double submit: a random value in its own
+//! `SameSite=Strict` cookie, repeated in the form.
+//!
+//! Over https the cookies are named with the `__Host-` prefix, which browsers accept only from
+//! this very host, secure and for the whole path: no other site or subdomain can set them. A
+//! cookie without the prefix is then ignored.
 
 use axum::body::{Body, to_bytes};
 use axum::extract::{FromRequestParts, Request, State};
@@ -20,8 +27,10 @@ use agentcore::Principal;
 use crate::AppState;
 use crate::error::ApiError;
 
-pub(super) const SESSION_COOKIE: &str = "agentd_session";
+const SESSION_COOKIE: &str = "agentd_session";
 const CSRF_COOKIE: &str = "agentd_csrf";
+/// The prefix of both cookies' names over https.
+const HOST_PREFIX: &str = "__Host-";
 pub(super) const CSRF_FIELD: &str = "csrf";
 const CSRF_HEADER: &str = "x-csrf-token";
 
@@ -54,7 +63,7 @@ impl FromRequestParts<AppState> for Viewer {
     type Rejection = SignInFirst;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, SignInFirst> {
-        let token = cookie(&parts.headers, SESSION_COOKIE).ok_or(SignInFirst::Redirect)?;
+        let token = session_cookie(state, &parts.headers).ok_or(SignInFirst::Redirect)?;
         let principal = state.core.authenticate(&token).await.map_err(|_| SignInFirst::Redirect)?;
         state.http.limits.user(&principal.user_id).map_err(SignInFirst::Limited)?;
         Ok(Viewer(principal))
@@ -77,11 +86,15 @@ impl<S: Send + Sync> FromRequestParts<S> for Csrf {
 /// refuses a POST whose form field (or htmx header) does not match that cookie.
 pub(super) async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let (mut parts, body) = request.into_parts();
-    let existing = cookie(&parts.headers, CSRF_COOKIE).filter(|t| t.len() == 64);
+    let secure = is_secure(&state, &parts.headers);
+    let bound = session_cookie(&state, &parts.headers).map(|s| state.core.form_token(&s));
+    let existing = cookie(&parts.headers, &name(CSRF_COOKIE, secure)).filter(|t| t.len() == 64);
     let had_cookie = existing.is_some();
-    let token = existing.clone().unwrap_or_else(new_token);
+    // Signed in, the session's own token; before, the double-submit cookie's.
+    let expected = bound.clone().or_else(|| existing.clone());
+    let token = expected.clone().unwrap_or_else(new_token);
     let request = if parts.method == Method::POST {
-        let Some(expected) = existing else {
+        let Some(expected) = expected else {
             return refused();
         };
         let limit = state.http.config.body_limit_bytes;
@@ -99,12 +112,12 @@ pub(super) async fn guard(State(state): State<AppState>, request: Request, next:
         parts.extensions.insert(Csrf(token.clone()));
         Request::from_parts(parts, body)
     };
-    let secure = is_secure(&state, request.headers());
     let mut response = next.run(request).await;
     let headers = response.headers_mut();
-    if !had_cookie && !existing_cookie_in(headers) {
+    if bound.is_none() && !had_cookie && !existing_cookie_in(headers, secure) {
         let value = format!(
-            "{CSRF_COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict{}",
+            "{}={token}; Path=/; HttpOnly; SameSite=Strict{}",
+            name(CSRF_COOKIE, secure),
             if secure { "; Secure" } else { "" }
         );
         if let Ok(value) = HeaderValue::from_str(&value) {
@@ -116,11 +129,12 @@ pub(super) async fn guard(State(state): State<AppState>, request: Request, next:
 }
 
 /// A response that sets the CSRF cookie itself (sign-in rotates it) keeps that one.
-fn existing_cookie_in(headers: &HeaderMap) -> bool {
+fn existing_cookie_in(headers: &HeaderMap, secure: bool) -> bool {
+    let set = format!("{}=", name(CSRF_COOKIE, secure));
     headers
         .get_all(header::SET_COOKIE)
         .iter()
-        .any(|v| v.to_str().is_ok_and(|v| v.starts_with(CSRF_COOKIE)))
+        .any(|v| v.to_str().is_ok_and(|v| v.starts_with(&set)))
 }
 
 fn refused() -> Response {
@@ -157,16 +171,30 @@ fn secure_headers(headers: &mut HeaderMap) {
 /// `Set-Cookie` values for a new session: the token, and a fresh CSRF token (so a value
 /// planted before sign-in is not kept).
 pub(super) fn sign_in_cookies(state: &AppState, headers: &HeaderMap, token: &str) -> [String; 2] {
-    let secure = if is_secure(state, headers) { "; Secure" } else { "" };
+    let https = is_secure(state, headers);
+    let secure = if https { "; Secure" } else { "" };
+    let (session, csrf) = (name(SESSION_COOKIE, https), name(CSRF_COOKIE, https));
     [
-        format!("{SESSION_COOKIE}={token}; Path=/; HttpOnly; SameSite=Lax{secure}"),
-        format!("{CSRF_COOKIE}={}; Path=/; HttpOnly; SameSite=Strict{secure}", new_token()),
+        format!("{session}={token}; Path=/; HttpOnly; SameSite=Lax{secure}"),
+        format!("{csrf}={}; Path=/; HttpOnly; SameSite=Strict{secure}", new_token()),
     ]
 }
 
 /// The `Set-Cookie` value that removes the session.
-pub(super) fn sign_out_cookie() -> String {
-    format!("{SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0")
+pub(super) fn sign_out_cookie(state: &AppState, headers: &HeaderMap) -> String {
+    let https = is_secure(state, headers);
+    let secure = if https { "; Secure" } else { "" };
+    format!("{}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0{secure}", name(SESSION_COOKIE, https))
+}
+
+/// The session's bearer token, from the cookie of this scheme's name.
+fn session_cookie(state: &AppState, headers: &HeaderMap) -> Option<String> {
+    cookie(headers, &name(SESSION_COOKIE, is_secure(state, headers)))
+}
+
+/// A cookie's name: `__Host-` prefixed over https.
+fn name(base: &str, secure: bool) -> String {
+    if secure { format!("{HOST_PREFIX}{base}") } else { base.to_owned() }
 }
 
 /// Came over https: configured so, or said so by the proxy in front.

@@ -13,6 +13,7 @@ backend_tests! { app;
 }
 
 backend_tests! { db;
+    without_billing_the_pages_name_no_agent_limit,
     the_sign_in_limit_applies_to_the_dashboard,
     the_dashboard_can_be_turned_off,
 }
@@ -20,7 +21,7 @@ backend_tests! { db;
 async fn a_form_without_its_csrf_token_is_refused_and_changes_nothing(app: TestApp) {
     let mut dana = Visitor::new(&app);
     dana.register("dana@example.com").await;
-    let token = dana.cookies["agentd_csrf"].clone();
+    let token = dana.csrf.clone().unwrap();
     let agent =
         [("name", "Writer"), ("id", "writer"), ("channel", "writing"), ("role_prompt", "Writes.")];
 
@@ -31,13 +32,20 @@ async fn a_form_without_its_csrf_token_is_refused_and_changes_nothing(app: TestA
     let forged =
         dana.post("/agents", &[agent.as_slice(), &[("csrf", wrong.as_str())]].concat()).await;
     assert_eq!(forged.status, 403);
-    // A request carrying the session but not the browser's CSRF cookie (as a cross-site form
-    // in a browser without SameSite would) is refused even with a token that was valid.
-    let mut stranger = Visitor::new(&app);
-    stranger.cookies.insert("agentd_session".into(), dana.cookies["agentd_session"].clone());
+    // The token is the session's: another session's does not pass, and neither does a value
+    // planted as the CSRF cookie and repeated in the form (a double submit would take it).
+    let mut eve = Visitor::new(&app);
+    eve.register("eve@example.com").await;
+    let eves = eve.csrf.clone().unwrap();
+    assert_ne!(eves, token);
+    let foreign =
+        dana.post("/agents", &[agent.as_slice(), &[("csrf", eves.as_str())]].concat()).await;
+    assert_eq!(foreign.status, 403);
+    let planted = "p".repeat(64);
+    dana.cookies.insert("agentd_csrf".into(), planted.clone());
     let cross =
-        stranger.post("/agents", &[agent.as_slice(), &[("csrf", token.as_str())]].concat()).await;
-    assert_eq!(cross.status, 403);
+        dana.post("/agents", &[agent.as_slice(), &[("csrf", planted.as_str())]].concat()).await;
+    assert_eq!(cross.status, 403, "a planted cookie was taken");
     assert_eq!(app.db.count("SELECT COUNT(*) FROM agents", &[]).await, 0);
 
     let accepted = dana.post("/agents", &agent).await;
@@ -121,7 +129,7 @@ async fn pages_carry_the_browser_security_headers_and_assets_are_cached_by_hash(
         .build()
         .unwrap()
         .post(format!("{}/register", app.address))
-        .header("cookie", format!("agentd_csrf={}", dana.cookies["agentd_csrf"]))
+        .header("cookie", format!("__Host-agentd_csrf={}", dana.cookies["agentd_csrf"]))
         .header("x-forwarded-proto", "https")
         .form(&[
             ("name", "D"),
@@ -137,11 +145,31 @@ async fn pages_carry_the_browser_security_headers_and_assets_are_cached_by_hash(
         .get_all("set-cookie")
         .iter()
         .map(|v| v.to_str().unwrap().to_owned())
-        .find(|v| v.starts_with("agentd_session="))
-        .expect("a session cookie");
+        .find(|v| v.starts_with("__Host-agentd_session="))
+        .expect("a session cookie named for this host only");
     for attribute in ["HttpOnly", "SameSite=Lax", "Secure", "Path=/"] {
         assert!(session.contains(attribute), "{attribute} in {session}");
     }
+    // Over https a session cookie without the prefix (one a sibling subdomain could set) is
+    // not a session.
+    let token = session.split(';').next().unwrap().split_once('=').unwrap().1.to_owned();
+    let https_page = |cookie: String| {
+        let client =
+            reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+        let url = format!("{}/", app.address);
+        async move {
+            let answer = client
+                .get(url)
+                .header("cookie", cookie)
+                .header("x-forwarded-proto", "https")
+                .send()
+                .await
+                .unwrap();
+            answer.status().as_u16()
+        }
+    };
+    assert_eq!(https_page(format!("__Host-agentd_session={token}")).await, 200);
+    assert_eq!(https_page(format!("agentd_session={token}")).await, 303);
 
     let htmx = login.body.split("src=\"").nth(1).unwrap().split('"').next().unwrap().to_owned();
     assert!(htmx.starts_with("/assets/htmx-2.0.11-") && htmx.ends_with(".js"), "{htmx}");
@@ -207,4 +235,18 @@ async fn the_dashboard_can_be_turned_off(db: TestDb) {
         assert!(page.body.contains("route_not_found"), "{path}: {}", page.body);
     }
     assert_eq!(visitor.get("/healthz").await.status, 200);
+}
+
+async fn without_billing_the_pages_name_no_agent_limit(db: TestDb) {
+    let app = app_with(db, |o| o.webhook_secrets.clear()).await;
+    let mut dana = Visitor::with_writer(&app, "dana@example.com").await;
+    let overview = dana.get("/").await;
+    assert_eq!(overview.status, 200, "{}", overview.body);
+    assert!(
+        overview.body.contains("1 agent<") && !overview.body.contains("of 3"),
+        "{}",
+        overview.body
+    );
+    let usage = dana.get("/usage").await;
+    assert!(usage.body.contains("sets no limit"), "{}", usage.body);
 }

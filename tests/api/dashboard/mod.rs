@@ -15,6 +15,8 @@ pub(super) struct Visitor {
     client: reqwest::Client,
     base: String,
     pub(super) cookies: HashMap<String, String>,
+    /// The CSRF token the last page carried in its forms.
+    pub(super) csrf: Option<String>,
 }
 
 pub(super) struct Page {
@@ -28,7 +30,7 @@ impl Visitor {
     pub(super) fn new(app: &TestApp) -> Self {
         let client =
             reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
-        Self { client, base: app.address.clone(), cookies: HashMap::new() }
+        Self { client, base: app.address.clone(), cookies: HashMap::new(), csrf: None }
     }
 
     fn cookie_header(&self) -> String {
@@ -48,7 +50,11 @@ impl Visitor {
         let status = response.status().as_u16();
         let headers = response.headers().clone();
         let location = headers.get("location").map(|l| l.to_str().unwrap().to_owned());
-        Page { status, location, headers, body: response.text().await.unwrap() }
+        let body = response.text().await.unwrap();
+        if let Some(token) = body.split("name=\"csrf\" value=\"").nth(1) {
+            self.csrf = token.split('"').next().map(str::to_owned);
+        }
+        Page { status, location, headers, body }
     }
 
     pub(super) async fn get(&mut self, path: &str) -> Page {
@@ -67,7 +73,7 @@ impl Visitor {
         let mut form: Vec<(String, String)> =
             fields.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
         if !fields.iter().any(|(k, _)| *k == "csrf")
-            && let Some(token) = self.cookies.get("agentd_csrf")
+            && let Some(token) = self.csrf.as_ref().or(self.cookies.get("agentd_csrf"))
         {
             form.push(("csrf".into(), token.clone()));
         }
@@ -116,5 +122,7 @@ impl Visitor {
             )
             .await;
         assert_eq!((page.status, page.location.as_deref()), (303, Some("/")), "{}", page.body);
+        // Signed in, forms carry the session's own token.
+        self.get("/").await;
     }
 }

@@ -33,7 +33,9 @@ pub(crate) async fn login(
     let request = LoginRequest { email: fields.get("email"), password: fields.get("password") };
     let signed_in = async {
         limit?;
-        Ok::<_, ApiError>(state.core.login(request.parse()?).await?)
+        let credentials = request.parse()?;
+        state.http.limits.account(&credentials.email)?;
+        Ok::<_, ApiError>(state.core.login(credentials).await?)
     };
     answer(&state, &headers, "login.html", &csrf, &fields, signed_in.await)
 }
@@ -60,6 +62,7 @@ pub(crate) async fn register(
 /// Sign-out is the API's logout: every session and token of the user stops working.
 pub(crate) async fn logout(
     State(state): State<AppState>,
+    headers: HeaderMap,
     viewer: Result<Viewer, session::SignInFirst>,
 ) -> Response {
     if let Ok(Viewer(who)) = viewer
@@ -68,7 +71,7 @@ pub(crate) async fn logout(
         return crate::ui::render::error_page(&error.into());
     }
     let mut response = Redirect::to("/login").into_response();
-    if let Ok(value) = HeaderValue::from_str(&session::sign_out_cookie()) {
+    if let Ok(value) = HeaderValue::from_str(&session::sign_out_cookie(&state, &headers)) {
         response.headers_mut().append(header::SET_COOKIE, value);
     }
     response
