@@ -387,8 +387,9 @@ pub(crate) enum ChatCommand {
     Callback {
         #[arg(long)]
         code: String,
+        /// The `state` that `chat oauth-url` gave (required: it ties the install to you)
         #[arg(long)]
-        state: Option<String>,
+        state: String,
         #[arg(long)]
         guild_id: Option<String>,
     },

@@ -401,7 +401,7 @@ async fn chat(cx: &Context, client: &Client, command: ChatCommand) -> Result<(),
     let (answer, view) = match command {
         ChatCommand::OauthUrl => (client.oauth_url().await?.answer, View::Fields),
         ChatCommand::Callback { code, state, guild_id } => {
-            let request = CallbackRequest { code: Some(code), state, guild_id };
+            let request = CallbackRequest { code: Some(code), state: Some(state), guild_id };
             (client.callback(&request).await?.answer, View::Fields)
         }
         ChatCommand::Connect { guild_id, bot_token, guild_name, public_key } => {

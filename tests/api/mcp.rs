@@ -38,8 +38,9 @@ async fn a_url_that_reaches_a_private_address_is_refused_unless_the_operator_all
     let listed = app.get("/api/mcp/servers", &user).await;
     assert_eq!(listed.assert_status(200)["servers"], json!([]), "nothing was stored");
 
-    let (db, _) = app.stop().await;
-    let app = private_ok(db).await;
+    let (db, mut options) = app.stop().await;
+    options.tools.http.allow_private = true;
+    let app = TestApp::start(db, options).await;
     let user = app.register("intranet@example.com").await;
     let added = app
         .post("/api/mcp/servers", &user, json!({"name": "mine", "url": "http://127.0.0.1:9/mcp"}))
@@ -47,8 +48,9 @@ async fn a_url_that_reaches_a_private_address_is_refused_unless_the_operator_all
     assert_eq!(added.assert_status(201)["has_token"], false);
 
     // The operator takes the permission back: the stored URL is refused when connecting.
-    let (db, _) = app.stop().await;
-    let app = app_with(db, |_| {}).await;
+    let (db, mut options) = app.stop().await;
+    options.tools.http.allow_private = false;
+    let app = TestApp::start(db, options).await;
     let tools = app.get("/api/tools", &user).await.assert_status(200).clone();
     let error = tools["mcp_servers"][0]["error"].as_str().unwrap_or_default().to_owned();
     assert!(error.contains("loopback"), "{tools}");

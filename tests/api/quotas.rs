@@ -147,12 +147,9 @@ async fn without_billing_agents_are_unlimited_unless_the_operator_sets_a_quota(d
         (Value::Null, json!(5))
     );
 
-    let (db, _) = app.stop().await;
-    let app = app_with(db, |o| {
-        o.webhook_secrets.clear();
-        o.quotas.agents_per_user = 6;
-    })
-    .await;
+    let (db, mut options) = app.stop().await;
+    options.quotas.agents_per_user = 6;
+    let app = TestApp::start(db, options).await;
     app.create_agent(&user, "a6").await;
     let seventh = json!({"id": "a7", "name": "A7", "role_prompt": "Work.", "channel": "general"});
     refused(&app.post("/api/agents", &user, seventh).await, "agents_per_user", 6);

@@ -92,7 +92,7 @@ pub struct Options {
     pub max_tokens: Option<u32>,
     /// `auth.token_ttl_seconds`: tokens do not expire unless set.
     pub token_ttl: Option<Duration>,
-    /// `quotas.*`: agentd's defaults.
+    /// `quotas.*`: agentd's defaults, but for the enqueue period (0: tests fire every second).
     pub quotas: agentcore::domain::quota::Quotas,
 }
 
@@ -134,7 +134,11 @@ impl Options {
             mcp: agentcore::mcp::McpConfig::default(),
             max_tokens: None,
             token_ttl: None,
-            quotas: agentcore::domain::quota::Quotas::default(),
+            // Schedules fire every second in tests: no minimum period for enqueue ones.
+            quotas: agentcore::domain::quota::Quotas {
+                min_enqueue_period: Duration::ZERO,
+                ..agentcore::domain::quota::Quotas::default()
+            },
         }
     }
 

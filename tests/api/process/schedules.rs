@@ -11,9 +11,12 @@ backend_tests! { db;
     fire_times_missed_while_every_process_was_down_queue_none_or_one_task,
 }
 
-/// Every-second schedules, looked at every 100 ms.
-const FAST: [(&str, &str); 2] =
-    [("AGENTD_SCHEDULES__SECONDS_FIELD", "true"), ("AGENTD_SCHEDULES__POLL_SECONDS", "0.1")];
+/// Every-second schedules (enqueue ones too: no minimum period), looked at every 100 ms.
+const FAST: [(&str, &str); 3] = [
+    ("AGENTD_SCHEDULES__SECONDS_FIELD", "true"),
+    ("AGENTD_SCHEDULES__POLL_SECONDS", "0.1"),
+    ("AGENTD_QUOTAS__MIN_ENQUEUE_PERIOD_SECONDS", "0"),
+];
 
 async fn fires(db: &TestDb) -> i64 {
     db.count("SELECT COUNT(*) FROM schedule_fires", &[]).await
