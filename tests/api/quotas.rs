@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::helpers::{TestApp, TestDb, User, app_with, backend_tests};
-use agentcore::domain::quota::Quotas;
+use agentcore::domain::quota::{PlanQuotas, Quotas};
 use support::mcp_server::McpHttpServer;
 
 backend_tests! { db;
@@ -14,6 +14,7 @@ backend_tests! { db;
     queued_tasks_are_bounded_per_agent_and_per_user,
     mcp_servers_are_bounded_per_user,
     without_billing_agents_are_unlimited_unless_the_operator_sets_a_quota,
+    with_billing_a_plan_may_have_quotas_of_its_own,
 }
 
 fn small() -> Quotas {
@@ -155,4 +156,36 @@ async fn without_billing_agents_are_unlimited_unless_the_operator_sets_a_quota(d
     refused(&app.post("/api/agents", &user, seventh).await, "agents_per_user", 6);
     let billing = app.get("/api/billing", &user).await.assert_status(200).clone();
     assert_eq!(billing["agent_limit"], 6);
+}
+
+async fn with_billing_a_plan_may_have_quotas_of_its_own(db: TestDb) {
+    use crate::stripe_events::{Sub, checkout, now, subscription};
+    let app = app_with(db, |o| {
+        o.quotas = small();
+        let team = PlanQuotas { schedules_per_agent: Some(3), ..PlanQuotas::default() };
+        let free = PlanQuotas { schedules_per_agent: Some(1), ..PlanQuotas::default() };
+        o.plan_quotas = [("team".to_owned(), team), ("free".to_owned(), free)].into();
+    })
+    .await;
+    let user = user_with_agents(&app, "plan@example.com", &["a"]).await;
+    let add = |cron: &'static str| {
+        let (app, user) = (&app, &user);
+        async move { app.post("/api/agents/a/schedules", user, schedule(cron, "enqueue")).await }
+    };
+    add("0 9 * * *").await.assert_status(201);
+    refused(&add("0 10 * * *").await, "schedules_per_agent", 1);
+
+    // The user buys the team plan: its own quota applies from the next request.
+    app.deliver(&checkout("evt_q1", "cus_q", Some(&user.id), None, None)).await;
+    let sub = Sub {
+        id: "sub_q",
+        customer: "cus_q",
+        status: "active",
+        price: "lookup:team_monthly",
+        user_id: None,
+    };
+    app.deliver(&subscription("created", "evt_q2", now(), &sub)).await;
+    add("0 10 * * *").await.assert_status(201);
+    add("0 11 * * *").await.assert_status(201);
+    refused(&add("0 12 * * *").await, "schedules_per_agent", 3);
 }

@@ -94,6 +94,8 @@ pub struct Options {
     pub token_ttl: Option<Duration>,
     /// `quotas.*`: agentd's defaults, but for the enqueue period (0: tests fire every second).
     pub quotas: agentcore::domain::quota::Quotas,
+    /// `billing.plan_quotas`: none unless set.
+    pub plan_quotas: std::collections::BTreeMap<String, agentcore::domain::quota::PlanQuotas>,
 }
 
 /// The model the tests price: no input cost, $200 per million output tokens, so each answer of
@@ -139,6 +141,7 @@ impl Options {
                 min_enqueue_period: Duration::ZERO,
                 ..agentcore::domain::quota::Quotas::default()
             },
+            plan_quotas: std::collections::BTreeMap::new(),
         }
     }
 
@@ -188,6 +191,7 @@ impl Options {
         config.tools = self.tools.clone();
         config.mcp = self.mcp.clone();
         config.quotas = self.quotas.clone();
+        config.billing.plan_quotas = self.plan_quotas.clone();
         if let Some(model) = &self.default_model {
             config.models.default.clone_from(model);
         }

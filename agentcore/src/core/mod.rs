@@ -151,6 +151,8 @@ pub struct BillingConfig {
     pub prices: std::collections::BTreeMap<String, String>,
     /// Webhook signing secrets (`whsec_...`); several during a rotation.
     pub webhook_secrets: Vec<SecretString>,
+    /// Plans' own quotas, by plan name, over `CoreConfig::quotas` (with billing only).
+    pub plan_quotas: std::collections::BTreeMap<String, crate::domain::quota::PlanQuotas>,
 }
 
 /// How the outbox retries.

@@ -1,10 +1,13 @@
-//! The operator's quotas (`quotas.*`), checked before what they bound is written. A count is
-//! read, then the write made: requests of one user that race may pass a quota by the number
-//! in flight at once (each is bounded by the rate limits), never by more.
+//! The operator's quotas (`quotas.*`, and a billing plan's own in `billing.plan_quotas`),
+//! checked before what they bound is written. A count is read, then the write made: requests
+//! of one user that race may pass a quota by the number in flight at once (each is bounded by
+//! the rate limits), never by more.
+
+use std::borrow::Cow;
 
 use super::Core;
 use crate::domain::agent::AgentId;
-use crate::domain::billing::AgentLimit;
+use crate::domain::billing::{AgentLimit, FREE};
 use crate::domain::quota::{Quota, Quotas};
 use crate::domain::schedule::{Overlap, ScheduleRecord};
 use crate::domain::user::UserId;
@@ -15,6 +18,26 @@ use crate::error::{Error, Result};
 const GAP_SAMPLES: usize = 64;
 
 impl Core {
+    /// The quotas of `owner`: the configured ones, with their plan's own values where billing
+    /// is configured and the plan has some (one read of the plan, only then).
+    pub(crate) async fn quotas_of(&self, owner: &UserId) -> Result<Cow<'_, Quotas>> {
+        let by_plan = &self.inner.billing.plan_quotas;
+        if !self.billing_configured() || by_plan.is_empty() {
+            return Ok(Cow::Borrowed(&self.inner.quotas));
+        }
+        let plan = self.store().billing(owner).await?.plan;
+        // A plan no longer configured counts as `free`, as for its agents.
+        match by_plan.get(&plan).or_else(|| by_plan.get(FREE)) {
+            Some(own) => Ok(Cow::Owned(self.inner.quotas.with_plan(own))),
+            None => Ok(Cow::Borrowed(&self.inner.quotas)),
+        }
+    }
+
+    /// Whether some plan has quotas of its own (then each owner's are read with their plan).
+    pub(crate) fn plans_have_quotas(&self) -> bool {
+        self.billing_configured() && !self.inner.billing.plan_quotas.is_empty()
+    }
+
     pub(crate) fn quotas(&self) -> &Quotas {
         &self.inner.quotas
     }
@@ -35,7 +58,7 @@ impl Core {
 
     /// Room for one more queued task on `agent` (and across the owner's agents).
     pub(super) async fn check_queue_room(&self, owner: &UserId, agent: &AgentId) -> Result<()> {
-        let quotas = self.quotas();
+        let quotas = self.quotas_of(owner).await?;
         if quotas.queued_tasks_per_agent == 0 && quotas.queued_tasks_per_user == 0 {
             return Ok(());
         }
@@ -49,7 +72,7 @@ impl Core {
 
     /// Room for one more schedule on `agent` (and across the owner's agents).
     pub(super) async fn check_schedule_room(&self, owner: &UserId, agent: &AgentId) -> Result<()> {
-        let quotas = self.quotas();
+        let quotas = self.quotas_of(owner).await?;
         let (on_agent, all) = self.store().schedule_counts(owner, agent).await?;
         Quotas::room(Quota::SchedulesPerAgent, quotas.schedules_per_agent, on_agent)
             .and_then(|()| Quotas::room(Quota::SchedulesPerUser, quotas.schedules_per_user, all))
@@ -58,7 +81,7 @@ impl Core {
 
     /// Room for one more MCP server of `owner`.
     pub(super) async fn check_mcp_server_room(&self, owner: &UserId) -> Result<()> {
-        let limit = self.quotas().mcp_servers_per_user;
+        let limit = self.quotas_of(owner).await?.mcp_servers_per_user;
         if limit == 0 {
             return Ok(());
         }

@@ -26,7 +26,7 @@ impl Core {
         let now = self.store().database_time().await?;
         let record = ScheduleRecord::create(agent, new, now);
         never_fires(&record)?;
-        check_enqueue_period(self.quotas(), &record)?;
+        check_enqueue_period(&*self.quotas_of(&who.user_id).await?, &record)?;
         self.check_schedule_room(&who.user_id, agent).await?;
         self.store().insert_schedule(&who.user_id, &record).await?;
         tracing::info!(user_id = %who.user_id, agent_id = %agent, schedule = %record.id, cron = record.timing.cron.as_str(), "schedule added");
@@ -61,7 +61,8 @@ impl Core {
             self.check_cron(cron)?;
         }
         let now = self.store().database_time().await?;
-        let quotas = self.quotas();
+        let quotas = self.quotas_of(&who.user_id).await?;
+        let quotas = &*quotas;
         let updated = self
             .store()
             .update_schedule(&who.user_id, agent, id, &|current| {
@@ -91,9 +92,19 @@ impl Core {
         let (now, due) = self.store().due_schedules(DUE_BATCH).await?;
         let full = due.len() as i64 == DUE_BATCH;
         let missed_after = self.schedule_config().missed_after;
-        let max_queued = self.quotas().queued_tasks_per_agent;
         let mut queued = 0;
         for (owner, record) in due {
+            let max_queued = if self.plans_have_quotas() {
+                match self.quotas_of(&owner).await {
+                    Ok(quotas) => quotas.queued_tasks_per_agent,
+                    Err(error) => {
+                        tracing::warn!(%error, schedule = %record.id, "cannot read the owner's plan; the next look tries again");
+                        continue;
+                    }
+                }
+            } else {
+                self.quotas().queued_tasks_per_agent
+            };
             let decide = |current: &ScheduleRecord, state| {
                 let due = current.next_fire_at.filter(|at| current.enabled && *at <= now)?;
                 let plan = schedule::plan(&current.timing, due, now, missed_after);

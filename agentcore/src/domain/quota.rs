@@ -75,7 +75,34 @@ impl Default for Quotas {
     }
 }
 
+/// A billing plan's own values for some quotas (`billing.plan_quotas.<plan>.<name>`); the
+/// others are the configured ones. Agents are the plans' own limit (`billing.plans`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PlanQuotas {
+    pub schedules_per_agent: Option<u32>,
+    pub schedules_per_user: Option<u32>,
+    pub min_enqueue_period: Option<Duration>,
+    pub queued_tasks_per_agent: Option<u32>,
+    pub queued_tasks_per_user: Option<u32>,
+    pub mcp_servers_per_user: Option<u32>,
+}
+
 impl Quotas {
+    /// These quotas with `plan`'s own values in their place.
+    pub fn with_plan(&self, plan: &PlanQuotas) -> Self {
+        Self {
+            agents_per_user: self.agents_per_user,
+            schedules_per_agent: plan.schedules_per_agent.unwrap_or(self.schedules_per_agent),
+            schedules_per_user: plan.schedules_per_user.unwrap_or(self.schedules_per_user),
+            min_enqueue_period: plan.min_enqueue_period.unwrap_or(self.min_enqueue_period),
+            queued_tasks_per_agent: plan
+                .queued_tasks_per_agent
+                .unwrap_or(self.queued_tasks_per_agent),
+            queued_tasks_per_user: plan.queued_tasks_per_user.unwrap_or(self.queued_tasks_per_user),
+            mcp_servers_per_user: plan.mcp_servers_per_user.unwrap_or(self.mcp_servers_per_user),
+        }
+    }
+
     /// `Err((quota, limit))` when `used` things leave no room for one more under `limit`.
     pub fn room(quota: Quota, limit: u32, used: i64) -> Result<(), (Quota, u64)> {
         if limit > 0 && used >= i64::from(limit) {
@@ -88,6 +115,14 @@ impl Quotas {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_plans_values_replace_only_the_quotas_it_names() {
+        let plan = PlanQuotas { schedules_per_agent: Some(50), ..PlanQuotas::default() };
+        let quotas = Quotas::default().with_plan(&plan);
+        assert_eq!(quotas.schedules_per_agent, 50);
+        assert_eq!(quotas.schedules_per_user, Quotas::default().schedules_per_user);
+    }
 
     #[test]
     fn a_quota_leaves_room_below_its_limit_and_zero_lifts_it() {

@@ -31,6 +31,25 @@ impl Config {
         settings::insert(&mut root, "billing.plans", Value::Table(plans.collect()));
         let prices = billing.prices.iter().map(|(price, plan)| (price.clone(), text(plan)));
         settings::insert(&mut root, "billing.prices", Value::Table(prices.collect()));
+        for (plan, own) in &billing.plan_quotas {
+            let counts = [
+                ("schedules_per_agent", own.schedules_per_agent),
+                ("schedules_per_user", own.schedules_per_user),
+                ("queued_tasks_per_agent", own.queued_tasks_per_agent),
+                ("queued_tasks_per_user", own.queued_tasks_per_user),
+                ("mcp_servers_per_user", own.mcp_servers_per_user),
+            ];
+            for (quota, value) in counts {
+                if let Some(value) = value {
+                    let key = format!("billing.plan_quotas.{plan}.{quota}");
+                    settings::insert(&mut root, &key, number(value));
+                }
+            }
+            if let Some(period) = own.min_enqueue_period {
+                let key = format!("billing.plan_quotas.{plan}.min_enqueue_period_seconds");
+                settings::insert(&mut root, &key, settings::seconds(period));
+            }
+        }
 
         settings::insert(&mut root, "log.filter", text(&self.log.filter));
         settings::insert(

@@ -13,6 +13,7 @@ use std::time::Duration;
 use secrecy::{ExposeSecret, SecretString};
 
 use agentcore::domain::billing::Plans;
+use agentcore::domain::quota::PlanQuotas;
 use agentcore::mcp::McpConfig;
 use agentcore::models::ModelsConfig;
 use agentcore::store::DatabaseUrl;
@@ -361,7 +362,42 @@ fn billing(src: &Sources<'_>) -> Result<BillingConfig, ConfigError> {
         .secret("AGENTD_BILLING__WEBHOOK_SECRETS")?
         .map(|all| list(all.expose_secret()).into_iter().map(SecretString::from).collect())
         .unwrap_or_default();
-    Ok(BillingConfig { plans, prices, webhook_secrets })
+    let plan_quotas = plan_quotas(src, &plans)?;
+    Ok(BillingConfig { plans, prices, webhook_secrets, plan_quotas })
+}
+
+/// `billing.plan_quotas.<plan>.<quota>`: a plan's own quotas (a plan not in `billing.plans`
+/// is refused, as a price naming one is).
+fn plan_quotas(
+    src: &Sources<'_>,
+    plans: &Plans,
+) -> Result<BTreeMap<String, PlanQuotas>, ConfigError> {
+    const PREFIX: &str = "AGENTD_BILLING__PLAN_QUOTAS__";
+    for name in src.names_under(PREFIX) {
+        let plan = name.split("__").next().unwrap_or_default().to_lowercase();
+        if !plans.contains(&plan) {
+            return Err(ConfigError(format!(
+                "billing.plan_quotas: '{plan}' is not a plan of billing.plans"
+            )));
+        }
+    }
+    let mut all = BTreeMap::new();
+    for (plan, _) in plans.iter() {
+        let env =
+            |quota: &str| format!("{PREFIX}{}__{}", plan.to_uppercase(), quota.to_uppercase());
+        let own = PlanQuotas {
+            schedules_per_agent: src.count(&env("schedules_per_agent"), true)?,
+            schedules_per_user: src.count(&env("schedules_per_user"), true)?,
+            min_enqueue_period: src.seconds(&env("min_enqueue_period_seconds"), true)?,
+            queued_tasks_per_agent: src.count(&env("queued_tasks_per_agent"), true)?,
+            queued_tasks_per_user: src.count(&env("queued_tasks_per_user"), true)?,
+            mcp_servers_per_user: src.count(&env("mcp_servers_per_user"), true)?,
+        };
+        if own != PlanQuotas::default() {
+            all.insert(plan.to_owned(), own);
+        }
+    }
+    Ok(all)
 }
 
 /// `*`, or a scheme and host without a path: `https://app.example.com[:port]`.
