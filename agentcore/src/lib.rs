@@ -34,7 +34,9 @@ pub mod models;
 pub mod scrub;
 pub mod store;
 pub mod stripe;
+pub mod sync;
 pub mod telemetry;
+mod tls;
 pub mod tools;
 mod wakeups;
 pub mod workers;
@@ -49,9 +51,4 @@ pub use telemetry::RuntimeStats;
 pub use workers::outbox::OutboxWorker;
 pub use workers::runtime::{Runtime, RuntimeStopper};
 
-/// Installs the process-wide TLS crypto provider (ring) that every HTTP and database client of
-/// the library uses. `Core::open` calls it; call it yourself before building other rustls
-/// clients first. Installing twice is harmless.
-pub fn install_tls_provider() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-}
+pub use tls::install_provider as install_tls_provider;

@@ -77,7 +77,7 @@ pub struct Metrics {
     pub runtime: RuntimeStats,
     pub model_calls: Vec<ModelCallMetrics>,
     /// MCP tool calls, per server.
-    pub mcp_calls: Vec<crate::mcp::McpCallMetrics>,
+    pub mcp_calls: Vec<McpCallMetrics>,
     /// 429 answers from Discord, of any scope.
     pub discord_rate_limited: u64,
     /// Across every node: tasks queued, tasks in progress, posts not yet delivered; `None`
@@ -94,6 +94,18 @@ pub struct Metrics {
     pub storage_faults: StorageFaultCounts,
     /// The fault writes fail with now, if they do.
     pub storage_fault: Option<StorageFault>,
+}
+
+/// What `GET /metrics` shows of one operator MCP server's calls, or of all users' servers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpCallMetrics {
+    /// The operator's server; `None` for users' servers, counted together: their names are
+    /// their owners' business, and their number is up to the users.
+    pub server: Option<String>,
+    pub origin: crate::domain::mcp::McpOrigin,
+    pub calls: u64,
+    pub errors: u64,
+    pub latency: HistogramSnapshot,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
 
@@ -28,7 +28,7 @@ pub(crate) struct Wakeups {
 impl Wakeups {
     /// The agent may have work: wake its worker here, or the dispatcher to claim it.
     pub(crate) fn agent(&self, agent: &AgentKey) {
-        match lock(&self.workers).get(agent) {
+        match crate::sync::lock(&self.workers).get(agent) {
             Some(worker) => worker.wake.notify_one(),
             None => self.dispatcher.notify_one(),
         }
@@ -46,7 +46,7 @@ impl Wakeups {
 
     /// How many agents have a worker on this node.
     pub(crate) fn running(&self) -> usize {
-        lock(&self.workers).len()
+        crate::sync::lock(&self.workers).len()
     }
 }
 
@@ -67,10 +67,4 @@ impl Worker {
     pub(crate) fn is_leaving(&self) -> bool {
         self.leaving.load(Ordering::SeqCst)
     }
-}
-
-/// The running runtime. Call [`Runtime::shutdown`] to stop it; dropping it leaves it running.
-/// Locks a mutex, going on with a poisoned one: every holder leaves the data consistent.
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }

@@ -33,16 +33,14 @@ struct RouteMetrics {
 
 impl HttpMetrics {
     fn entry(&self, route: &str, method: &Method) -> Arc<RouteMetrics> {
-        if let Some(entry) = read(&self.routes).get(route).and_then(|methods| methods.get(method)) {
+        if let Some(entry) =
+            agentcore::sync::read(&self.routes).get(route).and_then(|methods| methods.get(method))
+        {
             return entry.clone();
         }
-        let mut routes = self.routes.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut routes = agentcore::sync::write(&self.routes);
         routes.entry(route.to_owned()).or_default().entry(method.clone()).or_default().clone()
     }
-}
-
-fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
-    lock.read().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Middleware: counts each answer and its latency under its route template.
@@ -54,12 +52,7 @@ pub(crate) async fn count(State(state): State<AppState>, request: Request, next:
     let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
     let entry = state.http.metrics.entry(route, &method);
     entry.latency.observe(started.elapsed());
-    *entry
-        .statuses
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .entry(response.status().as_u16())
-        .or_default() += 1;
+    *agentcore::sync::lock(&entry.statuses).entry(response.status().as_u16()).or_default() += 1;
     response
 }
 
@@ -109,7 +102,7 @@ pub(crate) async fn show(State(state): State<AppState>, request: Request) -> Res
 }
 
 fn render_http(out: &mut String, metrics: &HttpMetrics) {
-    let mut routes: Vec<_> = read(&metrics.routes)
+    let mut routes: Vec<_> = agentcore::sync::read(&metrics.routes)
         .iter()
         .flat_map(|(route, methods)| {
             let entries = methods.iter();
@@ -124,7 +117,7 @@ fn render_http(out: &mut String, metrics: &HttpMetrics) {
         "HTTP requests answered, by route template, method and status.",
     );
     for (route, method, entry) in &routes {
-        let statuses = entry.statuses.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let statuses = agentcore::sync::lock(&entry.statuses);
         for (status, count) in statuses.iter() {
             let labels =
                 format!("route=\"{}\",method=\"{method}\",status=\"{status}\"", escape(route));

@@ -300,7 +300,7 @@ impl Core {
     /// Connects to the database, brings its schema up to date and loads the signing secret.
     pub async fn open(config: CoreConfig) -> Result<Self> {
         // One TLS crypto provider for every client: sqlx and reqwest both use rustls.
-        crate::install_tls_provider();
+        crate::tls::install_provider();
         let secrets = SecretBox::load(config.secret_key.as_ref(), &config.data_dir)?;
         let discord = DiscordClient::new(&config.discord.api_base, config.discord.timeout)
             .map_err(|e| Error::internal(e.to_string()))?;

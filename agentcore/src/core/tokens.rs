@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{PoisonError, RwLock, RwLockWriteGuard};
+use std::sync::{RwLock, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
 use crate::domain::user::UserId;
@@ -36,7 +36,7 @@ impl TokenVersions {
     pub(crate) fn get(&self, user: &UserId) -> Option<i64> {
         let trusted =
             if self.listening.load(Ordering::Acquire) { WHILE_LISTENING } else { UNHEARD };
-        let entries = self.entries.read().unwrap_or_else(PoisonError::into_inner);
+        let entries = crate::sync::read(&self.entries);
         let (version, at) = entries.get(user)?;
         (at.elapsed() < trusted).then_some(*version)
     }
@@ -60,7 +60,7 @@ impl TokenVersions {
     }
 
     fn write(&self) -> RwLockWriteGuard<'_, HashMap<UserId, (i64, Instant)>> {
-        self.entries.write().unwrap_or_else(PoisonError::into_inner)
+        crate::sync::write(&self.entries)
     }
 
     /// A user's tokens were revoked (here or on another node).

@@ -85,7 +85,7 @@ pub struct DiscordClient {
 impl DiscordClient {
     /// `api_base` is like `https://discord.com/api/v10`; `timeout` bounds each request.
     pub fn new(api_base: &str, timeout: Duration) -> Result<Self, DiscordError> {
-        crate::install_tls_provider();
+        crate::tls::install_provider();
         let user_agent =
             format!("DiscordBot ({}, {})", env!("CARGO_PKG_REPOSITORY"), env!("CARGO_PKG_VERSION"));
         let http = reqwest::Client::builder()

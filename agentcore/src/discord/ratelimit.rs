@@ -234,7 +234,7 @@ impl RateLimiter {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         // The state stays consistent even if a holder panicked: every update is one assignment.
-        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        crate::sync::lock(&self.state)
     }
 }
 

@@ -64,7 +64,7 @@ impl Live {
     }
 
     fn tools(&self) -> Arc<Listing> {
-        Arc::clone(&self.tools.read().unwrap_or_else(std::sync::PoisonError::into_inner))
+        Arc::clone(&crate::sync::read(&self.tools))
     }
 }
 
@@ -131,8 +131,7 @@ impl Connection {
     async fn list_again(&self, live: &Arc<Live>) -> Result<(), String> {
         match self.list(&live.service).await {
             Ok(tools) => {
-                *live.tools.write().unwrap_or_else(std::sync::PoisonError::into_inner) =
-                    Arc::new(tools);
+                *crate::sync::write(&live.tools) = Arc::new(tools);
                 Ok(())
             }
             Err(error) => {
@@ -237,7 +236,7 @@ impl Connection {
     }
 
     fn lock_failure(&self) -> std::sync::MutexGuard<'_, Option<(Instant, String)>> {
-        self.failed.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        crate::sync::lock(&self.failed)
     }
 
     async fn open(&self) -> Result<Live, String> {

@@ -23,6 +23,7 @@ use crate::domain::user::UserId;
 use crate::error::{Error, Result};
 use crate::scrub::Scrubber;
 use crate::telemetry::Histogram;
+pub use crate::telemetry::McpCallMetrics;
 use crate::tools::http_fetch::AddressPolicy;
 use connection::{Connection, Spec};
 
@@ -99,18 +100,6 @@ pub(crate) struct ServerCalls {
     pub(crate) latency: Histogram,
 }
 
-/// What `GET /metrics` shows of one operator server's calls, or of all users' servers.
-#[derive(Debug, Clone, PartialEq)]
-pub struct McpCallMetrics {
-    /// The operator's server; `None` for users' servers, counted together: their names are
-    /// their owners' business, and their number is up to the users.
-    pub server: Option<String>,
-    pub origin: McpOrigin,
-    pub calls: u64,
-    pub errors: u64,
-    pub latency: crate::telemetry::HistogramSnapshot,
-}
-
 /// Whose calls an entry of the metrics counts: an operator server's, or (no name) all users'.
 type StatsKey = (McpOrigin, Option<McpServerName>);
 
@@ -139,7 +128,7 @@ impl McpClients {
     /// Clients for the operator's servers (nothing connects yet) and for users' servers under
     /// `user_policy`.
     pub fn new(config: &McpConfig, user_policy: AddressPolicy) -> Result<Self> {
-        crate::install_tls_provider();
+        crate::tls::install_provider();
         let user_policy = Arc::new(user_policy);
         let user_http = user_policy
             .guarded_client(McpServerConfig::DEFAULT_TIMEOUT)
@@ -276,7 +265,7 @@ impl McpClients {
     /// Calls per server since the node started.
     pub fn metrics(&self) -> Vec<McpCallMetrics> {
         use std::sync::atomic::Ordering::Relaxed;
-        let stats = self.stats.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let stats = crate::sync::lock(&self.stats);
         stats
             .iter()
             .map(|((origin, server), calls)| McpCallMetrics {
@@ -290,14 +279,14 @@ impl McpClients {
     }
 
     fn calls(&self, origin: McpOrigin, name: Option<&McpServerName>) -> Arc<ServerCalls> {
-        let mut stats = self.stats.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut stats = crate::sync::lock(&self.stats);
         Arc::clone(stats.entry((origin, name.cloned())).or_default())
     }
 
     fn lock_users(
         &self,
     ) -> std::sync::MutexGuard<'_, HashMap<(UserId, McpServerName), Arc<Connection>>> {
-        self.users.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        crate::sync::lock(&self.users)
     }
 
     /// The connection for `server`: the operator's, or the user's, opened anew when its URL or

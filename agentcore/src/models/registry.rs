@@ -149,7 +149,7 @@ impl Models {
 
     /// [`Models::new`] with the kinds of provider given: [`KINDS`] plus a program's own.
     pub fn with_kinds(config: &ModelsConfig, kinds: &[Kind]) -> Result<Self> {
-        crate::install_tls_provider();
+        crate::tls::install_provider();
         let http = reqwest::Client::builder()
             .user_agent(concat!("agentd/", env!("CARGO_PKG_VERSION")))
             .timeout(config.timeout)

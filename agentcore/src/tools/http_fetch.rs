@@ -110,7 +110,7 @@ impl HttpFetch {
     }
 
     fn with_timeout(policy: AddressPolicy, timeout: Duration) -> Result<Self> {
-        crate::install_tls_provider();
+        crate::tls::install_provider();
         let policy = Arc::new(policy);
         let client = reqwest::Client::builder()
             .user_agent(concat!("agentd/", env!("CARGO_PKG_VERSION")))

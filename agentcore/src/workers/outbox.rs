@@ -203,5 +203,5 @@ fn backoff(core: &Core, attempts: i32) -> Duration {
 }
 
 fn lock(lanes: &Lanes) -> std::sync::MutexGuard<'_, HashSet<OutboxLane>> {
-    lanes.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    crate::sync::lock(lanes)
 }

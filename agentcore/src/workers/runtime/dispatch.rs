@@ -11,7 +11,8 @@ use tokio::time::Instant;
 use super::{CLAIM_BATCH, Node};
 use crate::domain::runtime::AgentKey;
 use crate::store::Signal;
-use crate::wakeups::{Worker, lock};
+use crate::sync::lock;
+use crate::wakeups::Worker;
 
 /// The node's main loop: heartbeats, fair-share claims, and the end of it all at shutdown.
 pub(super) async fn dispatch(node: Arc<Node>, mut stop: watch::Receiver<bool>) {

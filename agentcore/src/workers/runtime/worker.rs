@@ -8,7 +8,8 @@ use super::run::Ran;
 use super::{FINISH_TRIES, Node};
 use crate::domain::runtime::{AgentKey, Claim, ClaimedTask, Outcome};
 use crate::store::NextClaim;
-use crate::wakeups::{Worker, lock};
+use crate::sync::lock;
+use crate::wakeups::Worker;
 
 /// Runs one agent's tasks until it stops being this node's to run.
 pub(super) async fn work(node: Arc<Node>, agent: AgentKey, worker: Arc<Worker>) {
