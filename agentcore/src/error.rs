@@ -295,6 +295,18 @@ impl Error {
     }
 }
 
+impl From<crate::domain::billing::AgentLimitReached> for Error {
+    fn from(reached: crate::domain::billing::AgentLimitReached) -> Self {
+        use crate::domain::billing::AgentLimitReached;
+        match reached {
+            AgentLimitReached::Plan { plan, limit } => Error::PlanLimitReached { plan, limit },
+            AgentLimitReached::Quota { limit } => {
+                Error::QuotaExceeded { quota: Quota::AgentsPerUser, limit: u64::from(limit) }
+            }
+        }
+    }
+}
+
 impl From<ValidationErrors> for Error {
     fn from(errors: ValidationErrors) -> Self {
         Error::Validation(errors)

@@ -84,6 +84,24 @@ impl AgentLimit<'_> {
             AgentLimit::Quota(limit) => Some(*limit),
         }
     }
+
+    /// Whether a user on `plan` with `used` agents may create one more.
+    pub fn room(&self, plan: &str, used: i64) -> Result<(), AgentLimitReached> {
+        match self.of(plan) {
+            Some(limit) if used >= i64::from(limit) => Err(match self {
+                AgentLimit::Plans(_) => AgentLimitReached::Plan { plan: plan.to_owned(), limit },
+                AgentLimit::Quota(_) => AgentLimitReached::Quota { limit },
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Why no agent may be created: the plan's limit, or the operator's quota (without billing).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AgentLimitReached {
+    Plan { plan: String, limit: u32 },
+    Quota { limit: u32 },
 }
 
 /// A user's plan as `GET /api/billing` shows it.

@@ -358,19 +358,7 @@ macro_rules! agent_store {
                         .bind(owner.as_str())
                         .fetch_one(&mut **tx)
                         .await?;
-                    let Some(allowed) = limit.of(&plan) else { return Ok(()) };
-                    if used < i64::from(allowed) {
-                        return Ok(());
-                    }
-                    Err(match limit {
-                        $crate::domain::billing::AgentLimit::Plans(_) => {
-                            Error::PlanLimitReached { plan, limit: allowed }
-                        }
-                        $crate::domain::billing::AgentLimit::Quota(_) => Error::QuotaExceeded {
-                            quota: $crate::domain::quota::Quota::AgentsPerUser,
-                            limit: u64::from(allowed),
-                        },
-                    })
+                    limit.room(&plan, used).map_err(Error::from)
                 }
 
                 /// Inserts the agent under `id` with its `agent_created` entry.

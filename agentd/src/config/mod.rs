@@ -26,6 +26,8 @@ use settings::list;
 pub use sources::{Environment, process_environment};
 use sources::{Sources, distance, read_file};
 
+#[cfg(test)]
+mod billing_tests;
 mod effective;
 mod mcp;
 mod models;
