@@ -35,6 +35,7 @@ macro_rules! generated_id {
 pub mod activity;
 pub mod agent;
 pub mod approval;
+pub mod backoff;
 pub mod billing;
 pub mod budget;
 pub mod change;

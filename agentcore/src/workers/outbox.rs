@@ -198,8 +198,7 @@ async fn keeping_lease<T>(core: &Core, post_id: i64, send: impl Future<Output = 
 
 fn backoff(core: &Core, attempts: i32) -> Duration {
     let config = core.outbox_config();
-    let factor = 2u32.saturating_pow(u32::try_from(attempts).unwrap_or(0).min(20));
-    config.base_backoff.saturating_mul(factor).min(config.max_backoff)
+    crate::domain::backoff::exponential(config.base_backoff, config.max_backoff, attempts)
 }
 
 fn lock(lanes: &Lanes) -> std::sync::MutexGuard<'_, HashSet<OutboxLane>> {

@@ -1,6 +1,7 @@
 //! One model call of a run: bounded by the node's semaphore, retried with backoff on transient
 //! failures, counted per provider.
 
+use crate::domain::backoff::exponential;
 use std::time::Duration;
 
 use super::{ATTEMPTS_PER_CALL, Node};
@@ -64,8 +65,7 @@ pub(super) async fn call_model(
 /// Exponential backoff from `retry_base`, never shorter than the provider's `Retry-After`, never
 /// longer than `retry_max`.
 fn retry_delay(config: &RuntimeConfig, calls: i32, retry_after: Option<Duration>) -> Duration {
-    let factor = 2u32.saturating_pow(u32::try_from(calls - 1).unwrap_or(0).min(16));
-    let backoff = config.retry_base.saturating_mul(factor);
+    let backoff = exponential(config.retry_base, config.retry_max, calls - 1);
     backoff.max(retry_after.unwrap_or_default()).min(config.retry_max)
 }
 
