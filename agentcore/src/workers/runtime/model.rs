@@ -1,11 +1,11 @@
 //! One model call of a run: bounded by the node's semaphore, retried with backoff on transient
 //! failures, counted per provider.
 
-use crate::domain::backoff::exponential;
 use std::time::Duration;
 
 use super::{ATTEMPTS_PER_CALL, Node};
 use crate::core::RuntimeConfig;
+use crate::domain::backoff::exponential;
 use crate::domain::runtime::Outcome;
 use crate::domain::task::TaskId;
 use crate::models::{Completion, CompletionRequest, ModelError, ModelProvider};
