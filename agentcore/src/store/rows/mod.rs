@@ -11,9 +11,12 @@ use crate::domain::tools::ToolSet;
 use crate::domain::user::UserId;
 use crate::error::{Error, Result};
 
-use super::{ConnectionRecord, UserRecord};
-use crate::domain::chat::{Connection, ConnectionKind, Mapping, OutboxLane, OutboxPost};
+use super::UserRecord;
 use crate::domain::runtime::{AgentKey, AgentRun};
+
+mod chat;
+
+pub(super) use chat::{ConnectionRow, MappingRow, OutboxLaneRow, OutboxRow};
 
 #[derive(Debug, sqlx::FromRow)]
 pub(super) struct UserRow {
@@ -263,117 +266,8 @@ impl ViewTaskRow {
     }
 }
 
-fn corrupt(column: &'static str) -> impl Fn(String) -> Error {
+pub(super) fn corrupt(column: &'static str) -> impl Fn(String) -> Error {
     move |problem| Error::internal(format!("unexpected value in {column}: {problem}"))
-}
-
-#[derive(Debug, sqlx::FromRow)]
-pub(super) struct ConnectionRow {
-    owner_id: String,
-    id: String,
-    guild_id: String,
-    guild_name: String,
-    kind: String,
-    bot_token: Option<String>,
-    channel_count: i64,
-    connected_at: DateTime<Utc>,
-    application_id: Option<String>,
-    public_key: Option<String>,
-    allowed_role_ids: String,
-}
-
-impl TryFrom<ConnectionRow> for ConnectionRecord {
-    type Error = Error;
-
-    fn try_from(row: ConnectionRow) -> Result<Self> {
-        let kind = match row.kind.as_str() {
-            "bot_token" => ConnectionKind::BotToken,
-            "oauth" => ConnectionKind::Oauth,
-            other => return Err(corrupt("chat_connections.kind")(other.to_owned())),
-        };
-        Ok(ConnectionRecord {
-            connection: Connection {
-                id: row.id,
-                guild_id: row.guild_id,
-                guild_name: row.guild_name,
-                kind,
-                connected_at: row.connected_at,
-                channel_count: row.channel_count,
-                application_id: row.application_id,
-                public_key: row.public_key,
-                allowed_role_ids: crate::domain::chat::AllowedRoles::from_json(
-                    &row.allowed_role_ids,
-                )
-                .ids()
-                .to_vec(),
-            },
-            sealed_token: row.bot_token,
-            owner_id: row.owner_id,
-        })
-    }
-}
-
-impl TryFrom<ConnectionRow> for Connection {
-    type Error = Error;
-
-    fn try_from(row: ConnectionRow) -> Result<Self> {
-        ConnectionRecord::try_from(row).map(|record| record.connection)
-    }
-}
-
-#[derive(Debug, sqlx::FromRow)]
-pub(super) struct MappingRow {
-    id: String,
-    agent_id: String,
-    guild_id: String,
-    channel_id: String,
-    channel_name: String,
-    created_at: DateTime<Utc>,
-}
-
-impl TryFrom<MappingRow> for Mapping {
-    type Error = Error;
-
-    fn try_from(row: MappingRow) -> Result<Self> {
-        Ok(Mapping {
-            id: row.id,
-            agent_id: AgentId::parse(&row.agent_id).map_err(corrupt("chat_mappings.agent_id"))?,
-            guild_id: row.guild_id,
-            channel_id: row.channel_id,
-            channel_name: row.channel_name,
-            created_at: row.created_at,
-        })
-    }
-}
-
-#[derive(Debug, sqlx::FromRow)]
-pub(super) struct OutboxRow {
-    id: i64,
-    owner_id: String,
-    agent_id: String,
-    guild_id: String,
-    channel_id: String,
-    nonce: String,
-    payload: String,
-    attempts: i32,
-}
-
-impl TryFrom<OutboxRow> for OutboxPost {
-    type Error = Error;
-
-    fn try_from(row: OutboxRow) -> Result<Self> {
-        Ok(OutboxPost {
-            id: row.id,
-            owner_id: row.owner_id,
-            agent_id: AgentId::parse(&row.agent_id).map_err(corrupt("outbox.agent_id"))?,
-            guild_id: row.guild_id,
-            channel_id: row.channel_id,
-            nonce: row.nonce,
-            body: serde_json::from_str(&row.payload)
-                .map_err(|e| corrupt("outbox.payload")(e.to_string()))?,
-            attempts: row.attempts,
-        })
-    }
 }
 
 #[derive(Debug, sqlx::FromRow)]
@@ -435,19 +329,6 @@ pub(super) struct AgentKeyRow {
 impl From<AgentKeyRow> for AgentKey {
     fn from(row: AgentKeyRow) -> Self {
         AgentKey::new(row.owner_id, row.agent_id)
-    }
-}
-
-/// A user's queue of posts to one channel.
-#[derive(sqlx::FromRow)]
-pub(super) struct OutboxLaneRow {
-    owner_id: String,
-    channel_id: String,
-}
-
-impl From<OutboxLaneRow> for OutboxLane {
-    fn from(row: OutboxLaneRow) -> Self {
-        OutboxLane { owner_id: row.owner_id, channel_id: row.channel_id }
     }
 }
 

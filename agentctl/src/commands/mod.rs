@@ -3,21 +3,20 @@
 use std::io::IsTerminal;
 
 use agentcore::api::{
-    AddMcpServerRequest, BudgetRequest, CallbackRequest, ConnectRequest, CreateAgentRequest,
-    CreateTaskRequest, LoginRequest, MapRequest, RegisterRequest, RolesRequest, SendRequest,
+    BudgetRequest, CreateAgentRequest, CreateTaskRequest, LoginRequest, RegisterRequest,
     SetMemoryRequest, UpdateAgentRequest, UpdateTaskRequest, UsageParams, VacationRequest,
 };
 use agentcore::{Core, Session};
 
 use crate::api::{ActivityQuery, AgentQuery, Reply};
-use crate::cli::{
-    AgentsCommand, ChatCommand, Cli, Command, Global, McpCommand, Output, TasksCommand,
-};
+use crate::cli::{AgentsCommand, Cli, Command, Global, Output, TasksCommand};
 use crate::client::{Answer, Client, Transport};
 use crate::failure::{Failure, Kind};
 use crate::onboard;
 use crate::profile::{Profile, Profiles};
 use crate::render::View;
+
+mod chat;
 
 const DEFAULT_SERVER: &str = "http://127.0.0.1:8080";
 
@@ -200,7 +199,7 @@ async fn dispatch(cx: &mut Context, client: &Client, command: Command) -> Result
         Command::Agents(command) => agents(cx, client, command).await,
         Command::Tasks(command) => tasks(cx, client, command).await,
         Command::Schedules(command) => crate::schedules::run(cx, client, command).await,
-        Command::Chat(command) => chat(cx, client, command).await,
+        Command::Chat(command) => chat::chat(cx, client, command).await,
         Command::Billing => cx.emit(&client.billing().await?.answer, View::Fields),
         Command::Budget { set, clear } => {
             let answer = match (set, clear) {
@@ -220,7 +219,7 @@ async fn dispatch(cx: &mut Context, client: &Client, command: Command) -> Result
             cx.emit(&client.usage(&params).await?.answer, View::Usage)
         }
         Command::Tools => cx.emit(&client.tools().await?.answer, View::Tools),
-        Command::Mcp(command) => mcp(cx, client, command).await,
+        Command::Mcp(command) => chat::mcp(cx, client, command).await,
         Command::Templates => cx.emit(&client.templates().await?.answer, View::Templates),
         Command::Onboard(args) => onboard::run(cx, client, args).await,
         Command::Completions { .. } | Command::Run => Ok(()),
@@ -392,83 +391,6 @@ async fn tasks(cx: &Context, client: &Client, command: TasksCommand) -> Result<(
         }
         TasksCommand::Steps { agent, task } => {
             (client.steps(&agent, &task).await?.answer, View::Steps)
-        }
-    };
-    cx.emit(&answer, view)
-}
-
-async fn chat(cx: &Context, client: &Client, command: ChatCommand) -> Result<(), Failure> {
-    let (answer, view) = match command {
-        ChatCommand::OauthUrl => (client.oauth_url().await?.answer, View::Fields),
-        ChatCommand::Callback { code, state, guild_id } => {
-            let request = CallbackRequest { code: Some(code), state: Some(state), guild_id };
-            (client.callback(&request).await?.answer, View::Fields)
-        }
-        ChatCommand::Connect { guild_id, bot_token, guild_name, public_key } => {
-            let request = ConnectRequest {
-                guild_id: Some(guild_id),
-                bot_token: Some(bot_token),
-                guild_name,
-                public_key,
-            };
-            (client.connect(&request).await?.answer, View::Fields)
-        }
-        ChatCommand::Roles { guild_id, role_ids } => {
-            let request = RolesRequest { allowed_role_ids: Some(role_ids) };
-            (client.set_allowed_roles(&guild_id, &request).await?.answer, View::Fields)
-        }
-        ChatCommand::Connections => (client.connections().await?.answer, View::Connections),
-        ChatCommand::Test { guild_id } => {
-            (client.test_connection(&guild_id).await?.answer, View::Fields)
-        }
-        ChatCommand::Disconnect { guild_id } => {
-            cx.confirm(&format!(
-                "Disconnect server {guild_id}? Its mappings and pending posts are removed."
-            ))?;
-            (client.disconnect(&guild_id).await?.answer, View::Fields)
-        }
-        ChatCommand::Channels { guild_id } => {
-            (client.channels(&guild_id).await?.answer, View::Channels)
-        }
-        ChatCommand::Map { agent, guild_id, channel_id, channel_name } => {
-            let request =
-                MapRequest { agent_id: Some(agent), channel_id: Some(channel_id), channel_name };
-            (client.map(&guild_id, &request).await?.answer, View::Fields)
-        }
-        ChatCommand::Unmap { agent } => (client.unmap(&agent).await?.answer, View::Fields),
-        ChatCommand::Mappings => (client.mappings().await?.answer, View::Mappings),
-        ChatCommand::Send {
-            agent,
-            guild_id,
-            content,
-            embed_title,
-            embed_description,
-            embed_color,
-        } => {
-            let request = SendRequest {
-                agent_id: Some(agent),
-                content,
-                embed_title,
-                embed_description,
-                embed_color,
-            };
-            (client.send(&guild_id, &request).await?.answer, View::Fields)
-        }
-    };
-    cx.emit(&answer, view)
-}
-
-async fn mcp(cx: &Context, client: &Client, command: McpCommand) -> Result<(), Failure> {
-    let (answer, view) = match command {
-        McpCommand::Add { name, url, token } => {
-            let request = AddMcpServerRequest { name: Some(name), url: Some(url), token };
-            (client.add_mcp_server(&request).await?.answer, View::Fields)
-        }
-        McpCommand::List => (client.mcp_servers().await?.answer, View::McpServers),
-        McpCommand::Test { name } => (client.test_mcp_server(&name).await?.answer, View::McpTools),
-        McpCommand::Remove { name } => {
-            cx.confirm(&format!("Remove MCP server {name}? Agents naming it lose its tools."))?;
-            (client.delete_mcp_server(&name).await?.answer, View::Fields)
         }
     };
     cx.emit(&answer, view)
