@@ -33,11 +33,6 @@ impl Core {
         }
     }
 
-    /// Whether some plan has quotas of its own (then each owner's are read with their plan).
-    pub(crate) fn plans_have_quotas(&self) -> bool {
-        self.billing_configured() && !self.inner.billing.plan_quotas.is_empty()
-    }
-
     pub(crate) fn quotas(&self) -> &Quotas {
         &self.inner.quotas
     }

@@ -93,17 +93,22 @@ impl Core {
         let full = due.len() as i64 == DUE_BATCH;
         let missed_after = self.schedule_config().missed_after;
         let mut queued = 0;
+        // Each owner's queue quota, read once a pass (a read of their plan only where plans
+        // have quotas of their own).
+        let mut max_queued_of = std::collections::HashMap::new();
         for (owner, record) in due {
-            let max_queued = if self.plans_have_quotas() {
-                match self.quotas_of(&owner).await {
-                    Ok(quotas) => quotas.queued_tasks_per_agent,
+            let max_queued = match max_queued_of.get(&owner) {
+                Some(max) => *max,
+                None => match self.quotas_of(&owner).await {
+                    Ok(quotas) => {
+                        max_queued_of.insert(owner.clone(), quotas.queued_tasks_per_agent);
+                        quotas.queued_tasks_per_agent
+                    }
                     Err(error) => {
                         tracing::warn!(%error, schedule = %record.id, "cannot read the owner's plan; the next look tries again");
                         continue;
                     }
-                }
-            } else {
-                self.quotas().queued_tasks_per_agent
+                },
             };
             let decide = |current: &ScheduleRecord, state| {
                 let due = current.next_fire_at.filter(|at| current.enabled && *at <= now)?;

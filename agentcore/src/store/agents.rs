@@ -354,6 +354,9 @@ macro_rules! agent_store {
                         .fetch_optional(&mut **tx)
                         .await?;
                     let plan = plan.ok_or(Error::Unauthorized)?;
+                    if limit.of(&plan).is_none() {
+                        return Ok(());
+                    }
                     let used: i64 = sqlx::query_scalar(sql::COUNT_AGENTS)
                         .bind(owner.as_str())
                         .fetch_one(&mut **tx)
