@@ -229,3 +229,48 @@ pub fn sort_backlog(tasks: &mut [Task]) {
         })
     });
 }
+
+/// When a task is created: at `requested`, unless the agent's latest task was created at or
+/// after it; then one millisecond after that one (to the millisecond, rounded), so an agent's
+/// tasks are in creation order by time and paging by it never splits a burst.
+///
+/// Milliseconds because SQLite computes the same rule inside the script that adds a task
+/// (`store::tasks::sql::created_at`), and its date arithmetic has millisecond precision.
+pub fn creation_time(requested: DateTime<Utc>, latest: Option<DateTime<Utc>>) -> DateTime<Utc> {
+    match latest {
+        Some(latest) if latest >= requested => {
+            let millis = (latest.timestamp_micros() + 500).div_euclid(1000) + 1;
+            DateTime::from_timestamp_millis(millis).unwrap_or(latest)
+        }
+        _ => requested,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(text: &str) -> DateTime<Utc> {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn a_task_is_created_when_asked_unless_the_latest_is_not_before() {
+        let asked = at("2026-11-27T08:00:00.250Z");
+        assert_eq!(creation_time(asked, None), asked);
+        assert_eq!(creation_time(asked, Some(at("2026-11-27T08:00:00.249Z"))), asked);
+        assert_eq!(
+            creation_time(asked, Some(asked)),
+            at("2026-11-27T08:00:00.251Z"),
+            "the same instant moves on a millisecond"
+        );
+        assert_eq!(
+            creation_time(asked, Some(at("2026-11-27T08:00:00.999700Z"))),
+            at("2026-11-27T08:00:01.001Z"),
+            "a later latest, rounded to its millisecond, then one more"
+        );
+        for latest in ["2026-11-27T08:00:00.250400Z", "2026-11-27T08:00:00.250600Z"] {
+            assert!(creation_time(asked, Some(at(latest))) > at(latest), "after {latest}");
+        }
+    }
+}

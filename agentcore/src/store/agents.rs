@@ -4,12 +4,20 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use crate::domain::activity::{ActivityEntry, ActivityQuery, NewActivity};
-use crate::domain::agent::{Agent, AgentFilter, AgentId, NewAgent};
+use crate::domain::agent::{Agent, AgentFilter, AgentId, AgentStatus, NewAgent};
 use crate::domain::billing::AgentLimit;
 use crate::domain::paging::TaskCursor;
+use crate::domain::runtime::AgentKey;
 use crate::domain::task::Task;
 use crate::domain::user::UserId;
-use crate::error::Result;
+use crate::error::{Conflict, Error, Resource, Result};
+use crate::store::db::{SqlStore, Tx, query, query_as, query_scalar};
+use crate::store::db_error;
+use crate::store::rows::{self, ActivityRow, AgentRow};
+use crate::store::shared::{
+    insert_activity, lock_agent, notify, nth_instant, queue_post, require_agent, watched,
+};
+use crate::store::tasks::write_task;
 
 /// Agents, each scoped to its owner, and their activity.
 #[async_trait]
@@ -86,339 +94,275 @@ pub struct AgentWithTask {
     pub task: Task,
 }
 
-/// Implements [`AgentStore`] for a backend (see [`super::shared`]).
-macro_rules! agent_store {
-    ($store:ty, $db:ty) => {
-        const _: () = {
-            use chrono::{DateTime, Utc};
+#[async_trait::async_trait]
+impl<S: SqlStore> AgentStore for S {
+    async fn insert_agent(
+        &self,
+        owner: &UserId,
+        agent: &NewAgent,
+        at: DateTime<Utc>,
+        activity: &NewActivity,
+        limit: crate::domain::billing::AgentLimit<'_>,
+    ) -> Result<Agent> {
+        watched(self.storage_health(), async {
+            let mut tx = self.begin_write().await?;
+            check_plan(&mut tx, owner, limit).await?;
+            write_agent(&mut tx, owner, agent, &agent.id, at, activity).await?;
+            let agent = select_agent_in(&mut tx, owner, &agent.id).await?;
+            tx.commit().await?;
+            Ok(agent)
+        })
+        .await
+    }
 
-            use crate::domain::activity::{ActivityEntry, ActivityQuery, NewActivity};
-            use crate::domain::agent::{Agent, AgentFilter, AgentId, AgentStatus, NewAgent};
-            use crate::domain::paging::TaskCursor;
-            use crate::domain::runtime::AgentKey;
-            use crate::domain::task::Task;
-            use crate::domain::user::UserId;
-            use crate::error::{Conflict, Error, Resource, Result};
-            use crate::store::agents::sql;
-            use crate::store::db_error;
-            use crate::store::rows::{self, ActivityRow, AgentRow};
-            use crate::store::shared::{nth_instant, watched};
-            use crate::store::{AgentDecision, AgentWithTask};
+    async fn insert_agent_with_task(
+        &self,
+        owner: &UserId,
+        agent: &NewAgent,
+        agent_activity: &NewActivity,
+        task: &Task,
+        task_activity: &NewActivity,
+        limit: crate::domain::billing::AgentLimit<'_>,
+    ) -> Result<AgentWithTask> {
+        watched(self.storage_health(), async {
+            let mut tx = self.begin_write().await?;
+            check_plan(&mut tx, owner, limit).await?;
+            let taken: Vec<String> = query_scalar(sql::AGENT_IDS_LIKE)
+                .bind(owner.as_str())
+                .bind(format!("{}%", agent.id))
+                .fetch_all(&mut tx)
+                .await?;
+            let id = agent.id.first_free(&taken).map_err(Error::internal)?;
+            write_agent(&mut tx, owner, agent, &id, task.created_at, agent_activity).await?;
+            let task = Task { agent_id: id.clone(), ..task.clone() };
+            write_task(&mut tx, owner, &task, task_activity).await?;
+            let agent = select_agent_in(&mut tx, owner, &id).await?;
+            tx.commit().await?;
+            Ok(AgentWithTask { agent, task })
+        })
+        .await
+    }
 
-            #[async_trait::async_trait]
-            impl $crate::store::AgentStore for $store {
-                async fn insert_agent(
-                    &self,
-                    owner: &UserId,
-                    agent: &NewAgent,
-                    at: DateTime<Utc>,
-                    activity: &NewActivity,
-                    limit: $crate::domain::billing::AgentLimit<'_>,
-                ) -> Result<Agent> {
-                    watched(self.storage_health(), async {
-                        let mut tx = self.begin_write().await?;
-                        Self::check_plan(&mut tx, owner, limit).await?;
-                        Self::write_agent(&mut tx, owner, agent, &agent.id, at, activity).await?;
-                        let agent = Self::select_agent_in(&mut tx, owner, &agent.id).await?;
-                        tx.commit().await?;
-                        Ok(agent)
-                    })
-                    .await
-                }
+    async fn list_agents(&self, owner: &UserId, filter: &AgentFilter) -> Result<Vec<Agent>> {
+        let rows: Vec<AgentRow> = query_as(&sql::select_agents())
+            .bind(owner.as_str())
+            .bind(filter.workspace.as_ref().map(|w| w.as_str()))
+            .bind(filter.status.map(|s| s.as_str()))
+            .fetch_all(&mut self.read().await?)
+            .await?;
+        rows::convert(rows)
+    }
 
-                async fn insert_agent_with_task(
-                    &self,
-                    owner: &UserId,
-                    agent: &NewAgent,
-                    agent_activity: &NewActivity,
-                    task: &Task,
-                    task_activity: &NewActivity,
-                    limit: $crate::domain::billing::AgentLimit<'_>,
-                ) -> Result<AgentWithTask> {
-                    watched(self.storage_health(), async {
-                        let mut tx = self.begin_write().await?;
-                        Self::check_plan(&mut tx, owner, limit).await?;
-                        let taken: Vec<String> = sqlx::query_scalar(sql::AGENT_IDS_LIKE)
-                            .bind(owner.as_str())
-                            .bind(format!("{}%", agent.id))
-                            .fetch_all(&mut *tx)
-                            .await?;
-                        let id = agent.id.first_free(&taken).map_err(Error::internal)?;
-                        Self::write_agent(
-                            &mut tx,
-                            owner,
-                            agent,
-                            &id,
-                            task.created_at,
-                            agent_activity,
-                        )
-                        .await?;
-                        let task = Task { agent_id: id.clone(), ..task.clone() };
-                        Self::write_task(&mut tx, owner, &task, task_activity).await?;
-                        let agent = Self::select_agent_in(&mut tx, owner, &id).await?;
-                        tx.commit().await?;
-                        Ok(AgentWithTask { agent, task })
-                    })
-                    .await
-                }
+    async fn agent(&self, owner: &UserId, id: &AgentId) -> Result<Agent> {
+        let row: Option<AgentRow> = query_as(&sql::select_agent())
+            .bind(owner.as_str())
+            .bind(id.as_str())
+            .fetch_optional(&mut self.read().await?)
+            .await?;
+        row.ok_or_else(|| Error::not_found(Resource::Agent, id.as_str()))?.try_into()
+    }
 
-                async fn list_agents(
-                    &self,
-                    owner: &UserId,
-                    filter: &AgentFilter,
-                ) -> Result<Vec<Agent>> {
-                    let rows: Vec<AgentRow> = sqlx::query_as(&sql::select_agents())
-                        .bind(owner.as_str())
-                        .bind(filter.workspace.as_ref().map(|w| w.as_str()))
-                        .bind(filter.status.map(|s| s.as_str()))
-                        .fetch_all(&mut *self.read().await?)
-                        .await?;
-                    rows::convert(rows)
-                }
-
-                async fn agent(&self, owner: &UserId, id: &AgentId) -> Result<Agent> {
-                    let row: Option<AgentRow> = sqlx::query_as(&sql::select_agent())
-                        .bind(owner.as_str())
-                        .bind(id.as_str())
-                        .fetch_optional(&mut *self.read().await?)
-                        .await?;
-                    row.ok_or_else(|| Error::not_found(Resource::Agent, id.as_str()))?.try_into()
-                }
-
-                async fn agent_with_tasks(
-                    &self,
-                    owner: &UserId,
-                    id: &AgentId,
-                    finished_page: Option<(u32, Option<&TaskCursor>)>,
-                ) -> Result<(Agent, Vec<Task>)> {
-                    use sqlx::FromRow as _;
-                    let after = finished_page.map(|(_, after)| after.is_some());
-                    let statement = sql::select_agent_with_tasks(after);
-                    let mut query = sqlx::query(&statement).bind(owner.as_str()).bind(id.as_str());
-                    if let Some((limit, after)) = finished_page {
-                        query = query.bind(i64::from(limit));
-                        if let Some(after) = after {
-                            query = query.bind(after.at).bind(after.id.as_str());
-                        }
-                    }
-                    let rows = query.fetch_all(&mut *self.read().await?).await?;
-                    let first = rows
-                        .first()
-                        .ok_or_else(|| Error::not_found(Resource::Agent, id.as_str()))?;
-                    let agent: Agent = AgentRow::from_row(first)?.try_into()?;
-                    let mut tasks = Vec::with_capacity(rows.len());
-                    for row in &rows {
-                        tasks.extend(rows::ViewTaskRow::from_row(row)?.task(&agent.id)?);
-                    }
-                    Ok((agent, tasks))
-                }
-
-                async fn update_agent(
-                    &self,
-                    owner: &UserId,
-                    id: &AgentId,
-                    decide: AgentDecision<'_>,
-                ) -> Result<Agent> {
-                    watched(self.storage_health(), async {
-                        let mut tx = self.begin_write().await?;
-                        Self::lock_agent(&mut tx, owner, id).await?;
-                        let row: AgentRow = sqlx::query_as(&sql::select_agent())
-                            .bind(owner.as_str())
-                            .bind(id.as_str())
-                            .fetch_one(&mut *tx)
-                            .await?;
-                        let current = Agent::try_from(row)?;
-                        let Some(change) = decide(&current)? else {
-                            return Ok(current);
-                        };
-                        let next = &change.agent;
-                        sqlx::query(sql::UPDATE_AGENT)
-                            .bind(owner.as_str())
-                            .bind(id.as_str())
-                            .bind(&next.name)
-                            .bind(next.status.as_str())
-                            .bind(next.status_before_vacation.map(|s| s.as_str()))
-                            .bind(&next.channel)
-                            .bind(&next.role_prompt)
-                            .bind(next.throttle_seconds)
-                            .bind(&next.workspace)
-                            .bind(&next.model)
-                            .bind(next.updated_at)
-                            .bind(serde_json::to_string(&next.tools).map_err(Error::internal)?)
-                            .bind(next.max_steps)
-                            .bind(
-                                serde_json::to_string(&next.mcp_servers)
-                                    .map_err(Error::internal)?,
-                            )
-                            .bind(next.budget_monthly_usd.map(crate::domain::budget::micros))
-                            .bind(
-                                serde_json::to_string(&next.approval_tools)
-                                    .map_err(Error::internal)?,
-                            )
-                            .execute(&mut *tx)
-                            .await?;
-                        for (nth, entry) in change.activity.iter().enumerate() {
-                            Self::insert_activity(
-                                &mut tx,
-                                owner,
-                                id,
-                                entry,
-                                nth_instant(next.updated_at, nth),
-                            )
-                            .await?;
-                        }
-                        if let Some(post) = &change.post {
-                            Self::queue_post(
-                                &mut tx,
-                                owner.as_str(),
-                                id.as_str(),
-                                post,
-                                next.updated_at,
-                            )
-                            .await?;
-                        }
-                        // The node running the agent must hear of any move, also away from `active`.
-                        if next.status == AgentStatus::Active || next.status != current.status {
-                            Self::notify(&mut tx, &AgentKey::new(owner.as_str(), id.as_str()))
-                                .await?;
-                        }
-                        tx.commit().await?;
-                        Ok(change.agent)
-                    })
-                    .await
-                }
-
-                async fn delete_agent(&self, owner: &UserId, id: &AgentId) -> Result<()> {
-                    watched(self.storage_health(), async {
-                        let mut tx = self.begin_write().await?;
-                        Self::lock_agent(&mut tx, owner, id).await?;
-                        sqlx::query(sql::DELETE_AGENT)
-                            .bind(owner.as_str())
-                            .bind(id.as_str())
-                            .execute(&mut *tx)
-                            .await?;
-                        Self::notify(&mut tx, &AgentKey::new(owner.as_str(), id.as_str())).await?;
-                        tx.commit().await?;
-                        Ok(())
-                    })
-                    .await
-                }
-
-                async fn activity(
-                    &self,
-                    owner: &UserId,
-                    agent: &AgentId,
-                    query: &ActivityQuery,
-                ) -> Result<Vec<ActivityEntry>> {
-                    let mut conn = self.read().await?;
-                    Self::require_agent(&mut conn, owner, agent, "").await?;
-                    let rows: Vec<ActivityRow> = sqlx::query_as(sql::SELECT_ACTIVITY)
-                        .bind(owner.as_str())
-                        .bind(agent.as_str())
-                        .bind(query.before)
-                        .bind(i64::from(query.limit))
-                        .fetch_all(&mut *conn)
-                        .await?;
-                    rows::convert(rows)
-                }
-
-                async fn log_activity(
-                    &self,
-                    owner: &UserId,
-                    agent: &AgentId,
-                    entry: &NewActivity,
-                ) -> Result<()> {
-                    watched(self.storage_health(), async {
-                        let mut tx = self.begin_write().await?;
-                        Self::lock_agent(&mut tx, owner, agent).await?;
-                        Self::insert_activity(&mut tx, owner, agent, entry, $crate::domain::now())
-                            .await?;
-                        tx.commit().await?;
-                        Ok(())
-                    })
-                    .await
-                }
+    async fn agent_with_tasks(
+        &self,
+        owner: &UserId,
+        id: &AgentId,
+        finished_page: Option<(u32, Option<&TaskCursor>)>,
+    ) -> Result<(Agent, Vec<Task>)> {
+        let after = finished_page.map(|(_, after)| after.is_some());
+        let statement = sql::select_agent_with_tasks(after);
+        let mut query = query(&statement).bind(owner.as_str()).bind(id.as_str());
+        if let Some((limit, after)) = finished_page {
+            query = query.bind(i64::from(limit));
+            if let Some(after) = after {
+                query = query.bind(after.at).bind(after.id.as_str());
             }
-
-            impl $store {
-                /// Locks the owner's row (so creations of one user queue up) and fails with
-                /// `plan_limit_reached` when the plan allows no more agents, or
-                /// `quota_exceeded` when the operator's agent quota does (without billing).
-                async fn check_plan(
-                    tx: &mut sqlx::Transaction<'static, $db>,
-                    owner: &UserId,
-                    limit: $crate::domain::billing::AgentLimit<'_>,
-                ) -> Result<()> {
-                    let plan: Option<String> = sqlx::query_scalar(&sql::user_plan(<$store>::LOCK))
-                        .bind(owner.as_str())
-                        .fetch_optional(&mut **tx)
-                        .await?;
-                    let plan = plan.ok_or(Error::Unauthorized)?;
-                    if limit.of(&plan).is_none() {
-                        return Ok(());
-                    }
-                    let used: i64 = sqlx::query_scalar(sql::COUNT_AGENTS)
-                        .bind(owner.as_str())
-                        .fetch_one(&mut **tx)
-                        .await?;
-                    limit.room(&plan, used).map_err(Error::from)
-                }
-
-                /// Inserts the agent under `id` with its `agent_created` entry.
-                async fn write_agent(
-                    tx: &mut sqlx::Transaction<'static, $db>,
-                    owner: &UserId,
-                    agent: &NewAgent,
-                    id: &AgentId,
-                    at: DateTime<Utc>,
-                    activity: &NewActivity,
-                ) -> Result<()> {
-                    sqlx::query(sql::INSERT_AGENT)
-                        .bind(owner.as_str())
-                        .bind(id.as_str())
-                        .bind(agent.name.as_str())
-                        .bind(agent.channel.as_str())
-                        .bind(agent.role_prompt.as_str())
-                        .bind(agent.throttle_seconds.get())
-                        .bind(agent.workspace.as_ref().map(|w| w.as_str()))
-                        .bind(agent.model.as_ref().map(|m| m.as_str()))
-                        .bind(at)
-                        .bind(agent.tools.to_json())
-                        .bind(agent.max_steps.get())
-                        .bind(agent.mcp_servers.to_json())
-                        .bind(agent.budget.map(|b| b.micros()))
-                        .bind(agent.approval_tools.to_json())
-                        .execute(&mut **tx)
-                        .await
-                        .map_err(|e| {
-                            db_error(
-                                e,
-                                Some(Error::conflict(
-                                    Conflict::AgentExists,
-                                    format!("You already have an agent with id '{id}'."),
-                                )),
-                            )
-                        })?;
-                    Self::insert_activity(tx, owner, id, activity, at).await
-                }
-
-                async fn select_agent_in(
-                    tx: &mut sqlx::Transaction<'static, $db>,
-                    owner: &UserId,
-                    id: &AgentId,
-                ) -> Result<Agent> {
-                    let row: AgentRow = sqlx::query_as(&sql::select_agent())
-                        .bind(owner.as_str())
-                        .bind(id.as_str())
-                        .fetch_one(&mut **tx)
-                        .await?;
-                    Agent::try_from(row)
-                }
+        }
+        let rows = query.fetch_all(&mut self.read().await?).await?;
+        let first = rows.get::<AgentRow>(0);
+        let agent: Agent =
+            first.ok_or_else(|| Error::not_found(Resource::Agent, id.as_str()))??.try_into()?;
+        let mut tasks = Vec::with_capacity(rows.len());
+        for index in 0..rows.len() {
+            if let Some(row) = rows.get::<rows::ViewTaskRow>(index) {
+                tasks.extend(row?.task(&agent.id)?);
             }
-        };
-    };
+        }
+        Ok((agent, tasks))
+    }
+
+    async fn update_agent(
+        &self,
+        owner: &UserId,
+        id: &AgentId,
+        decide: AgentDecision<'_>,
+    ) -> Result<Agent> {
+        watched(self.storage_health(), async {
+            let mut tx = self.begin_write().await?;
+            lock_agent(&mut tx, owner, id).await?;
+            let row: AgentRow = query_as(&sql::select_agent())
+                .bind(owner.as_str())
+                .bind(id.as_str())
+                .fetch_one(&mut tx)
+                .await?;
+            let current = Agent::try_from(row)?;
+            let Some(change) = decide(&current)? else {
+                return Ok(current);
+            };
+            let next = &change.agent;
+            query(sql::UPDATE_AGENT)
+                .bind(owner.as_str())
+                .bind(id.as_str())
+                .bind(&next.name)
+                .bind(next.status.as_str())
+                .bind(next.status_before_vacation.map(|s| s.as_str()))
+                .bind(&next.channel)
+                .bind(&next.role_prompt)
+                .bind(next.throttle_seconds)
+                .bind(&next.workspace)
+                .bind(&next.model)
+                .bind(next.updated_at)
+                .bind(serde_json::to_string(&next.tools).map_err(Error::internal)?)
+                .bind(next.max_steps)
+                .bind(serde_json::to_string(&next.mcp_servers).map_err(Error::internal)?)
+                .bind(next.budget_monthly_usd.map(crate::domain::budget::micros))
+                .bind(serde_json::to_string(&next.approval_tools).map_err(Error::internal)?)
+                .execute(&mut tx)
+                .await?;
+            for (nth, entry) in change.activity.iter().enumerate() {
+                insert_activity(&mut tx, owner, id, entry, nth_instant(next.updated_at, nth))
+                    .await?;
+            }
+            if let Some(post) = &change.post {
+                queue_post(&mut tx, owner.as_str(), id.as_str(), post, next.updated_at).await?;
+            }
+            // The node running the agent must hear of any move, also away from `active`.
+            if next.status == AgentStatus::Active || next.status != current.status {
+                notify(&mut tx, &AgentKey::new(owner.as_str(), id.as_str())).await?;
+            }
+            tx.commit().await?;
+            Ok(change.agent)
+        })
+        .await
+    }
+
+    async fn delete_agent(&self, owner: &UserId, id: &AgentId) -> Result<()> {
+        watched(self.storage_health(), async {
+            let mut tx = self.begin_write().await?;
+            lock_agent(&mut tx, owner, id).await?;
+            query(sql::DELETE_AGENT)
+                .bind(owner.as_str())
+                .bind(id.as_str())
+                .execute(&mut tx)
+                .await?;
+            notify(&mut tx, &AgentKey::new(owner.as_str(), id.as_str())).await?;
+            tx.commit().await?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn activity(
+        &self,
+        owner: &UserId,
+        agent: &AgentId,
+        query: &ActivityQuery,
+    ) -> Result<Vec<ActivityEntry>> {
+        let mut conn = self.read().await?;
+        require_agent(&mut conn, owner, agent, "").await?;
+        let rows: Vec<ActivityRow> = query_as(sql::SELECT_ACTIVITY)
+            .bind(owner.as_str())
+            .bind(agent.as_str())
+            .bind(query.before)
+            .bind(i64::from(query.limit))
+            .fetch_all(&mut conn)
+            .await?;
+        rows::convert(rows)
+    }
+
+    async fn log_activity(
+        &self,
+        owner: &UserId,
+        agent: &AgentId,
+        entry: &NewActivity,
+    ) -> Result<()> {
+        watched(self.storage_health(), async {
+            let mut tx = self.begin_write().await?;
+            lock_agent(&mut tx, owner, agent).await?;
+            insert_activity(&mut tx, owner, agent, entry, crate::domain::now()).await?;
+            tx.commit().await?;
+            Ok(())
+        })
+        .await
+    }
 }
-pub(super) use agent_store;
+
+/// Locks the owner's row (so creations of one user queue up) and fails with
+/// `plan_limit_reached` when the plan allows no more agents, or
+/// `quota_exceeded` when the operator's agent quota does (without billing).
+async fn check_plan(
+    tx: &mut Tx,
+    owner: &UserId,
+    limit: crate::domain::billing::AgentLimit<'_>,
+) -> Result<()> {
+    let plan: Option<String> = query_scalar(&sql::user_plan(tx.dialect().lock()))
+        .bind(owner.as_str())
+        .fetch_optional(&mut *tx)
+        .await?;
+    let plan = plan.ok_or(Error::Unauthorized)?;
+    if limit.of(&plan).is_none() {
+        return Ok(());
+    }
+    let used: i64 =
+        query_scalar(sql::COUNT_AGENTS).bind(owner.as_str()).fetch_one(&mut *tx).await?;
+    limit.room(&plan, used).map_err(Error::from)
+}
+
+/// Inserts the agent under `id` with its `agent_created` entry.
+async fn write_agent(
+    tx: &mut Tx,
+    owner: &UserId,
+    agent: &NewAgent,
+    id: &AgentId,
+    at: DateTime<Utc>,
+    activity: &NewActivity,
+) -> Result<()> {
+    query(sql::INSERT_AGENT)
+        .bind(owner.as_str())
+        .bind(id.as_str())
+        .bind(agent.name.as_str())
+        .bind(agent.channel.as_str())
+        .bind(agent.role_prompt.as_str())
+        .bind(agent.throttle_seconds.get())
+        .bind(agent.workspace.as_ref().map(|w| w.as_str()))
+        .bind(agent.model.as_ref().map(|m| m.as_str()))
+        .bind(at)
+        .bind(agent.tools.to_json())
+        .bind(agent.max_steps.get())
+        .bind(agent.mcp_servers.to_json())
+        .bind(agent.budget.map(|b| b.micros()))
+        .bind(agent.approval_tools.to_json())
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| {
+            db_error(
+                e,
+                Some(Error::conflict(
+                    Conflict::AgentExists,
+                    format!("You already have an agent with id '{id}'."),
+                )),
+            )
+        })?;
+    insert_activity(&mut *tx, owner, id, activity, at).await
+}
+
+async fn select_agent_in(tx: &mut Tx, owner: &UserId, id: &AgentId) -> Result<Agent> {
+    let row: AgentRow = query_as(&sql::select_agent())
+        .bind(owner.as_str())
+        .bind(id.as_str())
+        .fetch_one(&mut *tx)
+        .await?;
+    Agent::try_from(row)
+}
 
 /// The statements of this area, the same on both backends.
 pub(super) mod sql {

@@ -5,9 +5,11 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use crate::domain::billing::{BillingApplied, BillingEvent, Plans};
+use super::db::{SqlStore, Tx, query, query_as, query_scalar};
+use super::shared::watched;
+use crate::domain::billing::{BillingApplied, BillingEvent, Plans, UserLookup};
 use crate::domain::user::UserId;
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// Users' plans and the Stripe state behind them.
 #[async_trait]
@@ -33,220 +35,183 @@ pub struct UserPlan {
     pub agents_used: i64,
 }
 
-/// Implements [`BillingStore`] for a backend (see [`super::shared`]).
-macro_rules! billing_store {
-    ($store:ty, $db:ty) => {
-        const _: () = {
-            use chrono::{DateTime, Utc};
+#[async_trait::async_trait]
+impl<S: SqlStore> BillingStore for S {
+    async fn billing(&self, owner: &UserId) -> Result<UserPlan> {
+        let row: Option<UserPlan> = query_as(sql::SELECT_BILLING)
+            .bind(owner.as_str())
+            .fetch_optional(&mut self.read().await?)
+            .await?;
+        row.ok_or(Error::Unauthorized)
+    }
 
-            use crate::domain::billing::UserLookup;
-            use crate::domain::user::UserId;
-            use crate::error::{Error, Result};
-            use crate::store::UserPlan;
-            use crate::store::billing::sql;
-            use crate::store::shared::watched;
-
-            #[async_trait::async_trait]
-            impl $crate::store::BillingStore for $store {
-                async fn billing(&self, owner: &UserId) -> Result<UserPlan> {
-                    let row: Option<UserPlan> = sqlx::query_as(sql::SELECT_BILLING)
-                        .bind(owner.as_str())
-                        .fetch_optional(&mut *self.read().await?)
-                        .await?;
-                    row.ok_or(Error::Unauthorized)
-                }
-
-                async fn apply_billing_event(
-                    &self,
-                    event: &$crate::domain::billing::BillingEvent,
-                    plans: &$crate::domain::billing::Plans,
-                    at: DateTime<Utc>,
-                ) -> Result<$crate::domain::billing::BillingApplied> {
-                    watched(self.storage_health(), async {
-                        use $crate::domain::billing::{BillingApplied, BillingChange};
-                        let mut tx = self.begin_write().await?;
-                        if let Some(serialize) = <$store>::SERIALIZE_BILLING {
-                            sqlx::query(serialize).execute(&mut *tx).await?;
-                        }
-                        let recorded = sqlx::query(sql::INSERT_BILLING_EVENT)
-                            .bind(&event.id)
-                            .bind(&event.kind)
-                            .bind(event.created)
-                            .bind(at)
-                            .execute(&mut *tx)
-                            .await?
-                            .rows_affected();
-                        if recorded == 0 {
-                            return Ok(BillingApplied::Duplicate);
-                        }
-                        let applied = match &event.change {
-                            BillingChange::Link(link) => {
-                                Self::link_customer(&mut tx, link, plans, at).await?
-                            }
-                            BillingChange::Subscription(change) => {
-                                Self::apply_subscription(&mut tx, change, event.created, plans, at)
-                                    .await?
-                            }
-                        };
-                        tx.commit().await?;
-                        Ok(applied)
-                    })
-                    .await
-                }
+    async fn apply_billing_event(
+        &self,
+        event: &crate::domain::billing::BillingEvent,
+        plans: &crate::domain::billing::Plans,
+        at: DateTime<Utc>,
+    ) -> Result<crate::domain::billing::BillingApplied> {
+        watched(self.storage_health(), async {
+            use crate::domain::billing::{BillingApplied, BillingChange};
+            let mut tx = self.begin_write().await?;
+            if let Some(serialize) = self.dialect().serialize_billing() {
+                query(serialize).execute(&mut tx).await?;
             }
-
-            impl $store {
-                /// The id of the user `query` finds for `value`.
-                /// The first user a lookup finds, trying them in order, with the lookup that
-                /// found it.
-                async fn find_user(
-                    tx: &mut sqlx::Transaction<'static, $db>,
-                    lookups: &[UserLookup],
-                ) -> Result<Option<(UserId, UserLookup)>> {
-                    for lookup in lookups {
-                        let (query, value) = match lookup {
-                            UserLookup::Id(id) => (sql::USER_ID_BY_ID, id.as_str()),
-                            UserLookup::EmailKey(key) => (sql::USER_ID_BY_EMAIL_KEY, key.as_str()),
-                            UserLookup::Customer(customer) => {
-                                (sql::USER_ID_BY_CUSTOMER, customer.as_str())
-                            }
-                        };
-                        let id: Option<String> =
-                            sqlx::query_scalar(query).bind(value).fetch_optional(&mut **tx).await?;
-                        if let Some(id) = id {
-                            return Ok(Some((UserId::from_trusted(id), lookup.clone())));
-                        }
-                    }
-                    Ok(None)
-                }
-
-                /// A checkout: the customer (and its subscriptions, including those kept while it was
-                /// unknown) now belongs to the user [`CustomerLink::owner_lookups`] finds; whoever
-                /// held it before loses it.
-                async fn link_customer(
-                    tx: &mut sqlx::Transaction<'static, $db>,
-                    link: &$crate::domain::billing::CustomerLink,
-                    plans: &$crate::domain::billing::Plans,
-                    at: DateTime<Utc>,
-                ) -> Result<$crate::domain::billing::BillingApplied> {
-                    let Some((user, _)) = Self::find_user(tx, &link.owner_lookups()).await? else {
-                        return Ok($crate::domain::billing::BillingApplied::NoUser);
-                    };
-                    let previous: Vec<String> = sqlx::query_scalar(sql::CUSTOMER_HOLDERS)
-                        .bind(&link.customer)
-                        .bind(user.as_str())
-                        .fetch_all(&mut **tx)
-                        .await?;
-                    for statement in
-                        [sql::UNLINK_CUSTOMER, sql::LINK_CUSTOMER, sql::ATTACH_SUBSCRIPTIONS]
-                    {
-                        sqlx::query(statement)
-                            .bind(&link.customer)
-                            .bind(user.as_str())
-                            .execute(&mut **tx)
-                            .await?;
-                    }
-                    for old in previous {
-                        Self::recompute_plan(tx, &UserId::from_trusted(old), plans, at).await?;
-                    }
-                    let plan = Self::recompute_plan(tx, &user, plans, at).await?;
-                    Ok($crate::domain::billing::BillingApplied::Applied { user, plan })
-                }
-
-                /// A subscription event: ignored when stale, else the subscription's new state, and
-                /// its user's plan when the user is known ([`SubscriptionChange::owner_lookups`]).
-                async fn apply_subscription(
-                    tx: &mut sqlx::Transaction<'static, $db>,
-                    change: &$crate::domain::billing::SubscriptionChange,
-                    created: i64,
-                    plans: &$crate::domain::billing::Plans,
-                    at: DateTime<Utc>,
-                ) -> Result<$crate::domain::billing::BillingApplied> {
-                    use $crate::domain::billing::{BillingApplied, SubscriptionState};
-                    let stored: Option<(String, Option<String>, i64, Option<String>)> =
-                        sqlx::query_as(&sql::select_subscription(<$store>::LOCK))
-                            .bind(&change.id)
-                            .fetch_optional(&mut **tx)
-                            .await?;
-                    let (previous_plan, previous_user) = match stored {
-                        Some((status, plan, last_event_created, user)) => {
-                            let state = SubscriptionState { status, plan, last_event_created };
-                            if state.ignores(created) {
-                                return Ok(BillingApplied::Stale);
-                            }
-                            (state.plan, user.map(UserId::from_trusted))
-                        }
-                        None => (None, None),
-                    };
-                    let found = Self::find_user(tx, &change.owner_lookups()).await?;
-                    if let Some((user, lookup)) = &found
-                        && change.links_customer(lookup)
-                    {
-                        sqlx::query(sql::LINK_CUSTOMER_IF_UNLINKED)
-                            .bind(&change.customer)
-                            .bind(user.as_str())
-                            .execute(&mut **tx)
-                            .await?;
-                    }
-                    let user = change.owner(found.map(|(user, _)| user), previous_user.clone());
-                    sqlx::query(sql::UPSERT_SUBSCRIPTION)
-                        .bind(&change.id)
-                        .bind(&change.customer)
-                        .bind(user.as_ref().map(UserId::as_str))
-                        .bind(change.status())
-                        .bind(change.grant(previous_plan.as_deref()))
-                        .bind(created)
-                        .bind(at)
-                        .execute(&mut **tx)
-                        .await?;
-                    if let Some(old) = previous_user.filter(|old| Some(old) != user.as_ref()) {
-                        Self::recompute_plan(tx, &old, plans, at).await?;
-                    }
-                    match user {
-                        Some(user) => {
-                            let plan = Self::recompute_plan(tx, &user, plans, at).await?;
-                            Ok(BillingApplied::Applied { user, plan })
-                        }
-                        None => Ok(BillingApplied::Pending),
-                    }
-                }
-
-                /// Sets the user's plan and subscription status from all their subscriptions.
-                async fn recompute_plan(
-                    tx: &mut sqlx::Transaction<'static, $db>,
-                    user: &UserId,
-                    plans: &$crate::domain::billing::Plans,
-                    at: DateTime<Utc>,
-                ) -> Result<String> {
-                    use $crate::domain::billing::{SubscriptionState, effective_plan};
-                    let rows: Vec<(String, Option<String>, i64)> =
-                        sqlx::query_as(sql::USER_SUBSCRIPTIONS)
-                            .bind(user.as_str())
-                            .fetch_all(&mut **tx)
-                            .await?;
-                    let states: Vec<SubscriptionState> = rows
-                        .into_iter()
-                        .map(|(status, plan, last_event_created)| SubscriptionState {
-                            status,
-                            plan,
-                            last_event_created,
-                        })
-                        .collect();
-                    let (plan, status) = effective_plan(&states, plans);
-                    sqlx::query(sql::SET_USER_PLAN)
-                        .bind(user.as_str())
-                        .bind(&plan)
-                        .bind(&status)
-                        .bind(at)
-                        .execute(&mut **tx)
-                        .await?;
-                    Ok(plan)
-                }
+            let recorded = query(sql::INSERT_BILLING_EVENT)
+                .bind(&event.id)
+                .bind(&event.kind)
+                .bind(event.created)
+                .bind(at)
+                .execute(&mut tx)
+                .await?
+                .rows_affected();
+            if recorded == 0 {
+                return Ok(BillingApplied::Duplicate);
             }
-        };
-    };
+            let applied = match &event.change {
+                BillingChange::Link(link) => link_customer(&mut tx, link, plans, at).await?,
+                BillingChange::Subscription(change) => {
+                    apply_subscription(&mut tx, change, event.created, plans, at).await?
+                }
+            };
+            tx.commit().await?;
+            Ok(applied)
+        })
+        .await
+    }
 }
-pub(super) use billing_store;
+
+/// The id of the user `query` finds for `value`.
+/// The first user a lookup finds, trying them in order, with the lookup that
+/// found it.
+async fn find_user(tx: &mut Tx, lookups: &[UserLookup]) -> Result<Option<(UserId, UserLookup)>> {
+    for lookup in lookups {
+        let (query, value) = match lookup {
+            UserLookup::Id(id) => (sql::USER_ID_BY_ID, id.as_str()),
+            UserLookup::EmailKey(key) => (sql::USER_ID_BY_EMAIL_KEY, key.as_str()),
+            UserLookup::Customer(customer) => (sql::USER_ID_BY_CUSTOMER, customer.as_str()),
+        };
+        let id: Option<String> = query_scalar(query).bind(value).fetch_optional(&mut *tx).await?;
+        if let Some(id) = id {
+            return Ok(Some((UserId::from_trusted(id), lookup.clone())));
+        }
+    }
+    Ok(None)
+}
+
+/// A checkout: the customer (and its subscriptions, including those kept while it was
+/// unknown) now belongs to the user [`CustomerLink::owner_lookups`] finds; whoever
+/// held it before loses it.
+async fn link_customer(
+    tx: &mut Tx,
+    link: &crate::domain::billing::CustomerLink,
+    plans: &crate::domain::billing::Plans,
+    at: DateTime<Utc>,
+) -> Result<crate::domain::billing::BillingApplied> {
+    let Some((user, _)) = find_user(tx, &link.owner_lookups()).await? else {
+        return Ok(crate::domain::billing::BillingApplied::NoUser);
+    };
+    let previous: Vec<String> = query_scalar(sql::CUSTOMER_HOLDERS)
+        .bind(&link.customer)
+        .bind(user.as_str())
+        .fetch_all(&mut *tx)
+        .await?;
+    for statement in [sql::UNLINK_CUSTOMER, sql::LINK_CUSTOMER, sql::ATTACH_SUBSCRIPTIONS] {
+        query(statement).bind(&link.customer).bind(user.as_str()).execute(&mut *tx).await?;
+    }
+    for old in previous {
+        recompute_plan(tx, &UserId::from_trusted(old), plans, at).await?;
+    }
+    let plan = recompute_plan(tx, &user, plans, at).await?;
+    Ok(crate::domain::billing::BillingApplied::Applied { user, plan })
+}
+
+/// A subscription event: ignored when stale, else the subscription's new state, and
+/// its user's plan when the user is known ([`SubscriptionChange::owner_lookups`]).
+async fn apply_subscription(
+    tx: &mut Tx,
+    change: &crate::domain::billing::SubscriptionChange,
+    created: i64,
+    plans: &crate::domain::billing::Plans,
+    at: DateTime<Utc>,
+) -> Result<crate::domain::billing::BillingApplied> {
+    use crate::domain::billing::{BillingApplied, SubscriptionState};
+    let stored: Option<(String, Option<String>, i64, Option<String>)> =
+        query_as(&sql::select_subscription(tx.dialect().lock()))
+            .bind(&change.id)
+            .fetch_optional(&mut *tx)
+            .await?;
+    let (previous_plan, previous_user) = match stored {
+        Some((status, plan, last_event_created, user)) => {
+            let state = SubscriptionState { status, plan, last_event_created };
+            if state.ignores(created) {
+                return Ok(BillingApplied::Stale);
+            }
+            (state.plan, user.map(UserId::from_trusted))
+        }
+        None => (None, None),
+    };
+    let found = find_user(tx, &change.owner_lookups()).await?;
+    if let Some((user, lookup)) = &found
+        && change.links_customer(lookup)
+    {
+        query(sql::LINK_CUSTOMER_IF_UNLINKED)
+            .bind(&change.customer)
+            .bind(user.as_str())
+            .execute(&mut *tx)
+            .await?;
+    }
+    let user = change.owner(found.map(|(user, _)| user), previous_user.clone());
+    query(sql::UPSERT_SUBSCRIPTION)
+        .bind(&change.id)
+        .bind(&change.customer)
+        .bind(user.as_ref().map(UserId::as_str))
+        .bind(change.status())
+        .bind(change.grant(previous_plan.as_deref()))
+        .bind(created)
+        .bind(at)
+        .execute(&mut *tx)
+        .await?;
+    if let Some(old) = previous_user.filter(|old| Some(old) != user.as_ref()) {
+        recompute_plan(tx, &old, plans, at).await?;
+    }
+    match user {
+        Some(user) => {
+            let plan = recompute_plan(tx, &user, plans, at).await?;
+            Ok(BillingApplied::Applied { user, plan })
+        }
+        None => Ok(BillingApplied::Pending),
+    }
+}
+
+/// Sets the user's plan and subscription status from all their subscriptions.
+async fn recompute_plan(
+    tx: &mut Tx,
+    user: &UserId,
+    plans: &crate::domain::billing::Plans,
+    at: DateTime<Utc>,
+) -> Result<String> {
+    use crate::domain::billing::{SubscriptionState, effective_plan};
+    let rows: Vec<(String, Option<String>, i64)> =
+        query_as(sql::USER_SUBSCRIPTIONS).bind(user.as_str()).fetch_all(&mut *tx).await?;
+    let states: Vec<SubscriptionState> = rows
+        .into_iter()
+        .map(|(status, plan, last_event_created)| SubscriptionState {
+            status,
+            plan,
+            last_event_created,
+        })
+        .collect();
+    let (plan, status) = effective_plan(&states, plans);
+    query(sql::SET_USER_PLAN)
+        .bind(user.as_str())
+        .bind(&plan)
+        .bind(&status)
+        .bind(at)
+        .execute(&mut *tx)
+        .await?;
+    Ok(plan)
+}
 
 /// The statements of this area, the same on both backends.
 pub(super) mod sql {

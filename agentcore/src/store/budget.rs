@@ -5,11 +5,17 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use crate::domain::budget::{Budget, Refusal, StepCost};
-use crate::domain::usage::{UsageQuery, UsageRow};
+use crate::domain::activity::{Action, NewActivity};
+use crate::domain::agent::AgentId;
+use crate::domain::budget::{
+    Budget, Refusal, Scope, Standing, StepCost, allow, crosses_warning, warning,
+};
+use crate::domain::usage::{Grouping, UsageQuery, UsageRow};
 use crate::domain::user::UserId;
-use crate::error::Result;
+use crate::error::{Error, Resource, Result};
 use crate::store::RunRef;
+use crate::store::db::{SqlStore, Tx, query, query_as, query_scalar};
+use crate::store::shared::{insert_activity, queue_post, watched};
 
 /// The owner's budget and this month's spend.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,248 +80,199 @@ pub(super) fn month_of(now: DateTime<Utc>) -> String {
     crate::domain::budget::Month::of(now).as_str().to_owned()
 }
 
-/// Implements [`BudgetStore`] for a backend (see [`super::shared`]).
-macro_rules! budget_store {
-    ($store:ty, $db:ty) => {
-        const _: () = {
-            use chrono::{DateTime, Utc};
-
-            use crate::domain::activity::{Action, NewActivity};
-            use crate::domain::agent::AgentId;
-            use crate::domain::budget::{
-                Budget, Refusal, Scope, Standing, StepCost, allow, crosses_warning, warning,
-            };
-            use crate::domain::usage::{Grouping, UsageQuery, UsageRow};
-            use crate::domain::user::UserId;
-            use crate::error::{Error, Resource, Result};
-            use crate::store::RunRef;
-            use crate::store::budget::{UsageSums, UserBudget, month_of, sql};
-            use crate::store::shared::watched;
-
-            impl $store {
-                /// Locks the owner's row; their budget, or `user_not_found`.
-                async fn lock_budget(
-                    tx: &mut sqlx::Transaction<'static, $db>,
-                    owner: &str,
-                ) -> Result<Option<Budget>> {
-                    let row: Option<Option<i64>> =
-                        sqlx::query_scalar(&sql::user_budget(<$store>::LOCK))
-                            .bind(owner)
-                            .fetch_optional(&mut **tx)
-                            .await?;
-                    let budget = row.ok_or(Error::Unauthorized)?;
-                    Ok(budget.map(Budget::from_micros))
-                }
-
-                /// The budgets that apply to the run's agent, with this month's spend and
-                /// the holds of other calls in flight; and the month.
-                async fn standings(
-                    tx: &mut sqlx::Transaction<'static, $db>,
-                    run: RunRef<'_>,
-                ) -> Result<(Vec<Standing>, String)> {
-                    let owner = run.agent.owner_id.as_str();
-                    let agent = run.agent.agent_id.as_str();
-                    let user = Self::lock_budget(tx, owner).await?;
-                    let (name, own): (String, Option<i64>) = sqlx::query_as(sql::AGENT_BUDGET)
-                        .bind(owner)
-                        .bind(agent)
-                        .fetch_optional(&mut **tx)
-                        .await?
-                        .ok_or_else(|| Error::not_found(Resource::Agent, agent))?;
-                    let now: DateTime<Utc> =
-                        sqlx::query_scalar(&format!("SELECT {}", <$store>::CLOCK.now))
-                            .fetch_one(&mut **tx)
-                            .await?;
-                    let month = month_of(now);
-                    if user.is_none() && own.is_none() {
-                        return Ok((Vec::new(), month));
-                    }
-                    let (user_spent, agent_spent): (i64, i64) = sqlx::query_as(sql::SPENT)
-                        .bind(owner)
-                        .bind(&month)
-                        .bind(agent)
-                        .fetch_one(&mut **tx)
-                        .await?;
-                    let (user_held, agent_held): (i64, i64) = sqlx::query_as(sql::HELD)
-                        .bind(owner)
-                        .bind(agent)
-                        .bind(run.task.as_str())
-                        .fetch_one(&mut **tx)
-                        .await?;
-                    let mut standings = Vec::new();
-                    if let Some(budget) = own {
-                        standings.push(Standing {
-                            scope: Scope::Agent(name),
-                            budget: Budget::from_micros(budget),
-                            spent: agent_spent,
-                            reserved: agent_held,
-                        });
-                    }
-                    if let Some(budget) = user {
-                        standings.push(Standing {
-                            scope: Scope::User,
-                            budget,
-                            spent: user_spent,
-                            reserved: user_held,
-                        });
-                    }
-                    Ok((standings, month))
-                }
-            }
-
-            #[async_trait::async_trait]
-            impl $crate::store::BudgetStore for $store {
-                async fn reserve(
-                    &self,
-                    run: RunRef<'_>,
-                    worst: i64,
-                ) -> Result<std::result::Result<bool, Refusal>> {
-                    // Most calls fall under no budget: a plain read says so, and no write
-                    // lock is taken for them. A budget set after this read holds from the
-                    // next call on.
-                    let budgeted: Option<i32> = sqlx::query_scalar(sql::ANY_BUDGET)
-                        .bind(run.agent.owner_id.as_str())
-                        .bind(run.agent.agent_id.as_str())
-                        .fetch_optional(&mut *self.read().await?)
-                        .await?;
-                    if budgeted == Some(0) {
-                        return Ok(Ok(false));
-                    }
-                    watched(self.storage_health(), async {
-                        let mut tx = self.begin_write().await?;
-                        let (standings, _) = Self::standings(&mut tx, run).await?;
-                        if standings.is_empty() {
-                            return Ok(Ok(false));
-                        }
-                        if let Err(refusal) = allow(&standings, worst) {
-                            return Ok(Err(refusal));
-                        }
-                        sqlx::query(sql::DROP_HOLD)
-                            .bind(run.task.as_str())
-                            .execute(&mut *tx)
-                            .await?;
-                        sqlx::query(sql::INSERT_HOLD)
-                            .bind(run.task.as_str())
-                            .bind(run.agent.owner_id.as_str())
-                            .bind(run.agent.agent_id.as_str())
-                            .bind(worst)
-                            .bind($crate::domain::now())
-                            .execute(&mut *tx)
-                            .await?;
-                        tx.commit().await?;
-                        Ok(Ok(true))
-                    })
-                    .await
-                }
-
-                async fn settle(&self, run: RunRef<'_>, cost: &StepCost) -> Result<()> {
-                    watched(self.storage_health(), async {
-                        let mut tx = self.begin_write().await?;
-                        let (standings, month) = Self::standings(&mut tx, run).await?;
-                        sqlx::query(sql::DROP_HOLD)
-                            .bind(run.task.as_str())
-                            .execute(&mut *tx)
-                            .await?;
-                        let owner = UserId::from_trusted(run.agent.owner_id.clone());
-                        let agent = AgentId::parse(&run.agent.agent_id).map_err(Error::internal)?;
-                        if cost.cost_micros > 0 {
-                            sqlx::query(sql::ADD_SPEND)
-                                .bind(owner.as_str())
-                                .bind(&month)
-                                .bind(agent.as_str())
-                                .bind(cost.cost_micros)
-                                .execute(&mut *tx)
-                                .await?;
-                        }
-                        let at = $crate::domain::now();
-                        for standing in &standings {
-                            if !crosses_warning(standing, cost.cost_micros) {
-                                continue;
-                            }
-                            let noted = sqlx::query(sql::INSERT_WARNING)
-                                .bind(owner.as_str())
-                                .bind(standing.scope.key(agent.as_str()))
-                                .bind(&month)
-                                .bind(at)
-                                .execute(&mut *tx)
-                                .await?;
-                            if noted.rows_affected() == 0 {
-                                continue;
-                            }
-                            let text = warning(standing, cost.cost_micros);
-                            let entry = NewActivity::new(Action::BudgetWarning, text.clone());
-                            Self::insert_activity(&mut tx, &owner, &agent, &entry, at).await?;
-                            let post = crate::domain::runtime::budget_post(&text);
-                            Self::queue_post(&mut tx, owner.as_str(), agent.as_str(), &post, at)
-                                .await?;
-                        }
-                        tx.commit().await?;
-                        Ok(())
-                    })
-                    .await
-                }
-
-                async fn user_budget(&self, owner: &UserId) -> Result<UserBudget> {
-                    let mut conn = self.read().await?;
-                    let budget: Option<Option<i64>> = sqlx::query_scalar(&sql::user_budget(""))
-                        .bind(owner.as_str())
-                        .fetch_optional(&mut *conn)
-                        .await?;
-                    let budget = budget.ok_or(Error::Unauthorized)?.map(Budget::from_micros);
-                    let now: DateTime<Utc> =
-                        sqlx::query_scalar(&format!("SELECT {}", <$store>::CLOCK.now))
-                            .fetch_one(&mut *conn)
-                            .await?;
-                    let month = month_of(now);
-                    let (spent, _): (i64, i64) = sqlx::query_as(sql::SPENT)
-                        .bind(owner.as_str())
-                        .bind(&month)
-                        .bind("")
-                        .fetch_one(&mut *conn)
-                        .await?;
-                    Ok(UserBudget { budget, month, spent_micros: spent })
-                }
-
-                async fn set_user_budget(
-                    &self,
-                    owner: &UserId,
-                    budget: Option<Budget>,
-                ) -> Result<UserBudget> {
-                    watched(self.storage_health(), async {
-                        let mut tx = self.begin_write().await?;
-                        Self::lock_budget(&mut tx, owner.as_str()).await?;
-                        sqlx::query(sql::SET_USER_BUDGET)
-                            .bind(owner.as_str())
-                            .bind(budget.map(Budget::micros))
-                            .execute(&mut *tx)
-                            .await?;
-                        tx.commit().await?;
-                        Ok(())
-                    })
-                    .await?;
-                    self.user_budget(owner).await
-                }
-
-                async fn usage(&self, owner: &UserId, query: &UsageQuery) -> Result<Vec<UsageRow>> {
-                    let key = query.group_by.map(|grouping| match grouping {
-                        Grouping::Agent => "t.agent_id",
-                        Grouping::Model => "COALESCE(s.model, '')",
-                        Grouping::Day => <$store>::DAY_OF_STEP,
-                    });
-                    let rows: Vec<UsageSums> = sqlx::query_as(&sql::usage(key))
-                        .bind(owner.as_str())
-                        .bind(query.from)
-                        .bind(query.to)
-                        .bind(query.agent_id.as_ref().map(|a| a.as_str()))
-                        .fetch_all(&mut *self.read().await?)
-                        .await?;
-                    Ok(rows.into_iter().map(UsageRow::from).collect())
-                }
-            }
-        };
-    };
+/// Locks the owner's row; their budget, or `user_not_found`.
+async fn lock_budget(tx: &mut Tx, owner: &str) -> Result<Option<Budget>> {
+    let row: Option<Option<i64>> = query_scalar(&sql::user_budget(tx.dialect().lock()))
+        .bind(owner)
+        .fetch_optional(&mut *tx)
+        .await?;
+    let budget = row.ok_or(Error::Unauthorized)?;
+    Ok(budget.map(Budget::from_micros))
 }
-pub(super) use budget_store;
+
+/// The budgets that apply to the run's agent, with this month's spend and
+/// the holds of other calls in flight; and the month.
+async fn standings(tx: &mut Tx, run: RunRef<'_>) -> Result<(Vec<Standing>, String)> {
+    let owner = run.agent.owner_id.as_str();
+    let agent = run.agent.agent_id.as_str();
+    let user = lock_budget(tx, owner).await?;
+    let (name, own): (String, Option<i64>) = query_as(sql::AGENT_BUDGET)
+        .bind(owner)
+        .bind(agent)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or_else(|| Error::not_found(Resource::Agent, agent))?;
+    let now: DateTime<Utc> =
+        query_scalar(&format!("SELECT {}", tx.dialect().clock().now)).fetch_one(&mut *tx).await?;
+    let month = month_of(now);
+    if user.is_none() && own.is_none() {
+        return Ok((Vec::new(), month));
+    }
+    let (user_spent, agent_spent): (i64, i64) =
+        query_as(sql::SPENT).bind(owner).bind(&month).bind(agent).fetch_one(&mut *tx).await?;
+    let (user_held, agent_held): (i64, i64) = query_as(sql::HELD)
+        .bind(owner)
+        .bind(agent)
+        .bind(run.task.as_str())
+        .fetch_one(&mut *tx)
+        .await?;
+    let mut standings = Vec::new();
+    if let Some(budget) = own {
+        standings.push(Standing {
+            scope: Scope::Agent(name),
+            budget: Budget::from_micros(budget),
+            spent: agent_spent,
+            reserved: agent_held,
+        });
+    }
+    if let Some(budget) = user {
+        standings.push(Standing {
+            scope: Scope::User,
+            budget,
+            spent: user_spent,
+            reserved: user_held,
+        });
+    }
+    Ok((standings, month))
+}
+
+#[async_trait::async_trait]
+impl<S: SqlStore> BudgetStore for S {
+    async fn reserve(
+        &self,
+        run: RunRef<'_>,
+        worst: i64,
+    ) -> Result<std::result::Result<bool, Refusal>> {
+        // Most calls fall under no budget: a plain read says so, and no write
+        // lock is taken for them. A budget set after this read holds from the
+        // next call on.
+        let budgeted: Option<i32> = query_scalar(sql::ANY_BUDGET)
+            .bind(run.agent.owner_id.as_str())
+            .bind(run.agent.agent_id.as_str())
+            .fetch_optional(&mut self.read().await?)
+            .await?;
+        if budgeted == Some(0) {
+            return Ok(Ok(false));
+        }
+        watched(self.storage_health(), async {
+            let mut tx = self.begin_write().await?;
+            let (standings, _) = standings(&mut tx, run).await?;
+            if standings.is_empty() {
+                return Ok(Ok(false));
+            }
+            if let Err(refusal) = allow(&standings, worst) {
+                return Ok(Err(refusal));
+            }
+            query(sql::DROP_HOLD).bind(run.task.as_str()).execute(&mut tx).await?;
+            query(sql::INSERT_HOLD)
+                .bind(run.task.as_str())
+                .bind(run.agent.owner_id.as_str())
+                .bind(run.agent.agent_id.as_str())
+                .bind(worst)
+                .bind(crate::domain::now())
+                .execute(&mut tx)
+                .await?;
+            tx.commit().await?;
+            Ok(Ok(true))
+        })
+        .await
+    }
+
+    async fn settle(&self, run: RunRef<'_>, cost: &StepCost) -> Result<()> {
+        watched(self.storage_health(), async {
+            let mut tx = self.begin_write().await?;
+            let (standings, month) = standings(&mut tx, run).await?;
+            query(sql::DROP_HOLD).bind(run.task.as_str()).execute(&mut tx).await?;
+            let owner = UserId::from_trusted(run.agent.owner_id.clone());
+            let agent = AgentId::parse(&run.agent.agent_id).map_err(Error::internal)?;
+            if cost.cost_micros > 0 {
+                query(sql::ADD_SPEND)
+                    .bind(owner.as_str())
+                    .bind(&month)
+                    .bind(agent.as_str())
+                    .bind(cost.cost_micros)
+                    .execute(&mut tx)
+                    .await?;
+            }
+            let at = crate::domain::now();
+            for standing in &standings {
+                if !crosses_warning(standing, cost.cost_micros) {
+                    continue;
+                }
+                let noted = query(sql::INSERT_WARNING)
+                    .bind(owner.as_str())
+                    .bind(standing.scope.key(agent.as_str()))
+                    .bind(&month)
+                    .bind(at)
+                    .execute(&mut tx)
+                    .await?;
+                if noted.rows_affected() == 0 {
+                    continue;
+                }
+                let text = warning(standing, cost.cost_micros);
+                let entry = NewActivity::new(Action::BudgetWarning, text.clone());
+                insert_activity(&mut tx, &owner, &agent, &entry, at).await?;
+                let post = crate::domain::runtime::budget_post(&text);
+                queue_post(&mut tx, owner.as_str(), agent.as_str(), &post, at).await?;
+            }
+            tx.commit().await?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn user_budget(&self, owner: &UserId) -> Result<UserBudget> {
+        let mut conn = self.read().await?;
+        let budget: Option<Option<i64>> = query_scalar(&sql::user_budget(""))
+            .bind(owner.as_str())
+            .fetch_optional(&mut conn)
+            .await?;
+        let budget = budget.ok_or(Error::Unauthorized)?.map(Budget::from_micros);
+        let now: DateTime<Utc> = query_scalar(&format!("SELECT {}", self.dialect().clock().now))
+            .fetch_one(&mut conn)
+            .await?;
+        let month = month_of(now);
+        let (spent, _): (i64, i64) = query_as(sql::SPENT)
+            .bind(owner.as_str())
+            .bind(&month)
+            .bind("")
+            .fetch_one(&mut conn)
+            .await?;
+        Ok(UserBudget { budget, month, spent_micros: spent })
+    }
+
+    async fn set_user_budget(&self, owner: &UserId, budget: Option<Budget>) -> Result<UserBudget> {
+        watched(self.storage_health(), async {
+            let mut tx = self.begin_write().await?;
+            lock_budget(&mut tx, owner.as_str()).await?;
+            query(sql::SET_USER_BUDGET)
+                .bind(owner.as_str())
+                .bind(budget.map(Budget::micros))
+                .execute(&mut tx)
+                .await?;
+            tx.commit().await?;
+            Ok(())
+        })
+        .await?;
+        self.user_budget(owner).await
+    }
+
+    async fn usage(&self, owner: &UserId, query: &UsageQuery) -> Result<Vec<UsageRow>> {
+        let key = query.group_by.map(|grouping| match grouping {
+            Grouping::Agent => "t.agent_id",
+            Grouping::Model => "COALESCE(s.model, '')",
+            Grouping::Day => self.dialect().day_of_step(),
+        });
+        let rows: Vec<UsageSums> = query_as(&sql::usage(key))
+            .bind(owner.as_str())
+            .bind(query.from)
+            .bind(query.to)
+            .bind(query.agent_id.as_ref().map(|a| a.as_str()))
+            .fetch_all(&mut self.read().await?)
+            .await?;
+        Ok(rows.into_iter().map(UsageRow::from).collect())
+    }
+}
 
 /// The statements of this area, the same on both backends.
 pub(super) mod sql {

@@ -6,7 +6,10 @@ use chrono::{DateTime, Utc};
 use crate::domain::agent::AgentId;
 use crate::domain::chat::{AllowedRoles, Connection, Mapping};
 use crate::domain::user::UserId;
-use crate::error::Result;
+use crate::error::{Error, Resource, Result};
+use crate::store::db::{SqlStore, query, query_as};
+use crate::store::rows::{self, ConnectionRow, MappingRow};
+use crate::store::shared::{lock_agent, watched};
 
 /// Connections and mappings, each scoped to its owner.
 #[async_trait]
@@ -54,210 +57,176 @@ pub struct ConnectionRecord {
     pub owner_id: String,
 }
 
-/// Implements [`ChatStore`] for a backend (see [`super::shared`]).
-macro_rules! chat_store {
-    ($store:ty, $db:ty) => {
-        const _: () = {
-            use crate::domain::agent::AgentId;
-            use crate::domain::chat::{AllowedRoles, Connection, Mapping};
-            use crate::domain::user::UserId;
-            use crate::error::{Error, Resource, Result};
-            use crate::store::ConnectionRecord;
-            use crate::store::chat::sql;
-            use crate::store::rows::{self, ConnectionRow, MappingRow};
-            use crate::store::shared::watched;
+#[async_trait::async_trait]
+impl<S: SqlStore> ChatStore for S {
+    async fn upsert_connection(
+        &self,
+        owner: &UserId,
+        record: &ConnectionRecord,
+    ) -> Result<Connection> {
+        watched(self.storage_health(), async {
+            let c = &record.connection;
+            let row: ConnectionRow = query_as(sql::UPSERT_CONNECTION)
+                .bind(owner.as_str())
+                .bind(&c.guild_id)
+                .bind(&c.id)
+                .bind(&c.guild_name)
+                .bind(c.kind.as_str())
+                .bind(&record.sealed_token)
+                .bind(c.channel_count)
+                .bind(c.connected_at)
+                .bind(&c.application_id)
+                .bind(&c.public_key)
+                .fetch_one(self.writer())
+                .await?;
+            row.try_into()
+        })
+        .await
+    }
 
-            #[async_trait::async_trait]
-            impl $crate::store::ChatStore for $store {
-                async fn upsert_connection(
-                    &self,
-                    owner: &UserId,
-                    record: &ConnectionRecord,
-                ) -> Result<Connection> {
-                    watched(self.storage_health(), async {
-                        let c = &record.connection;
-                        let row: ConnectionRow = sqlx::query_as(sql::UPSERT_CONNECTION)
-                            .bind(owner.as_str())
-                            .bind(&c.guild_id)
-                            .bind(&c.id)
-                            .bind(&c.guild_name)
-                            .bind(c.kind.as_str())
-                            .bind(&record.sealed_token)
-                            .bind(c.channel_count)
-                            .bind(c.connected_at)
-                            .bind(&c.application_id)
-                            .bind(&c.public_key)
-                            .fetch_one(self.writer())
-                            .await?;
-                        row.try_into()
-                    })
-                    .await
-                }
+    async fn connections(&self, owner: &UserId) -> Result<Vec<Connection>> {
+        let rows: Vec<ConnectionRow> = query_as(&sql::select_connections())
+            .bind(owner.as_str())
+            .fetch_all(&mut self.read().await?)
+            .await?;
+        rows::convert(rows)
+    }
 
-                async fn connections(&self, owner: &UserId) -> Result<Vec<Connection>> {
-                    let rows: Vec<ConnectionRow> = sqlx::query_as(&sql::select_connections())
-                        .bind(owner.as_str())
-                        .fetch_all(&mut *self.read().await?)
-                        .await?;
-                    rows::convert(rows)
-                }
+    async fn connection(&self, owner: &UserId, guild_id: &str) -> Result<ConnectionRecord> {
+        let row: Option<ConnectionRow> = query_as(&sql::select_connection())
+            .bind(owner.as_str())
+            .bind(guild_id)
+            .fetch_optional(&mut self.read().await?)
+            .await?;
+        row.ok_or_else(|| Error::not_found(Resource::Connection, guild_id))?.try_into()
+    }
 
-                async fn connection(
-                    &self,
-                    owner: &UserId,
-                    guild_id: &str,
-                ) -> Result<ConnectionRecord> {
-                    let row: Option<ConnectionRow> = sqlx::query_as(&sql::select_connection())
-                        .bind(owner.as_str())
-                        .bind(guild_id)
-                        .fetch_optional(&mut *self.read().await?)
-                        .await?;
-                    row.ok_or_else(|| Error::not_found(Resource::Connection, guild_id))?.try_into()
-                }
+    async fn set_channel_count(&self, owner: &UserId, guild_id: &str, count: i64) -> Result<()> {
+        watched(self.storage_health(), async {
+            query(sql::UPDATE_CHANNEL_COUNT)
+                .bind(owner.as_str())
+                .bind(guild_id)
+                .bind(count)
+                .execute(self.writer())
+                .await?;
+            Ok(())
+        })
+        .await
+    }
 
-                async fn set_channel_count(
-                    &self,
-                    owner: &UserId,
-                    guild_id: &str,
-                    count: i64,
-                ) -> Result<()> {
-                    watched(self.storage_health(), async {
-                        sqlx::query(sql::UPDATE_CHANNEL_COUNT)
-                            .bind(owner.as_str())
-                            .bind(guild_id)
-                            .bind(count)
-                            .execute(self.writer())
-                            .await?;
-                        Ok(())
-                    })
-                    .await
-                }
-
-                async fn delete_connection(&self, owner: &UserId, guild_id: &str) -> Result<()> {
-                    watched(self.storage_health(), async {
-                        let done = sqlx::query(sql::DELETE_CONNECTION)
-                            .bind(owner.as_str())
-                            .bind(guild_id)
-                            .execute(self.writer())
-                            .await?;
-                        if done.rows_affected() == 0 {
-                            return Err(Error::not_found(Resource::Connection, guild_id));
-                        }
-                        Ok(())
-                    })
-                    .await
-                }
-
-                async fn upsert_mapping(
-                    &self,
-                    owner: &UserId,
-                    mapping: &Mapping,
-                ) -> Result<Mapping> {
-                    watched(self.storage_health(), async {
-                        let mut tx = self.begin_write().await?;
-                        Self::lock_agent(&mut tx, owner, &mapping.agent_id).await?;
-                        let row: MappingRow = sqlx::query_as(sql::UPSERT_MAPPING)
-                            .bind(owner.as_str())
-                            .bind(mapping.agent_id.as_str())
-                            .bind(&mapping.id)
-                            .bind(&mapping.guild_id)
-                            .bind(&mapping.channel_id)
-                            .bind(&mapping.channel_name)
-                            .bind(mapping.created_at)
-                            .fetch_one(&mut *tx)
-                            .await?;
-                        tx.commit().await?;
-                        row.try_into()
-                    })
-                    .await
-                }
-
-                async fn mappings(&self, owner: &UserId) -> Result<Vec<Mapping>> {
-                    let rows: Vec<MappingRow> = sqlx::query_as(sql::SELECT_MAPPINGS)
-                        .bind(owner.as_str())
-                        .fetch_all(&mut *self.read().await?)
-                        .await?;
-                    rows::convert(rows)
-                }
-
-                async fn delete_mapping(&self, owner: &UserId, agent: &AgentId) -> Result<()> {
-                    watched(self.storage_health(), async {
-                        let done = sqlx::query(sql::DELETE_MAPPING)
-                            .bind(owner.as_str())
-                            .bind(agent.as_str())
-                            .execute(self.writer())
-                            .await?;
-                        if done.rows_affected() == 0 {
-                            return Err(Error::not_found(Resource::Mapping, agent.as_str()));
-                        }
-                        Ok(())
-                    })
-                    .await
-                }
-
-                async fn set_allowed_roles(
-                    &self,
-                    owner: &UserId,
-                    guild_id: &str,
-                    roles: &AllowedRoles,
-                ) -> Result<Connection> {
-                    watched(self.storage_health(), async {
-                        let row: Option<ConnectionRow> = sqlx::query_as(sql::SET_ALLOWED_ROLES)
-                            .bind(owner.as_str())
-                            .bind(guild_id)
-                            .bind(roles.to_json())
-                            .fetch_optional(self.writer())
-                            .await?;
-                        row.ok_or_else(|| Error::not_found(Resource::Connection, guild_id))?
-                            .try_into()
-                    })
-                    .await
-                }
-
-                async fn connection_by_id(&self, id: &str) -> Result<Option<ConnectionRecord>> {
-                    let row: Option<ConnectionRow> = sqlx::query_as(sql::SELECT_CONNECTION_BY_ID)
-                        .bind(id)
-                        .fetch_optional(&mut *self.read().await?)
-                        .await?;
-                    row.map(TryInto::try_into).transpose()
-                }
-
-                async fn service_connection(
-                    &self,
-                    guild_id: &str,
-                ) -> Result<Option<ConnectionRecord>> {
-                    let row: Option<ConnectionRow> = sqlx::query_as(sql::SELECT_SERVICE_CONNECTION)
-                        .bind(guild_id)
-                        .fetch_optional(&mut *self.read().await?)
-                        .await?;
-                    row.map(TryInto::try_into).transpose()
-                }
-
-                async fn spend_oauth_state(
-                    &self,
-                    id: &str,
-                    expires_at: chrono::DateTime<chrono::Utc>,
-                ) -> Result<bool> {
-                    watched(self.storage_health(), async {
-                        let now = $crate::domain::now();
-                        let mut tx = self.begin_write().await?;
-                        sqlx::query(sql::FORGET_EXPIRED_STATES).bind(now).execute(&mut *tx).await?;
-                        let spent = sqlx::query(sql::SPEND_STATE)
-                            .bind(id)
-                            .bind(expires_at)
-                            .execute(&mut *tx)
-                            .await?
-                            .rows_affected();
-                        tx.commit().await?;
-                        Ok(spent == 1)
-                    })
-                    .await
-                }
+    async fn delete_connection(&self, owner: &UserId, guild_id: &str) -> Result<()> {
+        watched(self.storage_health(), async {
+            let done = query(sql::DELETE_CONNECTION)
+                .bind(owner.as_str())
+                .bind(guild_id)
+                .execute(self.writer())
+                .await?;
+            if done.rows_affected() == 0 {
+                return Err(Error::not_found(Resource::Connection, guild_id));
             }
-        };
-    };
+            Ok(())
+        })
+        .await
+    }
+
+    async fn upsert_mapping(&self, owner: &UserId, mapping: &Mapping) -> Result<Mapping> {
+        watched(self.storage_health(), async {
+            let mut tx = self.begin_write().await?;
+            lock_agent(&mut tx, owner, &mapping.agent_id).await?;
+            let row: MappingRow = query_as(sql::UPSERT_MAPPING)
+                .bind(owner.as_str())
+                .bind(mapping.agent_id.as_str())
+                .bind(&mapping.id)
+                .bind(&mapping.guild_id)
+                .bind(&mapping.channel_id)
+                .bind(&mapping.channel_name)
+                .bind(mapping.created_at)
+                .fetch_one(&mut tx)
+                .await?;
+            tx.commit().await?;
+            row.try_into()
+        })
+        .await
+    }
+
+    async fn mappings(&self, owner: &UserId) -> Result<Vec<Mapping>> {
+        let rows: Vec<MappingRow> = query_as(sql::SELECT_MAPPINGS)
+            .bind(owner.as_str())
+            .fetch_all(&mut self.read().await?)
+            .await?;
+        rows::convert(rows)
+    }
+
+    async fn delete_mapping(&self, owner: &UserId, agent: &AgentId) -> Result<()> {
+        watched(self.storage_health(), async {
+            let done = query(sql::DELETE_MAPPING)
+                .bind(owner.as_str())
+                .bind(agent.as_str())
+                .execute(self.writer())
+                .await?;
+            if done.rows_affected() == 0 {
+                return Err(Error::not_found(Resource::Mapping, agent.as_str()));
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn set_allowed_roles(
+        &self,
+        owner: &UserId,
+        guild_id: &str,
+        roles: &AllowedRoles,
+    ) -> Result<Connection> {
+        watched(self.storage_health(), async {
+            let row: Option<ConnectionRow> = query_as(sql::SET_ALLOWED_ROLES)
+                .bind(owner.as_str())
+                .bind(guild_id)
+                .bind(roles.to_json())
+                .fetch_optional(self.writer())
+                .await?;
+            row.ok_or_else(|| Error::not_found(Resource::Connection, guild_id))?.try_into()
+        })
+        .await
+    }
+
+    async fn connection_by_id(&self, id: &str) -> Result<Option<ConnectionRecord>> {
+        let row: Option<ConnectionRow> = query_as(sql::SELECT_CONNECTION_BY_ID)
+            .bind(id)
+            .fetch_optional(&mut self.read().await?)
+            .await?;
+        row.map(TryInto::try_into).transpose()
+    }
+
+    async fn service_connection(&self, guild_id: &str) -> Result<Option<ConnectionRecord>> {
+        let row: Option<ConnectionRow> = query_as(sql::SELECT_SERVICE_CONNECTION)
+            .bind(guild_id)
+            .fetch_optional(&mut self.read().await?)
+            .await?;
+        row.map(TryInto::try_into).transpose()
+    }
+
+    async fn spend_oauth_state(
+        &self,
+        id: &str,
+        expires_at: chrono::DateTime<chrono::Utc>,
+    ) -> Result<bool> {
+        watched(self.storage_health(), async {
+            let now = crate::domain::now();
+            let mut tx = self.begin_write().await?;
+            query(sql::FORGET_EXPIRED_STATES).bind(now).execute(&mut tx).await?;
+            let spent = query(sql::SPEND_STATE)
+                .bind(id)
+                .bind(expires_at)
+                .execute(&mut tx)
+                .await?
+                .rows_affected();
+            tx.commit().await?;
+            Ok(spent == 1)
+        })
+        .await
+    }
 }
-pub(super) use chat_store;
 
 /// The statements of this area, the same on both backends.
 pub(super) mod sql {

@@ -4,9 +4,12 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
+use super::db::{SqlStore, query, query_as};
+use super::db_error;
+use super::shared::watched;
 use crate::domain::mcp::{McpServer, McpServerName};
 use crate::domain::user::UserId;
-use crate::error::Result;
+use crate::error::{Conflict, Error, Resource, Result};
 
 /// Users' MCP servers, each scoped to its owner.
 #[async_trait]
@@ -65,93 +68,60 @@ impl TryFrom<McpServerRow> for McpServerRecord {
     }
 }
 
-/// Implements [`McpStore`] for a backend (see [`super::shared`]).
-macro_rules! mcp_store {
-    ($store:ty, $db:ty) => {
-        const _: () = {
-            use crate::domain::mcp::McpServerName;
-            use crate::domain::user::UserId;
-            use crate::error::{Conflict, Error, Resource, Result};
-            use crate::store::db_error;
-            use crate::store::mcp::{McpServerRecord, McpServerRow, sql};
-            use crate::store::shared::watched;
+#[async_trait::async_trait]
+impl<S: SqlStore> McpStore for S {
+    async fn insert_mcp_server(&self, owner: &UserId, record: &McpServerRecord) -> Result<()> {
+        watched(self.storage_health(), async {
+            query(sql::INSERT)
+                .bind(owner.as_str())
+                .bind(record.name.as_str())
+                .bind(&record.url)
+                .bind(&record.sealed_token)
+                .bind(record.created_at)
+                .execute(self.writer())
+                .await
+                .map_err(|e| {
+                    let message =
+                        format!("You already have an MCP server called '{}'.", record.name);
+                    db_error(e, Some(Error::conflict(Conflict::McpServerExists, message)))
+                })?;
+            Ok(())
+        })
+        .await
+    }
 
-            #[async_trait::async_trait]
-            impl $crate::store::McpStore for $store {
-                async fn insert_mcp_server(
-                    &self,
-                    owner: &UserId,
-                    record: &McpServerRecord,
-                ) -> Result<()> {
-                    watched(self.storage_health(), async {
-                        sqlx::query(sql::INSERT)
-                            .bind(owner.as_str())
-                            .bind(record.name.as_str())
-                            .bind(&record.url)
-                            .bind(&record.sealed_token)
-                            .bind(record.created_at)
-                            .execute(self.writer())
-                            .await
-                            .map_err(|e| {
-                                let message = format!(
-                                    "You already have an MCP server called '{}'.",
-                                    record.name
-                                );
-                                db_error(
-                                    e,
-                                    Some(Error::conflict(Conflict::McpServerExists, message)),
-                                )
-                            })?;
-                        Ok(())
-                    })
-                    .await
-                }
+    async fn mcp_servers(&self, owner: &UserId) -> Result<Vec<McpServerRecord>> {
+        let rows: Vec<McpServerRow> = query_as(sql::SELECT_ALL)
+            .bind(owner.as_str())
+            .fetch_all(&mut self.read().await?)
+            .await?;
+        rows.into_iter().map(McpServerRecord::try_from).collect()
+    }
 
-                async fn mcp_servers(&self, owner: &UserId) -> Result<Vec<McpServerRecord>> {
-                    let rows: Vec<McpServerRow> = sqlx::query_as(sql::SELECT_ALL)
-                        .bind(owner.as_str())
-                        .fetch_all(&mut *self.read().await?)
-                        .await?;
-                    rows.into_iter().map(McpServerRecord::try_from).collect()
-                }
+    async fn mcp_server(&self, owner: &UserId, name: &McpServerName) -> Result<McpServerRecord> {
+        let row: Option<McpServerRow> = query_as(sql::SELECT_ONE)
+            .bind(owner.as_str())
+            .bind(name.as_str())
+            .fetch_optional(&mut self.read().await?)
+            .await?;
+        row.ok_or_else(|| Error::not_found(Resource::McpServer, name.as_str()))?.try_into()
+    }
 
-                async fn mcp_server(
-                    &self,
-                    owner: &UserId,
-                    name: &McpServerName,
-                ) -> Result<McpServerRecord> {
-                    let row: Option<McpServerRow> = sqlx::query_as(sql::SELECT_ONE)
-                        .bind(owner.as_str())
-                        .bind(name.as_str())
-                        .fetch_optional(&mut *self.read().await?)
-                        .await?;
-                    row.ok_or_else(|| Error::not_found(Resource::McpServer, name.as_str()))?
-                        .try_into()
-                }
-
-                async fn delete_mcp_server(
-                    &self,
-                    owner: &UserId,
-                    name: &McpServerName,
-                ) -> Result<()> {
-                    watched(self.storage_health(), async {
-                        let done = sqlx::query(sql::DELETE)
-                            .bind(owner.as_str())
-                            .bind(name.as_str())
-                            .execute(self.writer())
-                            .await?;
-                        if done.rows_affected() == 0 {
-                            return Err(Error::not_found(Resource::McpServer, name.as_str()));
-                        }
-                        Ok(())
-                    })
-                    .await
-                }
+    async fn delete_mcp_server(&self, owner: &UserId, name: &McpServerName) -> Result<()> {
+        watched(self.storage_health(), async {
+            let done = query(sql::DELETE)
+                .bind(owner.as_str())
+                .bind(name.as_str())
+                .execute(self.writer())
+                .await?;
+            if done.rows_affected() == 0 {
+                return Err(Error::not_found(Resource::McpServer, name.as_str()));
             }
-        };
-    };
+            Ok(())
+        })
+        .await
+    }
 }
-pub(super) use mcp_store;
 
 /// The statements of this area, the same on both backends.
 pub(super) mod sql {

@@ -11,6 +11,8 @@ mod approvals;
 mod billing;
 mod budget;
 mod chat;
+mod db;
+mod dialect;
 #[cfg(test)]
 mod explain;
 mod health;
@@ -40,28 +42,6 @@ use secrecy::{ExposeSecret, SecretString};
 use crate::domain::runtime::AgentKey;
 use crate::domain::user::UserId;
 use crate::error::{Error, Result};
-
-/// Implements [`Store`] and every area trait for a backend's store type: the one list of areas.
-/// A new area is a module with its trait and macro, and one line here.
-macro_rules! every_area {
-    ($store:ty, $db:ty) => {
-        super::shared::shared_store!($store, $db);
-        super::users::user_store!($store, $db);
-        super::agents::agent_store!($store, $db);
-        super::tasks::task_store!($store, $db);
-        super::chat::chat_store!($store, $db);
-        super::outbox::outbox_store!($store, $db);
-        super::runtime::runtime_store!($store, $db);
-        super::billing::billing_store!($store, $db);
-        super::steps::step_store!($store, $db);
-        super::mcp::mcp_store!($store, $db);
-        super::schedules::schedule_store!($store, $db);
-        super::budget::budget_store!($store, $db);
-        super::approvals::approval_store!($store, $db);
-        super::retention::retention_store!($store, $db);
-    };
-}
-use every_area;
 
 pub use agents::{AgentChange, AgentDecision, AgentStore, AgentWithTask};
 pub use approvals::{ApprovalRef, ApprovalStore, Decided};

@@ -4,9 +4,14 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 
+use super::db::{SqlStore, query, query_as};
+use super::rows::{OutboxLaneRow, OutboxRow};
+use super::shared::{housekeeping, insert_activity, lock_agent, watched};
 use crate::domain::activity::NewActivity;
 use crate::domain::chat::{OutboxLane, OutboxPost};
+use crate::domain::user::UserId;
 use crate::error::Result;
 
 /// The durable queue of posts to Discord.
@@ -37,154 +42,106 @@ pub trait OutboxStore: Send + Sync {
     async fn drop_post(&self, post: &OutboxPost, node: &str, activity: &NewActivity) -> Result<()>;
 }
 
-/// Implements [`OutboxStore`] for a backend (see [`super::shared`]).
-macro_rules! outbox_store {
-    ($store:ty, $db:ty) => {
-        const _: () = {
-            use std::time::Duration;
+#[async_trait::async_trait]
+impl<S: SqlStore> OutboxStore for S {
+    async fn outbox_lanes(&self) -> Result<Vec<OutboxLane>> {
+        let rows: Vec<OutboxLaneRow> =
+            query_as(sql::SELECT_OUTBOX_LANES).fetch_all(&mut self.read().await?).await?;
+        Ok(rows.into_iter().map(OutboxLane::from).collect())
+    }
 
-            use chrono::{DateTime, Utc};
+    async fn claim_post(
+        &self,
+        lane: &OutboxLane,
+        node: &str,
+        lease: Duration,
+    ) -> Result<Option<OutboxPost>> {
+        housekeeping(self.storage_health(), async {
+            let row: Option<OutboxRow> = query_as(&sql::claim_post(self.dialect().clock()))
+                .bind(&lane.owner_id)
+                .bind(&lane.channel_id)
+                .bind(node)
+                .bind(lease.as_secs_f64())
+                .fetch_optional(self.writer())
+                .await?;
+            row.map(OutboxPost::try_from).transpose()
+        })
+        .await
+    }
 
-            use crate::domain::activity::NewActivity;
-            use crate::domain::chat::{OutboxLane, OutboxPost};
-            use crate::domain::user::UserId;
-            use crate::error::Result;
-            use crate::store::outbox::sql;
-            use crate::store::rows::{OutboxLaneRow, OutboxRow};
-            use crate::store::shared::{housekeeping, watched};
+    async fn next_post_due(&self, lane: &OutboxLane) -> Result<Option<Duration>> {
+        let head: Option<(DateTime<Utc>, Option<DateTime<Utc>>, DateTime<Utc>)> =
+            query_as(&sql::select_head_due(self.dialect().clock()))
+                .bind(&lane.owner_id)
+                .bind(&lane.channel_id)
+                .fetch_optional(&mut self.read().await?)
+                .await?;
+        Ok(head.map(|(due, lease, now)| {
+            let due = lease.map_or(due, |lease| due.max(lease));
+            (due - now).to_std().unwrap_or(Duration::ZERO)
+        }))
+    }
 
-            #[async_trait::async_trait]
-            impl $crate::store::OutboxStore for $store {
-                async fn outbox_lanes(&self) -> Result<Vec<OutboxLane>> {
-                    let rows: Vec<OutboxLaneRow> = sqlx::query_as(sql::SELECT_OUTBOX_LANES)
-                        .fetch_all(&mut *self.read().await?)
-                        .await?;
-                    Ok(rows.into_iter().map(OutboxLane::from).collect())
-                }
+    async fn renew_post_lease(&self, id: i64, node: &str, lease: Duration) -> Result<bool> {
+        housekeeping(self.storage_health(), async {
+            let renewed = query(&sql::renew_post_lease(self.dialect().clock()))
+                .bind(id)
+                .bind(node)
+                .bind(lease.as_secs_f64())
+                .execute(self.writer())
+                .await?;
+            Ok(renewed.rows_affected() > 0)
+        })
+        .await
+    }
 
-                async fn claim_post(
-                    &self,
-                    lane: &OutboxLane,
-                    node: &str,
-                    lease: Duration,
-                ) -> Result<Option<OutboxPost>> {
-                    housekeeping(self.storage_health(), async {
-                        let row: Option<OutboxRow> =
-                            sqlx::query_as(&sql::claim_post(<$store>::CLOCK))
-                                .bind(&lane.owner_id)
-                                .bind(&lane.channel_id)
-                                .bind(node)
-                                .bind(lease.as_secs_f64())
-                                .fetch_optional(self.writer())
-                                .await?;
-                        row.map(OutboxPost::try_from).transpose()
-                    })
-                    .await
-                }
+    async fn finish_post(&self, id: i64, node: &str, message_id: &str) -> Result<bool> {
+        watched(self.storage_health(), async {
+            let done = query(sql::MARK_DELIVERED)
+                .bind(id)
+                .bind(node)
+                .bind(message_id)
+                .bind(crate::domain::now())
+                .execute(self.writer())
+                .await?;
+            Ok(done.rows_affected() > 0)
+        })
+        .await
+    }
 
-                async fn next_post_due(&self, lane: &OutboxLane) -> Result<Option<Duration>> {
-                    let head: Option<(DateTime<Utc>, Option<DateTime<Utc>>, DateTime<Utc>)> =
-                        sqlx::query_as(&sql::select_head_due(<$store>::CLOCK))
-                            .bind(&lane.owner_id)
-                            .bind(&lane.channel_id)
-                            .fetch_optional(&mut *self.read().await?)
-                            .await?;
-                    Ok(head.map(|(due, lease, now)| {
-                        let due = lease.map_or(due, |lease| due.max(lease));
-                        (due - now).to_std().unwrap_or(Duration::ZERO)
-                    }))
-                }
+    async fn retry_post(&self, id: i64, node: &str, delay: Duration, error: &str) -> Result<()> {
+        watched(self.storage_health(), async {
+            query(&sql::reschedule_post(self.dialect().clock()))
+                .bind(id)
+                .bind(node)
+                .bind(delay.as_secs_f64())
+                .bind(error)
+                .execute(self.writer())
+                .await?;
+            Ok(())
+        })
+        .await
+    }
 
-                async fn renew_post_lease(
-                    &self,
-                    id: i64,
-                    node: &str,
-                    lease: Duration,
-                ) -> Result<bool> {
-                    housekeeping(self.storage_health(), async {
-                        let renewed = sqlx::query(&sql::renew_post_lease(<$store>::CLOCK))
-                            .bind(id)
-                            .bind(node)
-                            .bind(lease.as_secs_f64())
-                            .execute(self.writer())
-                            .await?;
-                        Ok(renewed.rows_affected() > 0)
-                    })
-                    .await
-                }
-
-                async fn finish_post(&self, id: i64, node: &str, message_id: &str) -> Result<bool> {
-                    watched(self.storage_health(), async {
-                        let done = sqlx::query(sql::MARK_DELIVERED)
-                            .bind(id)
-                            .bind(node)
-                            .bind(message_id)
-                            .bind($crate::domain::now())
-                            .execute(self.writer())
-                            .await?;
-                        Ok(done.rows_affected() > 0)
-                    })
-                    .await
-                }
-
-                async fn retry_post(
-                    &self,
-                    id: i64,
-                    node: &str,
-                    delay: Duration,
-                    error: &str,
-                ) -> Result<()> {
-                    watched(self.storage_health(), async {
-                        sqlx::query(&sql::reschedule_post(<$store>::CLOCK))
-                            .bind(id)
-                            .bind(node)
-                            .bind(delay.as_secs_f64())
-                            .bind(error)
-                            .execute(self.writer())
-                            .await?;
-                        Ok(())
-                    })
-                    .await
-                }
-
-                async fn drop_post(
-                    &self,
-                    post: &OutboxPost,
-                    node: &str,
-                    activity: &NewActivity,
-                ) -> Result<()> {
-                    watched(self.storage_health(), async {
-                        let owner = UserId::from_trusted(post.owner_id.clone());
-                        let mut tx = self.begin_write().await?;
-                        // Agent first, as every writer does; a deleted agent took its posts with it.
-                        if Self::lock_agent(&mut tx, &owner, &post.agent_id).await.is_err() {
-                            return Ok(());
-                        }
-                        let removed = sqlx::query(sql::DELETE_POST)
-                            .bind(post.id)
-                            .bind(node)
-                            .execute(&mut *tx)
-                            .await?;
-                        if removed.rows_affected() > 0 {
-                            Self::insert_activity(
-                                &mut tx,
-                                &owner,
-                                &post.agent_id,
-                                activity,
-                                $crate::domain::now(),
-                            )
-                            .await?;
-                        }
-                        tx.commit().await?;
-                        Ok(())
-                    })
-                    .await
-                }
+    async fn drop_post(&self, post: &OutboxPost, node: &str, activity: &NewActivity) -> Result<()> {
+        watched(self.storage_health(), async {
+            let owner = UserId::from_trusted(post.owner_id.clone());
+            let mut tx = self.begin_write().await?;
+            // Agent first, as every writer does; a deleted agent took its posts with it.
+            if lock_agent(&mut tx, &owner, &post.agent_id).await.is_err() {
+                return Ok(());
             }
-        };
-    };
+            let removed = query(sql::DELETE_POST).bind(post.id).bind(node).execute(&mut tx).await?;
+            if removed.rows_affected() > 0 {
+                insert_activity(&mut tx, &owner, &post.agent_id, activity, crate::domain::now())
+                    .await?;
+            }
+            tx.commit().await?;
+            Ok(())
+        })
+        .await
+    }
 }
-pub(super) use outbox_store;
 
 /// The statements of this area, the same on both backends.
 pub(super) mod sql {

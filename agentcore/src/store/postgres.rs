@@ -4,12 +4,14 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions, PgRow};
-use sqlx::{Pool, Postgres, Transaction};
+use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
+use sqlx::{Pool, Postgres};
 
-use super::readers::{Read, Readers};
-use super::{Backend, DatabaseUrl, Signal, StorageHealth, Wake, sql};
-use crate::error::{Error, Result};
+use super::db::{Ex, Reader, SqlStore, Tx};
+use super::readers::Readers;
+use super::script::Scripts;
+use super::{Backend, DatabaseUrl, Signal, StorageHealth, Wake};
+use crate::error::Result;
 
 const MAX_CONNECTIONS: u32 = 16;
 /// Connections for plain reads, beside the pool (`readers.rs`), opened as load asks.
@@ -28,29 +30,8 @@ pub struct PostgresStore {
 const TEST_IDLE_AFTER: Duration = Duration::from_secs(1);
 
 impl PostgresStore {
-    const BACKEND: Backend = Backend::Postgres;
-    /// Nodes with different clocks write one agent's activity.
-    const INSERT_ACTIVITY: &'static str = sql::INSERT_ACTIVITY_MONOTONIC;
-    /// The server's clock, the one time every node agrees on. `now()` is the transaction's
-    /// start: one value for every statement of a transaction.
-    pub(super) const CLOCK: sql::Clock = sql::Clock {
-        now: "now()",
-        plus: |seconds| format!("(now() + {seconds}::float8 * interval '1 second')"),
-    };
-    const LOCK: &'static str = " FOR UPDATE";
-    /// The UTC day of a model step, as the usage report groups it.
-    const DAY_OF_STEP: &'static str = "to_char(s.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')";
-    /// Two nodes claiming at once take different agents instead of waiting on each other.
-    const SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
-    /// Published at commit to every node's listener.
-    const NOTIFY: Option<&'static str> = Some("SELECT pg_notify('agentd_wake', $1)");
-    /// Stripe events are applied one at a time across nodes: they are rare, and touch users,
-    /// customers and subscriptions in orders no row-lock sequence could keep deadlock-free.
-    const SERIALIZE_BILLING: Option<&'static str> =
-        Some("SELECT pg_advisory_xact_lock(7402318821156)");
-    /// Statements go one by one: PostgreSQL takes no multi-statement query with parameters,
-    /// and its transactions do not stop other writers.
-    const SCRIPTS: bool = false;
+    #[cfg(test)]
+    pub(super) const CLOCK: super::sql::Clock = Backend::Postgres.clock();
 
     /// Connects and applies the migrations. Concurrent nodes serialise on sqlx's migration lock.
     pub async fn connect(url: &DatabaseUrl) -> Result<Self> {
@@ -77,27 +58,34 @@ impl PostgresStore {
         let readers = Readers::new(options, READERS, Some(TEST_IDLE_AFTER));
         Ok(Self { pool, readers, health })
     }
+}
+
+/// The store's connections: a pool for writes, the readers for plain reads.
+impl SqlStore for PostgresStore {
+    fn dialect(&self) -> Backend {
+        Backend::Postgres
+    }
 
     fn storage_health(&self) -> &StorageHealth {
         &self.health
     }
 
-    /// A connection for a plain read (`readers.rs`).
-    async fn read(&self) -> Result<Read<Postgres>> {
-        self.readers.acquire().await
+    fn writer(&self) -> Ex<'_> {
+        Ex::PostgresPool(&self.pool)
     }
 
-    fn writer(&self) -> &Pool<Postgres> {
-        &self.pool
+    async fn read(&self) -> Result<Reader> {
+        Ok(Reader::Postgres(self.readers.acquire().await?))
     }
 
-    async fn begin_write(&self) -> Result<Transaction<'static, Postgres>> {
-        Ok(self.pool.begin().await?)
+    async fn begin_write(&self) -> Result<Tx> {
+        Ok(Tx::Postgres(self.pool.begin().await?))
     }
 
-    /// Never called: [`Self::SCRIPTS`] is false.
-    async fn script(&self, _script: super::script::Script) -> Result<PgRow> {
-        Err(Error::internal("scripts are SQLite's"))
+    /// Statements go one by one: PostgreSQL takes no multi-statement query with parameters,
+    /// and its transactions do not stop other writers.
+    fn scripts(&self) -> Option<&Scripts> {
+        None
     }
 
     /// Listens on the wake-up channel, reconnecting after a lost connection (and then asking
@@ -157,5 +145,3 @@ impl PostgresStore {
         self.pool.close().await;
     }
 }
-
-super::every_area!(PostgresStore, Postgres);

@@ -6,6 +6,8 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
+use super::db::{SqlStore, query};
+use super::shared::housekeeping;
 use crate::error::Result;
 
 /// What to forget.
@@ -40,47 +42,24 @@ pub trait RetentionStore: Send + Sync {
     async fn prune(&self, what: Prunable, before: DateTime<Utc>, batch: i64) -> Result<u64>;
 }
 
-/// Implements [`RetentionStore`] for a backend (see [`super::shared`]).
-macro_rules! retention_store {
-    ($store:ty, $db:ty) => {
-        const _: () = {
-            use chrono::{DateTime, Utc};
-
-            use crate::error::Result;
-            use crate::store::retention::{Prunable, sql};
-            use crate::store::shared::housekeeping;
-
-            #[async_trait::async_trait]
-            impl $crate::store::RetentionStore for $store {
-                async fn prune(
-                    &self,
-                    what: Prunable,
-                    before: DateTime<Utc>,
-                    batch: i64,
-                ) -> Result<u64> {
-                    housekeeping(self.storage_health(), async {
-                        let statement = match what {
-                            Prunable::FinishedTasks => sql::PRUNE_FINISHED_TASKS,
-                            Prunable::Activity => sql::PRUNE_ACTIVITY,
-                            Prunable::DeliveredPosts => sql::PRUNE_DELIVERED,
-                            Prunable::BillingEvents => sql::PRUNE_BILLING_EVENTS,
-                        };
-                        let mut tx = self.begin_write().await?;
-                        let done = sqlx::query(statement)
-                            .bind(before)
-                            .bind(batch)
-                            .execute(&mut *tx)
-                            .await?;
-                        tx.commit().await?;
-                        Ok(done.rows_affected())
-                    })
-                    .await
-                }
-            }
-        };
-    };
+#[async_trait::async_trait]
+impl<S: SqlStore> RetentionStore for S {
+    async fn prune(&self, what: Prunable, before: DateTime<Utc>, batch: i64) -> Result<u64> {
+        housekeeping(self.storage_health(), async {
+            let statement = match what {
+                Prunable::FinishedTasks => sql::PRUNE_FINISHED_TASKS,
+                Prunable::Activity => sql::PRUNE_ACTIVITY,
+                Prunable::DeliveredPosts => sql::PRUNE_DELIVERED,
+                Prunable::BillingEvents => sql::PRUNE_BILLING_EVENTS,
+            };
+            let mut tx = self.begin_write().await?;
+            let done = query(statement).bind(before).bind(batch).execute(&mut tx).await?;
+            tx.commit().await?;
+            Ok(done.rows_affected())
+        })
+        .await
+    }
 }
-pub(super) use retention_store;
 
 /// The statements of this area, the same on both backends: each picks its batch through an
 /// index in time order (`$1` the time, `$2` the batch).

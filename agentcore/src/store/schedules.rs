@@ -6,14 +6,21 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use crate::domain::agent::AgentId;
+use crate::domain::agent::{AgentId, AgentStatus};
+use crate::domain::runtime::AgentKey;
 use crate::domain::schedule::{
     CatchUp, CronSpec, FireState, FireWrite, Overlap, ScheduleId, ScheduleRecord, SkipReason,
     Timing, Zone, from_epoch,
 };
 use crate::domain::task::{NewTask, Priority, TaskDescription, TaskId, TaskTitle};
 use crate::domain::user::UserId;
-use crate::error::{Error, Result};
+use crate::error::{Error, Resource, Result};
+use crate::store::db::{SqlStore, Tx, query, query_as, query_scalar};
+use crate::store::shared::{
+    housekeeping, insert_activity, lock_agent, notify, nth_instant, require_agent, watched,
+    watched_if,
+};
+use crate::store::tasks::write_task;
 
 /// Schedules, each scoped to its owner and agent.
 #[async_trait]
@@ -131,309 +138,267 @@ impl TryFrom<ScheduleRow> for ScheduleRecord {
     }
 }
 
-/// Implements [`ScheduleStore`] for a backend (see [`super::shared`]).
-macro_rules! schedule_store {
-    ($store:ty, $db:ty) => {
-        const _: () = {
-            use chrono::{DateTime, Utc};
-
-            use crate::domain::agent::{AgentId, AgentStatus};
-            use crate::domain::runtime::AgentKey;
-            use crate::domain::schedule::{FireState, ScheduleId, ScheduleRecord};
-            use crate::domain::user::UserId;
-            use crate::error::{Error, Resource, Result};
-            use crate::store::schedules::{ScheduleRow, sql};
-            use crate::store::shared::{housekeeping, nth_instant, watched, watched_if};
-            use crate::store::{FireDecision, ScheduleDecision};
-
-            impl $store {
-                async fn write_schedule(
-                    tx: &mut sqlx::Transaction<'static, $db>,
-                    schedule: &ScheduleRecord,
-                ) -> Result<()> {
-                    sqlx::query(sql::UPDATE)
-                        .bind(schedule.id.as_str())
-                        .bind(schedule.timing.cron.as_str())
-                        .bind(schedule.timing.zone.name())
-                        .bind(schedule.task.title.as_str())
-                        .bind(schedule.task.description.as_ref().map(|d| d.as_str()))
-                        .bind(schedule.task.priority.get())
-                        .bind(schedule.catch_up.as_str())
-                        .bind(schedule.overlap.as_str())
-                        .bind(schedule.enabled)
-                        .bind(schedule.next_fire_at.map(|at| at.timestamp()))
-                        .bind(schedule.last_fired_at)
-                        .bind(schedule.last_task_id.as_ref().map(|id| id.as_str()))
-                        .bind(schedule.skip_noted.map(|reason| reason.as_str()))
-                        .bind(schedule.updated_at)
-                        .execute(&mut **tx)
-                        .await?;
-                    Ok(())
-                }
-
-                async fn locked_schedule(
-                    tx: &mut sqlx::Transaction<'static, $db>,
-                    owner: &UserId,
-                    agent: &AgentId,
-                    id: &ScheduleId,
-                ) -> Result<Option<ScheduleRecord>> {
-                    let row: Option<ScheduleRow> =
-                        sqlx::query_as(&sql::select_one(<$store>::LOCK))
-                            .bind(owner.as_str())
-                            .bind(agent.as_str())
-                            .bind(id.as_str())
-                            .fetch_optional(&mut **tx)
-                            .await?;
-                    row.map(ScheduleRecord::try_from).transpose()
-                }
-            }
-
-            #[async_trait::async_trait]
-            impl $crate::store::ScheduleStore for $store {
-                async fn insert_schedule(
-                    &self,
-                    owner: &UserId,
-                    schedule: &ScheduleRecord,
-                ) -> Result<()> {
-                    watched(self.storage_health(), async {
-                        let mut tx = self.begin_write().await?;
-                        Self::lock_agent(&mut tx, owner, &schedule.agent_id).await?;
-                        sqlx::query(sql::INSERT)
-                            .bind(schedule.id.as_str())
-                            .bind(owner.as_str())
-                            .bind(schedule.agent_id.as_str())
-                            .bind(schedule.created_at)
-                            .execute(&mut *tx)
-                            .await?;
-                        Self::write_schedule(&mut tx, schedule).await?;
-                        tx.commit().await?;
-                        Ok(())
-                    })
-                    .await
-                }
-
-                async fn schedule_counts(
-                    &self,
-                    owner: &UserId,
-                    agent: &AgentId,
-                ) -> Result<(i64, i64)> {
-                    let counts: (i64, i64) = sqlx::query_as(sql::COUNT_SCHEDULES)
-                        .bind(owner.as_str())
-                        .bind(agent.as_str())
-                        .fetch_one(&mut *self.read().await?)
-                        .await?;
-                    Ok(counts)
-                }
-
-                async fn schedules(
-                    &self,
-                    owner: &UserId,
-                    agent: &AgentId,
-                ) -> Result<Vec<ScheduleRecord>> {
-                    let mut conn = self.read().await?;
-                    Self::require_agent(&mut conn, owner, agent, "").await?;
-                    let rows: Vec<ScheduleRow> = sqlx::query_as(&sql::select_all())
-                        .bind(owner.as_str())
-                        .bind(agent.as_str())
-                        .fetch_all(&mut *conn)
-                        .await?;
-                    rows.into_iter().map(ScheduleRecord::try_from).collect()
-                }
-
-                async fn schedule(
-                    &self,
-                    owner: &UserId,
-                    agent: &AgentId,
-                    id: &ScheduleId,
-                ) -> Result<ScheduleRecord> {
-                    let mut conn = self.read().await?;
-                    Self::require_agent(&mut conn, owner, agent, "").await?;
-                    let row: Option<ScheduleRow> = sqlx::query_as(&sql::select_one(""))
-                        .bind(owner.as_str())
-                        .bind(agent.as_str())
-                        .bind(id.as_str())
-                        .fetch_optional(&mut *conn)
-                        .await?;
-                    row.ok_or_else(|| Error::not_found(Resource::Schedule, id.as_str()))?
-                        .try_into()
-                }
-
-                async fn update_schedule(
-                    &self,
-                    owner: &UserId,
-                    agent: &AgentId,
-                    id: &ScheduleId,
-                    decide: ScheduleDecision<'_>,
-                ) -> Result<ScheduleRecord> {
-                    watched(self.storage_health(), async {
-                        let mut tx = self.begin_write().await?;
-                        Self::lock_agent(&mut tx, owner, agent).await?;
-                        let current = Self::locked_schedule(&mut tx, owner, agent, id)
-                            .await?
-                            .ok_or_else(|| Error::not_found(Resource::Schedule, id.as_str()))?;
-                        let next = decide(&current)?;
-                        Self::write_schedule(&mut tx, &next).await?;
-                        tx.commit().await?;
-                        Ok(next)
-                    })
-                    .await
-                }
-
-                async fn delete_schedule(
-                    &self,
-                    owner: &UserId,
-                    agent: &AgentId,
-                    id: &ScheduleId,
-                ) -> Result<()> {
-                    watched(self.storage_health(), async {
-                        let mut tx = self.begin_write().await?;
-                        Self::lock_agent(&mut tx, owner, agent).await?;
-                        let done = sqlx::query(sql::DELETE)
-                            .bind(owner.as_str())
-                            .bind(agent.as_str())
-                            .bind(id.as_str())
-                            .execute(&mut *tx)
-                            .await?;
-                        if done.rows_affected() == 0 {
-                            return Err(Error::not_found(Resource::Schedule, id.as_str()));
-                        }
-                        tx.commit().await?;
-                        Ok(())
-                    })
-                    .await
-                }
-
-                async fn due_schedules(
-                    &self,
-                    limit: i64,
-                ) -> Result<(DateTime<Utc>, Vec<(UserId, ScheduleRecord)>)> {
-                    let now: DateTime<Utc> =
-                        sqlx::query_scalar(&format!("SELECT {}", <$store>::CLOCK.now))
-                            .fetch_one(&mut *self.read().await?)
-                            .await?;
-                    let rows: Vec<ScheduleRow> = sqlx::query_as(&sql::select_due())
-                        .bind(now.timestamp())
-                        .bind(limit)
-                        .fetch_all(&mut *self.read().await?)
-                        .await?;
-                    let mut due = Vec::with_capacity(rows.len());
-                    for row in rows {
-                        let owner = UserId::parse(&row.owner_id).map_err(Error::internal)?;
-                        due.push((owner, ScheduleRecord::try_from(row)?));
-                    }
-                    Ok((now, due))
-                }
-
-                async fn fire_schedule(
-                    &self,
-                    owner: &UserId,
-                    agent: &AgentId,
-                    id: &ScheduleId,
-                    decide: FireDecision<'_>,
-                ) -> Result<Option<usize>> {
-                    watched_if(
-                        self.storage_health(),
-                        async {
-                            let mut tx = self.begin_write().await?;
-                            let status: Option<String> = sqlx::query_scalar(
-                                &crate::store::tasks::sql::agent_status(<$store>::LOCK),
-                            )
-                            .bind(owner.as_str())
-                            .bind(agent.as_str())
-                            .fetch_optional(&mut *tx)
-                            .await?;
-                            let Some(status) = status else { return Ok(None) };
-                            let active = status.parse::<AgentStatus>().map_err(Error::internal)?
-                                == AgentStatus::Active;
-                            let Some(current) =
-                                Self::locked_schedule(&mut tx, owner, agent, id).await?
-                            else {
-                                return Ok(None);
-                            };
-                            let last_task_active = match &current.last_task_id {
-                                Some(task) => sqlx::query_scalar::<_, i32>(sql::TASK_ACTIVE)
-                                    .bind(task.as_str())
-                                    .fetch_optional(&mut *tx)
-                                    .await?
-                                    .is_some(),
-                                None => false,
-                            };
-                            let queued: Option<i64> = sqlx::query_scalar(sql::AGENT_QUEUED)
-                                .bind(owner.as_str())
-                                .bind(agent.as_str())
-                                .fetch_optional(&mut *tx)
-                                .await?;
-                            let state = FireState {
-                                agent_active: active,
-                                last_task_active,
-                                queued: queued.unwrap_or(0),
-                            };
-                            let Some(write) = decide(&current, state) else { return Ok(None) };
-                            let at = $crate::domain::now();
-                            let mut queued = 0;
-                            for (fire_at, task, entries) in &write.tasks {
-                                let fresh = sqlx::query(sql::INSERT_FIRE)
-                                    .bind(current.id.as_str())
-                                    .bind(fire_at.timestamp())
-                                    .bind(task.id.as_str())
-                                    .bind(at)
-                                    .execute(&mut *tx)
-                                    .await?;
-                                if fresh.rows_affected() == 0 {
-                                    tracing::warn!(schedule = %current.id, %fire_at, "this fire time already queued its task");
-                                    continue;
-                                }
-                                let (first, rest) = entries.split_first().ok_or_else(|| {
-                                    Error::internal("a scheduled task without its entry")
-                                })?;
-                                Self::write_task(&mut tx, owner, task, first).await?;
-                                for (nth, entry) in rest.iter().enumerate() {
-                                    let when = nth_instant(task.created_at, nth + 1);
-                                    Self::insert_activity(&mut tx, owner, agent, entry, when)
-                                        .await?;
-                                }
-                                queued += 1;
-                            }
-                            for (nth, entry) in write.activity.iter().enumerate() {
-                                let when = nth_instant(at, nth + write.tasks.len() * 2);
-                                Self::insert_activity(&mut tx, owner, agent, entry, when).await?;
-                            }
-                            let mut next = current.clone();
-                            next.next_fire_at = write.next_fire_at;
-                            next.last_fired_at = write.last_fired_at;
-                            next.last_task_id = write.last_task_id.clone();
-                            next.skip_noted = write.skip_noted;
-                            Self::write_schedule(&mut tx, &next).await?;
-                            if queued > 0 && active {
-                                Self::notify(
-                                    &mut tx,
-                                    &AgentKey::new(owner.as_str(), agent.as_str()),
-                                )
-                                .await?;
-                            }
-                            tx.commit().await?;
-                            Ok(Some(queued))
-                        },
-                        |outcome: &Option<usize>| outcome.is_some(),
-                    )
-                    .await
-                }
-
-                async fn prune_schedule_fires(&self, before: i64) -> Result<u64> {
-                    housekeeping(self.storage_health(), async {
-                        let done = sqlx::query(sql::PRUNE_FIRES)
-                            .bind(before)
-                            .execute(self.writer())
-                            .await?;
-                        Ok(done.rows_affected())
-                    })
-                    .await
-                }
-            }
-        };
-    };
+async fn write_schedule(tx: &mut Tx, schedule: &ScheduleRecord) -> Result<()> {
+    query(sql::UPDATE)
+        .bind(schedule.id.as_str())
+        .bind(schedule.timing.cron.as_str())
+        .bind(schedule.timing.zone.name())
+        .bind(schedule.task.title.as_str())
+        .bind(schedule.task.description.as_ref().map(|d| d.as_str()))
+        .bind(schedule.task.priority.get())
+        .bind(schedule.catch_up.as_str())
+        .bind(schedule.overlap.as_str())
+        .bind(schedule.enabled)
+        .bind(schedule.next_fire_at.map(|at| at.timestamp()))
+        .bind(schedule.last_fired_at)
+        .bind(schedule.last_task_id.as_ref().map(|id| id.as_str()))
+        .bind(schedule.skip_noted.map(|reason| reason.as_str()))
+        .bind(schedule.updated_at)
+        .execute(&mut *tx)
+        .await?;
+    Ok(())
 }
-pub(super) use schedule_store;
+
+async fn locked_schedule(
+    tx: &mut Tx,
+    owner: &UserId,
+    agent: &AgentId,
+    id: &ScheduleId,
+) -> Result<Option<ScheduleRecord>> {
+    let row: Option<ScheduleRow> = query_as(&sql::select_one(tx.dialect().lock()))
+        .bind(owner.as_str())
+        .bind(agent.as_str())
+        .bind(id.as_str())
+        .fetch_optional(&mut *tx)
+        .await?;
+    row.map(ScheduleRecord::try_from).transpose()
+}
+
+#[async_trait::async_trait]
+impl<S: SqlStore> ScheduleStore for S {
+    async fn insert_schedule(&self, owner: &UserId, schedule: &ScheduleRecord) -> Result<()> {
+        watched(self.storage_health(), async {
+            let mut tx = self.begin_write().await?;
+            lock_agent(&mut tx, owner, &schedule.agent_id).await?;
+            query(sql::INSERT)
+                .bind(schedule.id.as_str())
+                .bind(owner.as_str())
+                .bind(schedule.agent_id.as_str())
+                .bind(schedule.created_at)
+                .execute(&mut tx)
+                .await?;
+            write_schedule(&mut tx, schedule).await?;
+            tx.commit().await?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn schedule_counts(&self, owner: &UserId, agent: &AgentId) -> Result<(i64, i64)> {
+        let counts: (i64, i64) = query_as(sql::COUNT_SCHEDULES)
+            .bind(owner.as_str())
+            .bind(agent.as_str())
+            .fetch_one(&mut self.read().await?)
+            .await?;
+        Ok(counts)
+    }
+
+    async fn schedules(&self, owner: &UserId, agent: &AgentId) -> Result<Vec<ScheduleRecord>> {
+        let mut conn = self.read().await?;
+        require_agent(&mut conn, owner, agent, "").await?;
+        let rows: Vec<ScheduleRow> = query_as(&sql::select_all())
+            .bind(owner.as_str())
+            .bind(agent.as_str())
+            .fetch_all(&mut conn)
+            .await?;
+        rows.into_iter().map(ScheduleRecord::try_from).collect()
+    }
+
+    async fn schedule(
+        &self,
+        owner: &UserId,
+        agent: &AgentId,
+        id: &ScheduleId,
+    ) -> Result<ScheduleRecord> {
+        let mut conn = self.read().await?;
+        require_agent(&mut conn, owner, agent, "").await?;
+        let row: Option<ScheduleRow> = query_as(&sql::select_one(""))
+            .bind(owner.as_str())
+            .bind(agent.as_str())
+            .bind(id.as_str())
+            .fetch_optional(&mut conn)
+            .await?;
+        row.ok_or_else(|| Error::not_found(Resource::Schedule, id.as_str()))?.try_into()
+    }
+
+    async fn update_schedule(
+        &self,
+        owner: &UserId,
+        agent: &AgentId,
+        id: &ScheduleId,
+        decide: ScheduleDecision<'_>,
+    ) -> Result<ScheduleRecord> {
+        watched(self.storage_health(), async {
+            let mut tx = self.begin_write().await?;
+            lock_agent(&mut tx, owner, agent).await?;
+            let current = locked_schedule(&mut tx, owner, agent, id)
+                .await?
+                .ok_or_else(|| Error::not_found(Resource::Schedule, id.as_str()))?;
+            let next = decide(&current)?;
+            write_schedule(&mut tx, &next).await?;
+            tx.commit().await?;
+            Ok(next)
+        })
+        .await
+    }
+
+    async fn delete_schedule(
+        &self,
+        owner: &UserId,
+        agent: &AgentId,
+        id: &ScheduleId,
+    ) -> Result<()> {
+        watched(self.storage_health(), async {
+            let mut tx = self.begin_write().await?;
+            lock_agent(&mut tx, owner, agent).await?;
+            let done = query(sql::DELETE)
+                .bind(owner.as_str())
+                .bind(agent.as_str())
+                .bind(id.as_str())
+                .execute(&mut tx)
+                .await?;
+            if done.rows_affected() == 0 {
+                return Err(Error::not_found(Resource::Schedule, id.as_str()));
+            }
+            tx.commit().await?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn due_schedules(
+        &self,
+        limit: i64,
+    ) -> Result<(DateTime<Utc>, Vec<(UserId, ScheduleRecord)>)> {
+        let now: DateTime<Utc> = query_scalar(&format!("SELECT {}", self.dialect().clock().now))
+            .fetch_one(&mut self.read().await?)
+            .await?;
+        let rows: Vec<ScheduleRow> = query_as(&sql::select_due())
+            .bind(now.timestamp())
+            .bind(limit)
+            .fetch_all(&mut self.read().await?)
+            .await?;
+        let mut due = Vec::with_capacity(rows.len());
+        for row in rows {
+            let owner = UserId::parse(&row.owner_id).map_err(Error::internal)?;
+            due.push((owner, ScheduleRecord::try_from(row)?));
+        }
+        Ok((now, due))
+    }
+
+    async fn fire_schedule(
+        &self,
+        owner: &UserId,
+        agent: &AgentId,
+        id: &ScheduleId,
+        decide: FireDecision<'_>,
+    ) -> Result<Option<usize>> {
+        watched_if(
+            self.storage_health(),
+            async {
+                let mut tx = self.begin_write().await?;
+                let status: Option<String> = query_scalar(
+                    &crate::store::tasks::sql::agent_status(self.dialect().lock()),
+                )
+                .bind(owner.as_str())
+                .bind(agent.as_str())
+                .fetch_optional(&mut tx)
+                .await?;
+                let Some(status) = status else { return Ok(None) };
+                let active = status.parse::<AgentStatus>().map_err(Error::internal)?
+                    == AgentStatus::Active;
+                let Some(current) =
+                    locked_schedule(&mut tx, owner, agent, id).await?
+                else {
+                    return Ok(None);
+                };
+                let last_task_active = match &current.last_task_id {
+                    Some(task) => query_scalar::<i32>(sql::TASK_ACTIVE)
+                        .bind(task.as_str())
+                        .fetch_optional(&mut tx)
+                        .await?
+                        .is_some(),
+                    None => false,
+                };
+                let queued: Option<i64> = query_scalar(sql::AGENT_QUEUED)
+                    .bind(owner.as_str())
+                    .bind(agent.as_str())
+                    .fetch_optional(&mut tx)
+                    .await?;
+                let state = FireState {
+                    agent_active: active,
+                    last_task_active,
+                    queued: queued.unwrap_or(0),
+                };
+                let Some(write) = decide(&current, state) else { return Ok(None) };
+                let at = crate::domain::now();
+                let mut queued = 0;
+                for (fire_at, task, entries) in &write.tasks {
+                    let fresh = query(sql::INSERT_FIRE)
+                        .bind(current.id.as_str())
+                        .bind(fire_at.timestamp())
+                        .bind(task.id.as_str())
+                        .bind(at)
+                        .execute(&mut tx)
+                        .await?;
+                    if fresh.rows_affected() == 0 {
+                        tracing::warn!(schedule = %current.id, %fire_at, "this fire time already queued its task");
+                        continue;
+                    }
+                    let (first, rest) = entries.split_first().ok_or_else(|| {
+                        Error::internal("a scheduled task without its entry")
+                    })?;
+                    write_task(&mut tx, owner, task, first).await?;
+                    for (nth, entry) in rest.iter().enumerate() {
+                        let when = nth_instant(task.created_at, nth + 1);
+                        insert_activity(&mut tx, owner, agent, entry, when)
+                            .await?;
+                    }
+                    queued += 1;
+                }
+                for (nth, entry) in write.activity.iter().enumerate() {
+                    let when = nth_instant(at, nth + write.tasks.len() * 2);
+                    insert_activity(&mut tx, owner, agent, entry, when).await?;
+                }
+                let mut next = current.clone();
+                next.next_fire_at = write.next_fire_at;
+                next.last_fired_at = write.last_fired_at;
+                next.last_task_id = write.last_task_id.clone();
+                next.skip_noted = write.skip_noted;
+                write_schedule(&mut tx, &next).await?;
+                if queued > 0 && active {
+                    notify(
+                        &mut tx,
+                        &AgentKey::new(owner.as_str(), agent.as_str()),
+                    )
+                    .await?;
+                }
+                tx.commit().await?;
+                Ok(Some(queued))
+            },
+            |outcome: &Option<usize>| outcome.is_some(),
+        )
+        .await
+    }
+
+    async fn prune_schedule_fires(&self, before: i64) -> Result<u64> {
+        housekeeping(self.storage_health(), async {
+            let done = query(sql::PRUNE_FIRES).bind(before).execute(self.writer()).await?;
+            Ok(done.rows_affected())
+        })
+        .await
+    }
+}
 
 /// The statements of this area, the same on both backends.
 pub(super) mod sql {

@@ -23,8 +23,14 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use super::StorageHealth;
-use crate::error::Result;
+use super::db::{Ex, SqlStore, Tx, query, query_scalar};
+use super::{Backend, StorageHealth, Store, Wake, sql};
+use crate::domain::activity::NewActivity;
+use crate::domain::agent::AgentId;
+use crate::domain::chat::NewPost;
+use crate::domain::runtime::AgentKey;
+use crate::domain::user::UserId;
+use crate::error::{Error, Resource, Result};
 
 pub(super) fn chrono_duration(duration: Duration) -> chrono::Duration {
     chrono::Duration::from_std(duration).unwrap_or(chrono::Duration::MAX)
@@ -66,164 +72,137 @@ pub(super) fn nth_instant(at: DateTime<Utc>, nth: usize) -> DateTime<Utc> {
     at + chrono::Duration::microseconds(i64::try_from(nth).unwrap_or(0))
 }
 
-/// Implements [`Store`](super::Store) and the shared transaction helpers for a backend.
-macro_rules! shared_store {
-    ($store:ty, $db:ty) => {
-        const _: () = {
-            use chrono::{DateTime, Utc};
-
-            use crate::domain::activity::NewActivity;
-            use crate::domain::agent::AgentId;
-            use crate::domain::chat::NewPost;
-            use crate::domain::runtime::AgentKey;
-            use crate::domain::user::UserId;
-            use crate::error::{Error, Resource, Result};
-            use crate::store::shared::housekeeping;
-            use crate::store::sql;
-
-            #[async_trait::async_trait]
-            impl $crate::store::Store for $store {
-                fn backend(&self) -> $crate::store::Backend {
-                    <$store>::BACKEND
-                }
-
-                fn health(&self) -> &$crate::store::StorageHealth {
-                    self.storage_health()
-                }
-
-                async fn ping(&self) -> Result<()> {
-                    sqlx::query("SELECT 1").execute(&mut *self.read().await?).await?;
-                    Ok(())
-                }
-
-                async fn close(&self) {
-                    self.close_pools().await;
-                }
-
-                async fn secret_or_insert(&self, name: &str, candidate: &str) -> Result<String> {
-                    housekeeping(self.storage_health(), async {
-                        sqlx::query(sql::INSERT_SECRET)
-                            .bind(name)
-                            .bind(candidate)
-                            .bind($crate::domain::now())
-                            .execute(self.writer())
-                            .await?;
-                        let value: String = sqlx::query_scalar(sql::SELECT_SECRET)
-                            .bind(name)
-                            .fetch_one(self.writer())
-                            .await?;
-                        Ok(value)
-                    })
-                    .await
-                }
-
-                async fn replace_secret(&self, name: &str, old: &str, new: &str) -> Result<()> {
-                    housekeeping(self.storage_health(), async {
-                        sqlx::query(sql::REPLACE_SECRET)
-                            .bind(name)
-                            .bind(old)
-                            .bind(new)
-                            .execute(self.writer())
-                            .await?;
-                        Ok(())
-                    })
-                    .await
-                }
-
-                fn listen(
-                    &self,
-                    wake: $crate::store::Wake,
-                    stop: tokio::sync::watch::Receiver<bool>,
-                ) -> Option<tokio::task::JoinHandle<()>> {
-                    self.listener(wake, stop)
-                }
-            }
-
-            impl $store {
-                /// Tells every node that the agent may have work, when the transaction commits.
-                async fn notify(
-                    tx: &mut sqlx::Transaction<'static, $db>,
-                    agent: &AgentKey,
-                ) -> Result<()> {
-                    Self::publish(tx, &agent.to_payload()).await
-                }
-
-                /// Publishes `payload` on the wake-up channel at commit (a no-op without notifications).
-                async fn publish(
-                    tx: &mut sqlx::Transaction<'static, $db>,
-                    payload: &str,
-                ) -> Result<()> {
-                    if let Some(statement) = <$store>::NOTIFY {
-                        sqlx::query(statement).bind(payload).execute(&mut **tx).await?;
-                    }
-                    Ok(())
-                }
-
-                /// Locks the agent row for the transaction, or fails with `agent_not_found`.
-                async fn lock_agent(
-                    tx: &mut sqlx::Transaction<'static, $db>,
-                    owner: &UserId,
-                    id: &AgentId,
-                ) -> Result<()> {
-                    Self::require_agent(&mut **tx, owner, id, <$store>::LOCK).await
-                }
-
-                /// Fails with `agent_not_found` unless the owner has this agent; `lock` is appended to
-                /// the query (the backend's row lock, or nothing for a plain read).
-                async fn require_agent(
-                    conn: &mut <$db as sqlx::Database>::Connection,
-                    owner: &UserId,
-                    id: &AgentId,
-                    lock: &str,
-                ) -> Result<()> {
-                    let found: Option<i32> = sqlx::query_scalar(&sql::agent_exists(lock))
-                        .bind(owner.as_str())
-                        .bind(id.as_str())
-                        .fetch_optional(&mut *conn)
-                        .await?;
-                    found.map(|_| ()).ok_or_else(|| Error::not_found(Resource::Agent, id.as_str()))
-                }
-
-                async fn insert_activity(
-                    tx: &mut sqlx::Transaction<'static, $db>,
-                    owner: &UserId,
-                    agent: &AgentId,
-                    entry: &NewActivity,
-                    at: DateTime<Utc>,
-                ) -> Result<()> {
-                    sqlx::query(<$store>::INSERT_ACTIVITY)
-                        .bind(owner.as_str())
-                        .bind(agent.as_str())
-                        .bind(entry.action.as_str())
-                        .bind(&entry.details)
-                        .bind(&entry.task_id)
-                        .bind(at)
-                        .execute(&mut **tx)
-                        .await?;
-                    Ok(())
-                }
-
-                /// Queues `post` to the agent's mapped channel (nothing when it is unmapped).
-                async fn queue_post(
-                    tx: &mut sqlx::Transaction<'static, $db>,
-                    owner: &str,
-                    agent: &str,
-                    post: &NewPost,
-                    at: DateTime<Utc>,
-                ) -> Result<bool> {
-                    let payload = serde_json::to_string(&post.body).map_err(Error::internal)?;
-                    let queued = sqlx::query(&sql::insert_post_for_mapping(<$store>::CLOCK))
-                        .bind(owner)
-                        .bind(agent)
-                        .bind(&post.nonce)
-                        .bind(payload)
-                        .bind(at)
-                        .execute(&mut **tx)
-                        .await?;
-                    Ok(queued.rows_affected() > 0)
-                }
-            }
-        };
-    };
+/// Tells every node that the agent may have work, when the transaction commits.
+pub(super) async fn notify(tx: &mut Tx, agent: &AgentKey) -> Result<()> {
+    publish(tx, &agent.to_payload()).await
 }
-pub(super) use shared_store;
+
+/// Publishes `payload` on the wake-up channel at commit (a no-op without notifications).
+pub(super) async fn publish<'c>(ex: impl Into<Ex<'c>>, payload: &str) -> Result<()> {
+    let ex = ex.into();
+    if let Some(statement) = ex.dialect().notify() {
+        query(statement).bind(payload).execute(ex).await?;
+    }
+    Ok(())
+}
+
+/// Locks the agent row for the transaction, or fails with `agent_not_found`.
+pub(super) async fn lock_agent(tx: &mut Tx, owner: &UserId, id: &AgentId) -> Result<()> {
+    let lock = tx.dialect().lock();
+    require_agent(tx, owner, id, lock).await
+}
+
+/// Fails with `agent_not_found` unless the owner has this agent; `lock` is appended to the
+/// query (the backend's row lock, or nothing for a plain read).
+pub(super) async fn require_agent<'c>(
+    ex: impl Into<Ex<'c>>,
+    owner: &UserId,
+    id: &AgentId,
+    lock: &str,
+) -> Result<()> {
+    let found: Option<i32> = query_scalar(&sql::agent_exists(lock))
+        .bind(owner.as_str())
+        .bind(id.as_str())
+        .fetch_optional(ex)
+        .await?;
+    found.map(|_| ()).ok_or_else(|| Error::not_found(Resource::Agent, id.as_str()))
+}
+
+/// Adds an entry to the agent's activity log, dated `at` (see [`Backend::insert_activity`](super::Backend::insert_activity)).
+pub(super) async fn insert_activity<'c>(
+    ex: impl Into<Ex<'c>>,
+    owner: &UserId,
+    agent: &AgentId,
+    entry: &NewActivity,
+    at: DateTime<Utc>,
+) -> Result<()> {
+    let ex = ex.into();
+    query(ex.dialect().insert_activity())
+        .bind(owner.as_str())
+        .bind(agent.as_str())
+        .bind(entry.action.as_str())
+        .bind(&entry.details)
+        .bind(&entry.task_id)
+        .bind(at)
+        .execute(ex)
+        .await?;
+    Ok(())
+}
+
+/// Queues `post` to the agent's mapped channel (nothing when it is unmapped).
+pub(super) async fn queue_post<'c>(
+    ex: impl Into<Ex<'c>>,
+    owner: &str,
+    agent: &str,
+    post: &NewPost,
+    at: DateTime<Utc>,
+) -> Result<bool> {
+    let ex = ex.into();
+    let payload = serde_json::to_string(&post.body).map_err(Error::internal)?;
+    let statement = sql::insert_post_for_mapping(ex.dialect().clock());
+    let queued = query(&statement)
+        .bind(owner)
+        .bind(agent)
+        .bind(&post.nonce)
+        .bind(payload)
+        .bind(at)
+        .execute(ex)
+        .await?;
+    Ok(queued.rows_affected() > 0)
+}
+
+#[async_trait::async_trait]
+impl<S: SqlStore + std::fmt::Debug + 'static> Store for S {
+    fn backend(&self) -> Backend {
+        self.dialect()
+    }
+
+    fn health(&self) -> &StorageHealth {
+        self.storage_health()
+    }
+
+    async fn ping(&self) -> Result<()> {
+        query("SELECT 1").execute(&mut self.read().await?).await?;
+        Ok(())
+    }
+
+    async fn close(&self) {
+        self.close_pools().await;
+    }
+
+    async fn secret_or_insert(&self, name: &str, candidate: &str) -> Result<String> {
+        housekeeping(self.storage_health(), async {
+            query(sql::INSERT_SECRET)
+                .bind(name)
+                .bind(candidate)
+                .bind(crate::domain::now())
+                .execute(self.writer())
+                .await?;
+            let value: String =
+                query_scalar(sql::SELECT_SECRET).bind(name).fetch_one(self.writer()).await?;
+            Ok(value)
+        })
+        .await
+    }
+
+    async fn replace_secret(&self, name: &str, old: &str, new: &str) -> Result<()> {
+        housekeeping(self.storage_health(), async {
+            query(sql::REPLACE_SECRET)
+                .bind(name)
+                .bind(old)
+                .bind(new)
+                .execute(self.writer())
+                .await?;
+            Ok(())
+        })
+        .await
+    }
+
+    fn listen(
+        &self,
+        wake: Wake,
+        stop: tokio::sync::watch::Receiver<bool>,
+    ) -> Option<tokio::task::JoinHandle<()>> {
+        self.listener(wake, stop)
+    }
+}

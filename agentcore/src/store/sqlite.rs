@@ -10,14 +10,13 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
-};
-use sqlx::{Connection as _, Pool, Sqlite, Transaction};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{Connection as _, Pool, Sqlite};
 
-use super::readers::{Read, Readers};
-use super::script::{Script, Scripts};
-use super::{Backend, DatabaseUrl, StorageHealth, Wake, sql};
+use super::db::{Ex, Reader, SqlStore, Tx};
+use super::readers::Readers;
+use super::script::Scripts;
+use super::{Backend, DatabaseUrl, StorageHealth, Wake};
 use crate::error::{Error, Result};
 
 /// How long a statement waits for another process's write lock before failing.
@@ -34,33 +33,8 @@ pub struct SqliteStore {
 }
 
 impl SqliteStore {
-    const BACKEND: Backend = Backend::Sqlite;
-    /// Every process on one file shares one clock: entries are dated as written.
-    const INSERT_ACTIVITY: &'static str = sql::INSERT_ACTIVITY;
-    /// SQLite's own clock, written as sqlx writes `DateTime<Utc>` (RFC 3339 with `+00:00`), so
-    /// text comparison is time order. Every process on one file shares the machine's clock.
-    pub(super) const CLOCK: sql::Clock = sql::Clock {
-        now: "strftime('%Y-%m-%dT%H:%M:%f+00:00', 'now')",
-        plus: |seconds| {
-            format!(
-                "strftime('%Y-%m-%dT%H:%M:%f+00:00', 'now', printf('%+.3f seconds', {seconds}))"
-            )
-        },
-    };
-    /// `BEGIN IMMEDIATE` already holds the write lock: selected rows need no lock of their own.
-    const LOCK: &'static str = "";
-    /// The UTC day of a model step (stored as RFC 3339 text in UTC), as the usage report
-    /// groups it.
-    const DAY_OF_STEP: &'static str = "substr(s.created_at, 1, 10)";
-    /// The single writer already keeps two claims apart.
-    const SKIP_LOCKED: &'static str = "";
-    /// One process per file in practice: wake-ups stay in process, with the fallback poll for
-    /// anything else.
-    const NOTIFY: Option<&'static str> = None;
-    /// `BEGIN IMMEDIATE` already applies Stripe events one at a time.
-    const SERIALIZE_BILLING: Option<&'static str> = None;
-    /// The busiest writes go to the database's thread as one script each (`script.rs`).
-    const SCRIPTS: bool = true;
+    #[cfg(test)]
+    pub(super) const CLOCK: super::sql::Clock = Backend::Sqlite.clock();
 
     /// Opens (creating if needed) the database file and applies the migrations.
     pub async fn connect(url: &DatabaseUrl) -> Result<Self> {
@@ -113,33 +87,40 @@ impl SqliteStore {
         let scripts = Scripts::start(writer.clone());
         Ok(Self { writer, readers, scripts, health })
     }
+}
+
+/// The store's connections: reads on their own connections, writes through the one writer.
+impl SqlStore for SqliteStore {
+    fn dialect(&self) -> Backend {
+        Backend::Sqlite
+    }
 
     fn storage_health(&self) -> &StorageHealth {
         &self.health
     }
 
-    /// A connection for a plain read (`readers.rs`).
-    async fn read(&self) -> Result<Read<Sqlite>> {
-        match &self.readers {
-            Some(readers) => readers.acquire().await,
-            None => Ok(self.writer.acquire().await?.into()),
-        }
+    fn writer(&self) -> Ex<'_> {
+        Ex::SqlitePool(&self.writer)
     }
 
-    fn writer(&self) -> &Pool<Sqlite> {
-        &self.writer
+    async fn read(&self) -> Result<Reader> {
+        let read = match &self.readers {
+            Some(readers) => readers.acquire().await?,
+            None => self.writer.acquire().await?.into(),
+        };
+        Ok(Reader::Sqlite(read))
     }
 
-    async fn begin_write(&self) -> Result<Transaction<'static, Sqlite>> {
-        Ok(self.writer.begin_with("BEGIN IMMEDIATE").await?)
+    async fn begin_write(&self) -> Result<Tx> {
+        Ok(Tx::Sqlite(self.writer.begin_with("BEGIN IMMEDIATE").await?))
     }
 
-    /// Runs `script` as one write transaction in one round trip, committed with whatever
-    /// other scripts wait (see `script.rs`); returns its last statement's row.
-    async fn script(&self, script: Script) -> Result<SqliteRow> {
-        self.scripts.run(script).await
+    fn scripts(&self) -> Option<&Scripts> {
+        Some(&self.scripts)
     }
 
+    /// One process per file in practice: wake-ups stay in process, with the fallback poll for
+    /// anything else.
     fn listener(
         &self,
         _wake: Wake,
@@ -155,5 +136,3 @@ impl SqliteStore {
         self.writer.close().await;
     }
 }
-
-super::every_area!(SqliteStore, Sqlite);

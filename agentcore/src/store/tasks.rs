@@ -5,9 +5,16 @@ use async_trait::async_trait;
 use crate::domain::activity::NewActivity;
 use crate::domain::agent::{AgentId, AgentStatus};
 use crate::domain::paging::TaskPage;
+use crate::domain::runtime::AgentKey;
 use crate::domain::task::{Task, TaskId, TaskStatus};
 use crate::domain::user::UserId;
-use crate::error::Result;
+use crate::error::{Error, Resource, Result};
+use crate::store::db::{SqlStore, Tx, query, query_as, query_scalar};
+use crate::store::rows::{self, TaskRow};
+use crate::store::script::Scripts;
+use crate::store::shared::{
+    insert_activity, lock_agent, notify, nth_instant, require_agent, watched,
+};
 
 /// Tasks, each scoped to its owner and agent.
 #[async_trait]
@@ -63,303 +70,249 @@ pub struct AddedTask {
 /// Decides a task's change from its current row, or refuses.
 pub type TaskDecision<'a> = &'a (dyn Fn(&Task) -> Result<TaskChange> + Send + Sync);
 
-/// Implements [`TaskStore`] for a backend (see [`super::shared`]).
-macro_rules! task_store {
-    ($store:ty, $db:ty) => {
-        const _: () = {
-            use crate::domain::activity::NewActivity;
-            use crate::domain::agent::{AgentId, AgentStatus};
-            use crate::domain::runtime::AgentKey;
-            use crate::domain::task::{Task, TaskId, TaskStatus};
-            use crate::domain::user::UserId;
-            use crate::error::{Error, Resource, Result};
-            use crate::store::rows::{self, TaskRow};
-            use crate::store::shared::{nth_instant, watched};
-            use crate::store::tasks::sql;
-            use crate::store::{TaskDecision, TaskWrite};
+#[async_trait::async_trait]
+impl<S: SqlStore> TaskStore for S {
+    async fn insert_task(
+        &self,
+        owner: &UserId,
+        task: &Task,
+        activity: &NewActivity,
+    ) -> Result<crate::store::AddedTask> {
+        if let Some(scripts) = self.scripts() {
+            return watched(
+                self.storage_health(),
+                insert_task_script(scripts, owner, task, activity),
+            )
+            .await;
+        }
+        watched(self.storage_health(), async {
+            let mut tx = self.begin_write().await?;
+            let status: Option<String> = query_scalar(&sql::agent_status(self.dialect().lock()))
+                .bind(owner.as_str())
+                .bind(task.agent_id.as_str())
+                .fetch_optional(&mut tx)
+                .await?;
+            let status: AgentStatus = status
+                .ok_or_else(|| Error::not_found(Resource::Agent, task.agent_id.as_str()))?
+                .parse()
+                .map_err(Error::internal)?;
+            let created_at = write_task(&mut tx, owner, task, activity).await?;
+            if status == AgentStatus::Active {
+                notify(&mut tx, &AgentKey::new(owner.as_str(), task.agent_id.as_str())).await?;
+            }
+            tx.commit().await?;
+            Ok(crate::store::AddedTask { agent_status: status, created_at })
+        })
+        .await
+    }
 
-            #[async_trait::async_trait]
-            impl $crate::store::TaskStore for $store {
-                async fn insert_task(
-                    &self,
-                    owner: &UserId,
-                    task: &Task,
-                    activity: &NewActivity,
-                ) -> Result<$crate::store::AddedTask> {
-                    if <$store>::SCRIPTS {
-                        return watched(
-                            self.storage_health(),
-                            self.insert_task_script(owner, task, activity),
-                        )
-                        .await;
-                    }
-                    watched(self.storage_health(), async {
-                        let mut tx = self.begin_write().await?;
-                        let status: Option<String> =
-                            sqlx::query_scalar(&sql::agent_status(<$store>::LOCK))
-                                .bind(owner.as_str())
-                                .bind(task.agent_id.as_str())
-                                .fetch_optional(&mut *tx)
-                                .await?;
-                        let status: AgentStatus = status
-                            .ok_or_else(|| {
-                                Error::not_found(Resource::Agent, task.agent_id.as_str())
-                            })?
-                            .parse()
-                            .map_err(Error::internal)?;
-                        let created_at = Self::write_task(&mut tx, owner, task, activity).await?;
-                        if status == AgentStatus::Active {
-                            Self::notify(
-                                &mut tx,
-                                &AgentKey::new(owner.as_str(), task.agent_id.as_str()),
-                            )
-                            .await?;
-                        }
-                        tx.commit().await?;
-                        Ok($crate::store::AddedTask { agent_status: status, created_at })
-                    })
-                    .await
-                }
+    async fn queued_counts(&self, owner: &UserId, agent: &AgentId) -> Result<(i64, i64)> {
+        let counts: (i64, i64) = query_as(sql::QUEUED_COUNTS)
+            .bind(owner.as_str())
+            .bind(agent.as_str())
+            .fetch_one(&mut self.read().await?)
+            .await?;
+        Ok(counts)
+    }
 
-                async fn queued_counts(
-                    &self,
-                    owner: &UserId,
-                    agent: &AgentId,
-                ) -> Result<(i64, i64)> {
-                    let counts: (i64, i64) = sqlx::query_as(sql::QUEUED_COUNTS)
-                        .bind(owner.as_str())
-                        .bind(agent.as_str())
-                        .fetch_one(&mut *self.read().await?)
-                        .await?;
-                    Ok(counts)
-                }
+    async fn tasks(
+        &self,
+        owner: &UserId,
+        agent: &AgentId,
+        status: Option<TaskStatus>,
+    ) -> Result<Vec<Task>> {
+        let mut conn = self.read().await?;
+        require_agent(&mut conn, owner, agent, "").await?;
+        let rows: Vec<TaskRow> = query_as(&sql::select_tasks())
+            .bind(owner.as_str())
+            .bind(agent.as_str())
+            .bind(status.map(|s| s.as_str()))
+            .fetch_all(&mut conn)
+            .await?;
+        rows::convert(rows)
+    }
 
-                async fn tasks(
-                    &self,
-                    owner: &UserId,
-                    agent: &AgentId,
-                    status: Option<TaskStatus>,
-                ) -> Result<Vec<Task>> {
-                    let mut conn = self.read().await?;
-                    Self::require_agent(&mut conn, owner, agent, "").await?;
-                    let rows: Vec<TaskRow> = sqlx::query_as(&sql::select_tasks())
-                        .bind(owner.as_str())
-                        .bind(agent.as_str())
-                        .bind(status.map(|s| s.as_str()))
-                        .fetch_all(&mut *conn)
-                        .await?;
-                    rows::convert(rows)
-                }
+    async fn task_page(
+        &self,
+        owner: &UserId,
+        agent: &AgentId,
+        page: &crate::domain::paging::TaskPage,
+    ) -> Result<Vec<Task>> {
+        use crate::domain::paging::TaskOrder;
+        let mut conn = self.read().await?;
+        require_agent(&mut conn, owner, agent, "").await?;
+        let statement = sql::select_page(page.order, page.after.is_some());
+        let mut query = query_as::<TaskRow>(&statement)
+            .bind(owner.as_str())
+            .bind(agent.as_str())
+            .bind(i64::from(page.limit));
+        if page.order == TaskOrder::Created {
+            query = query.bind(page.status.map(|s| s.as_str()));
+        }
+        if let Some(after) = &page.after {
+            query = query.bind(after.at).bind(after.id.as_str());
+        }
+        rows::convert(query.fetch_all(&mut conn).await?)
+    }
 
-                async fn task_page(
-                    &self,
-                    owner: &UserId,
-                    agent: &AgentId,
-                    page: &$crate::domain::paging::TaskPage,
-                ) -> Result<Vec<Task>> {
-                    use $crate::domain::paging::TaskOrder;
-                    let mut conn = self.read().await?;
-                    Self::require_agent(&mut conn, owner, agent, "").await?;
-                    let statement = sql::select_page(page.order, page.after.is_some());
-                    let mut query = sqlx::query_as::<_, TaskRow>(&statement)
-                        .bind(owner.as_str())
-                        .bind(agent.as_str())
-                        .bind(i64::from(page.limit));
-                    if page.order == TaskOrder::Created {
-                        query = query.bind(page.status.map(|s| s.as_str()));
-                    }
-                    if let Some(after) = &page.after {
-                        query = query.bind(after.at).bind(after.id.as_str());
-                    }
-                    rows::convert(query.fetch_all(&mut *conn).await?)
-                }
+    async fn task(&self, owner: &UserId, agent: &AgentId, id: &TaskId) -> Result<Task> {
+        let mut conn = self.read().await?;
+        require_agent(&mut conn, owner, agent, "").await?;
+        let row: Option<TaskRow> = query_as(&sql::select_task(""))
+            .bind(owner.as_str())
+            .bind(agent.as_str())
+            .bind(id.as_str())
+            .fetch_optional(&mut conn)
+            .await?;
+        row.ok_or_else(|| Error::not_found(Resource::Task, id.as_str()))?.try_into()
+    }
 
-                async fn task(&self, owner: &UserId, agent: &AgentId, id: &TaskId) -> Result<Task> {
-                    let mut conn = self.read().await?;
-                    Self::require_agent(&mut conn, owner, agent, "").await?;
-                    let row: Option<TaskRow> = sqlx::query_as(&sql::select_task(""))
+    async fn update_task(
+        &self,
+        owner: &UserId,
+        agent: &AgentId,
+        id: &TaskId,
+        decide: TaskDecision<'_>,
+    ) -> Result<Task> {
+        watched(self.storage_health(), async {
+            let mut tx = self.begin_write().await?;
+            lock_agent(&mut tx, owner, agent).await?;
+            let row: Option<TaskRow> = query_as(&sql::select_task(self.dialect().lock()))
+                .bind(owner.as_str())
+                .bind(agent.as_str())
+                .bind(id.as_str())
+                .fetch_optional(&mut tx)
+                .await?;
+            let current =
+                Task::try_from(row.ok_or_else(|| Error::not_found(Resource::Task, id.as_str()))?)?;
+            let change = decide(&current)?;
+            let at = crate::domain::now();
+            let written = match change.write {
+                TaskWrite::Delete => {
+                    query(sql::DELETE_TASK)
                         .bind(owner.as_str())
                         .bind(agent.as_str())
                         .bind(id.as_str())
-                        .fetch_optional(&mut *conn)
+                        .execute(&mut tx)
                         .await?;
-                    row.ok_or_else(|| Error::not_found(Resource::Task, id.as_str()))?.try_into()
+                    current
                 }
-
-                async fn update_task(
-                    &self,
-                    owner: &UserId,
-                    agent: &AgentId,
-                    id: &TaskId,
-                    decide: TaskDecision<'_>,
-                ) -> Result<Task> {
-                    watched(self.storage_health(), async {
-                        let mut tx = self.begin_write().await?;
-                        Self::lock_agent(&mut tx, owner, agent).await?;
-                        let row: Option<TaskRow> = sqlx::query_as(&sql::select_task(Self::LOCK))
-                            .bind(owner.as_str())
-                            .bind(agent.as_str())
-                            .bind(id.as_str())
-                            .fetch_optional(&mut *tx)
-                            .await?;
-                        let current = Task::try_from(
-                            row.ok_or_else(|| Error::not_found(Resource::Task, id.as_str()))?,
-                        )?;
-                        let change = decide(&current)?;
-                        let at = $crate::domain::now();
-                        let written = match change.write {
-                            TaskWrite::Delete => {
-                                sqlx::query(sql::DELETE_TASK)
-                                    .bind(owner.as_str())
-                                    .bind(agent.as_str())
-                                    .bind(id.as_str())
-                                    .execute(&mut *tx)
-                                    .await?;
-                                current
-                            }
-                            TaskWrite::Update(task) => {
-                                sqlx::query(sql::UPDATE_TASK)
-                                    .bind(owner.as_str())
-                                    .bind(agent.as_str())
-                                    .bind(id.as_str())
-                                    .bind(&task.title)
-                                    .bind(&task.description)
-                                    .bind(task.priority)
-                                    .bind(task.status.as_str())
-                                    .bind(&task.result)
-                                    .bind(&task.error)
-                                    .bind(task.attempts)
-                                    .bind(task.usage.map(|u| u.input_tokens))
-                                    .bind(task.usage.map(|u| u.output_tokens))
-                                    .bind(task.updated_at)
-                                    .bind(task.started_at)
-                                    .bind(task.completed_at)
-                                    .bind(task.steps)
-                                    .execute(&mut *tx)
-                                    .await?;
-                                if task.steps == 0 {
-                                    // A retry starts its run afresh.
-                                    sqlx::query(sql::DELETE_STEPS)
-                                        .bind(id.as_str())
-                                        .execute(&mut *tx)
-                                        .await?;
-                                }
-                                if task.status == TaskStatus::Queued {
-                                    Self::notify(
-                                        &mut tx,
-                                        &AgentKey::new(owner.as_str(), agent.as_str()),
-                                    )
-                                    .await?;
-                                }
-                                *task
-                            }
-                        };
-                        for (nth, entry) in change.activity.iter().enumerate() {
-                            Self::insert_activity(
-                                &mut tx,
-                                owner,
-                                agent,
-                                entry,
-                                nth_instant(at, nth),
-                            )
-                            .await?;
-                        }
-                        tx.commit().await?;
-                        Ok(written)
-                    })
-                    .await
-                }
-            }
-
-            impl $store {
-                /// [`TaskStore::insert_task`] as one script: `sql::INSERT_TASK_SCRIPT`.
-                async fn insert_task_script(
-                    &self,
-                    owner: &UserId,
-                    task: &Task,
-                    activity: &NewActivity,
-                ) -> Result<$crate::store::AddedTask> {
-                    use sqlx::Row as _;
-                    use $crate::store::script::{Script, Value};
-                    let (creator_agent, creator_task) = match &task.created_by {
-                        $crate::domain::task::CreatedBy::Agent { agent_id, task_id } => {
-                            (Some(agent_id.as_str().to_owned()), Some(task_id.as_str().to_owned()))
-                        }
-                        $crate::domain::task::CreatedBy::User => (None, None),
-                    };
-                    let values = vec![
-                        Value::Text(task.id.as_str().to_owned()),
-                        Value::Text(owner.as_str().to_owned()),
-                        Value::Text(task.agent_id.as_str().to_owned()),
-                        Value::Text(task.title.clone()),
-                        Value::MaybeText(task.description.clone()),
-                        Value::Int(task.priority.into()),
-                        Value::Time(task.created_at),
-                        Value::Int(task.depth.into()),
-                        Value::MaybeText(creator_agent),
-                        Value::MaybeText(creator_task),
-                        Value::Text(activity.action.as_str().to_owned()),
-                        Value::Text(activity.details.clone()),
-                        Value::MaybeText(activity.task_id.clone()),
-                    ];
-                    let row = self.script(Script { body: sql::INSERT_TASK_SCRIPT, values }).await?;
-                    let status: Option<String> = row.try_get(0)?;
-                    let status = status
-                        .ok_or_else(|| Error::not_found(Resource::Agent, task.agent_id.as_str()))?;
-                    let created_at: chrono::DateTime<chrono::Utc> = row.try_get(1)?;
-                    Ok($crate::store::AddedTask {
-                        agent_status: status.parse().map_err(Error::internal)?,
-                        created_at,
-                    })
-                }
-
-                /// Inserts a queued task with its `task_added` entry; returns the creation time
-                /// stored: never at or before the agent's latest task's (see `insert_task`).
-                async fn write_task(
-                    tx: &mut sqlx::Transaction<'static, $db>,
-                    owner: &UserId,
-                    task: &Task,
-                    activity: &NewActivity,
-                ) -> Result<chrono::DateTime<chrono::Utc>> {
-                    let latest: Option<chrono::DateTime<chrono::Utc>> =
-                        sqlx::query_scalar(sql::LATEST_CREATED)
-                            .bind(owner.as_str())
-                            .bind(task.agent_id.as_str())
-                            .fetch_optional(&mut **tx)
-                            .await?;
-                    let created_at = match latest {
-                        Some(latest) if latest >= task.created_at => {
-                            latest + chrono::Duration::microseconds(1)
-                        }
-                        _ => task.created_at,
-                    };
-                    let creator = match &task.created_by {
-                        $crate::domain::task::CreatedBy::Agent { agent_id, task_id } => {
-                            Some((agent_id.as_str(), task_id.as_str()))
-                        }
-                        $crate::domain::task::CreatedBy::User => None,
-                    };
-                    sqlx::query(sql::INSERT_TASK)
-                        .bind(task.id.as_str())
+                TaskWrite::Update(task) => {
+                    query(sql::UPDATE_TASK)
                         .bind(owner.as_str())
-                        .bind(task.agent_id.as_str())
+                        .bind(agent.as_str())
+                        .bind(id.as_str())
                         .bind(&task.title)
                         .bind(&task.description)
                         .bind(task.priority)
-                        .bind(created_at)
-                        .bind(task.depth)
-                        .bind(creator.map(|(agent, _)| agent))
-                        .bind(creator.map(|(_, task)| task))
-                        .execute(&mut **tx)
+                        .bind(task.status.as_str())
+                        .bind(&task.result)
+                        .bind(&task.error)
+                        .bind(task.attempts)
+                        .bind(task.usage.map(|u| u.input_tokens))
+                        .bind(task.usage.map(|u| u.output_tokens))
+                        .bind(task.updated_at)
+                        .bind(task.started_at)
+                        .bind(task.completed_at)
+                        .bind(task.steps)
+                        .execute(&mut tx)
                         .await?;
-                    Self::insert_activity(tx, owner, &task.agent_id, activity, created_at).await?;
-                    Ok(created_at)
+                    if task.steps == 0 {
+                        // A retry starts its run afresh.
+                        query(sql::DELETE_STEPS).bind(id.as_str()).execute(&mut tx).await?;
+                    }
+                    if task.status == TaskStatus::Queued {
+                        notify(&mut tx, &AgentKey::new(owner.as_str(), agent.as_str())).await?;
+                    }
+                    *task
                 }
+            };
+            for (nth, entry) in change.activity.iter().enumerate() {
+                insert_activity(&mut tx, owner, agent, entry, nth_instant(at, nth)).await?;
             }
-        };
-    };
+            tx.commit().await?;
+            Ok(written)
+        })
+        .await
+    }
 }
-pub(super) use task_store;
+
+/// [`TaskStore::insert_task`] as one script: `sql::INSERT_TASK_SCRIPT`.
+async fn insert_task_script(
+    scripts: &Scripts,
+    owner: &UserId,
+    task: &Task,
+    activity: &NewActivity,
+) -> Result<crate::store::AddedTask> {
+    use crate::store::script::{Script, Value};
+    use sqlx::Row as _;
+    let (creator_agent, creator_task) = match &task.created_by {
+        crate::domain::task::CreatedBy::Agent { agent_id, task_id } => {
+            (Some(agent_id.as_str().to_owned()), Some(task_id.as_str().to_owned()))
+        }
+        crate::domain::task::CreatedBy::User => (None, None),
+    };
+    let values = vec![
+        Value::Text(task.id.as_str().to_owned()),
+        Value::Text(owner.as_str().to_owned()),
+        Value::Text(task.agent_id.as_str().to_owned()),
+        Value::Text(task.title.clone()),
+        Value::MaybeText(task.description.clone()),
+        Value::Int(task.priority.into()),
+        Value::Time(task.created_at),
+        Value::Int(task.depth.into()),
+        Value::MaybeText(creator_agent),
+        Value::MaybeText(creator_task),
+        Value::Text(activity.action.as_str().to_owned()),
+        Value::Text(activity.details.clone()),
+        Value::MaybeText(activity.task_id.clone()),
+    ];
+    let row = scripts.run(Script { body: sql::INSERT_TASK_SCRIPT.as_str(), values }).await?;
+    let status: Option<String> = row.try_get(0)?;
+    let status = status.ok_or_else(|| Error::not_found(Resource::Agent, task.agent_id.as_str()))?;
+    let created_at: chrono::DateTime<chrono::Utc> = row.try_get(1)?;
+    Ok(crate::store::AddedTask {
+        agent_status: status.parse().map_err(Error::internal)?,
+        created_at,
+    })
+}
+
+/// Inserts a queued task with its `task_added` entry; returns the creation time
+/// stored: never at or before the agent's latest task's (see `insert_task`).
+pub(super) async fn write_task(
+    tx: &mut Tx,
+    owner: &UserId,
+    task: &Task,
+    activity: &NewActivity,
+) -> Result<chrono::DateTime<chrono::Utc>> {
+    let latest: Option<chrono::DateTime<chrono::Utc>> = query_scalar(sql::LATEST_CREATED)
+        .bind(owner.as_str())
+        .bind(task.agent_id.as_str())
+        .fetch_optional(&mut *tx)
+        .await?;
+    let created_at = crate::domain::task::creation_time(task.created_at, latest);
+    let creator = match &task.created_by {
+        crate::domain::task::CreatedBy::Agent { agent_id, task_id } => {
+            Some((agent_id.as_str(), task_id.as_str()))
+        }
+        crate::domain::task::CreatedBy::User => None,
+    };
+    query(sql::INSERT_TASK)
+        .bind(task.id.as_str())
+        .bind(owner.as_str())
+        .bind(task.agent_id.as_str())
+        .bind(&task.title)
+        .bind(&task.description)
+        .bind(task.priority)
+        .bind(created_at)
+        .bind(task.depth)
+        .bind(creator.map(|(agent, _)| agent))
+        .bind(creator.map(|(_, task)| task))
+        .execute(&mut *tx)
+        .await?;
+    insert_activity(&mut *tx, owner, &task.agent_id, activity, created_at).await?;
+    Ok(created_at)
+}
 
 /// The statements of this area, the same on both backends.
 pub(super) mod sql {
@@ -381,21 +334,36 @@ pub(super) mod sql {
     /// after: SQLite's date arithmetic counts milliseconds); its activity entry (`$11` action,
     /// `$12` details, `$13` task id) at the same time; then the agent's status and the date
     /// written, both null when there is no such agent.
-    pub(crate) const INSERT_TASK_SCRIPT: &str = "\
-        INSERT INTO tasks (id, owner_id, agent_id, title, description, priority, status, \
-            attempts, created_at, updated_at, depth, created_by_agent, created_by_task) \
-        SELECT $1, $2, $3, $4, $5, $6, 'queued', 0, at, at, $8, $9, $10 \
-        FROM (SELECT CASE WHEN latest >= $7 \
-                THEN strftime('%Y-%m-%dT%H:%M:%f+00:00', latest, '+0.001 seconds') \
-                ELSE $7 END AS at \
-            FROM (SELECT (SELECT created_at FROM tasks WHERE owner_id = $2 AND agent_id = $3 \
-                ORDER BY created_at DESC LIMIT 1) AS latest)) \
-        WHERE EXISTS (SELECT 1 FROM agents WHERE owner_id = $2 AND id = $3); \
-        INSERT INTO activity (owner_id, agent_id, action, details, task_id, created_at) \
-        SELECT owner_id, agent_id, $11, $12, $13, created_at FROM tasks \
-        WHERE id = $1 AND owner_id = $2 AND agent_id = $3; \
-        SELECT (SELECT status FROM agents WHERE owner_id = $2 AND id = $3), \
-            (SELECT created_at FROM tasks WHERE id = $1 AND owner_id = $2 AND agent_id = $3)";
+    /// [`crate::domain::task::creation_time`] in SQLite's SQL: `latest` (text, may be null) and
+    /// `requested` are expressions.
+    pub(crate) fn created_at(requested: &str, latest: &str) -> String {
+        format!(
+            "CASE WHEN {latest} >= {requested} \
+             THEN strftime('%Y-%m-%dT%H:%M:%f+00:00', {latest}, '+0.001 seconds') \
+             ELSE {requested} END"
+        )
+    }
+    /// `TaskStore::insert_task` as one SQLite script; its last statement answers the agent's
+    /// status (null when there is no such agent) and the creation time stored.
+    pub(crate) static INSERT_TASK_SCRIPT: std::sync::LazyLock<String> =
+        std::sync::LazyLock::new(|| {
+            format!(
+                "INSERT INTO tasks (id, owner_id, agent_id, title, description, priority, status, \
+                    attempts, created_at, updated_at, depth, created_by_agent, created_by_task) \
+                 SELECT $1, $2, $3, $4, $5, $6, 'queued', 0, at, at, $8, $9, $10 \
+                 FROM (SELECT {} AS at \
+                    FROM (SELECT (SELECT created_at FROM tasks WHERE owner_id = $2 \
+                        AND agent_id = $3 ORDER BY created_at DESC LIMIT 1) AS latest)) \
+                 WHERE EXISTS (SELECT 1 FROM agents WHERE owner_id = $2 AND id = $3); \
+                 INSERT INTO activity (owner_id, agent_id, action, details, task_id, created_at) \
+                 SELECT owner_id, agent_id, $11, $12, $13, created_at FROM tasks \
+                 WHERE id = $1 AND owner_id = $2 AND agent_id = $3; \
+                 SELECT (SELECT status FROM agents WHERE owner_id = $2 AND id = $3), \
+                    (SELECT created_at FROM tasks WHERE id = $1 AND owner_id = $2 \
+                        AND agent_id = $3)",
+                created_at("$7", "latest")
+            )
+        });
     /// The agent's latest creation time (the `tasks_by_agent_created` index's last entry).
     pub(crate) const LATEST_CREATED: &str = "SELECT created_at FROM tasks \
         WHERE owner_id = $1 AND agent_id = $2 ORDER BY created_at DESC LIMIT 1";
@@ -442,5 +410,43 @@ pub(super) mod sql {
     /// The agent's status, locking the row when `lock` is the backend's row-lock suffix.
     pub(crate) fn agent_status(lock: &str) -> String {
         format!("SELECT status FROM agents WHERE owner_id = $1 AND id = $2{lock}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::{DateTime, Duration, Utc};
+    use sqlx::Connection as _;
+
+    use crate::domain::task::creation_time;
+
+    /// SQLite's script decides a task's creation time in SQL, PostgreSQL's path in Rust: the
+    /// same cases through both give the same times.
+    #[tokio::test]
+    async fn sqlites_creation_time_is_the_domains() {
+        let mut conn = sqlx::SqliteConnection::connect("sqlite::memory:").await.unwrap();
+        let statement = format!("SELECT {}", super::sql::created_at("$1", "$2"));
+        let base: DateTime<Utc> = "2026-11-27T08:00:00Z".parse().unwrap();
+        let micros = [0, 1, 400, 499, 500, 501, 600, 999, 250_000, 999_499, 999_500, 999_999];
+        let mut cases = 0;
+        for requested in micros {
+            for latest in micros.iter().map(|m| Some(*m)).chain([None]) {
+                let requested = base + Duration::microseconds(requested);
+                let latest = latest.map(|m| base + Duration::microseconds(m));
+                let sqlite: DateTime<Utc> = sqlx::query_scalar(&statement)
+                    .bind(requested)
+                    .bind(latest)
+                    .fetch_one(&mut conn)
+                    .await
+                    .unwrap();
+                let rust = creation_time(requested, latest);
+                assert_eq!(sqlite, rust, "requested {requested}, latest {latest:?}");
+                if let Some(latest) = latest {
+                    assert!(rust > latest || requested > latest, "not after {latest}");
+                }
+                cases += 1;
+            }
+        }
+        assert_eq!(cases, 12 * 13);
     }
 }

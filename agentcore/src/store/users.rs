@@ -3,8 +3,12 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
+use super::db::{SqlStore, query, query_as, query_scalar};
+use super::rows::UserRow;
+use super::shared::{publish, watched};
+use super::{Signal, db_error};
 use crate::domain::user::UserId;
-use crate::error::Result;
+use crate::error::{Conflict, Error, Result};
 
 /// The users of the service.
 #[async_trait]
@@ -30,83 +34,61 @@ pub struct UserRecord {
     pub created_at: DateTime<Utc>,
 }
 
-/// Implements [`UserStore`] for a backend (see [`super::shared`]).
-macro_rules! user_store {
-    ($store:ty, $db:ty) => {
-        const _: () = {
-            use crate::domain::user::UserId;
-            use crate::error::{Conflict, Error, Result};
-            use crate::store::UserRecord;
-            use crate::store::db_error;
-            use crate::store::rows::UserRow;
-            use crate::store::shared::watched;
-            use crate::store::users::sql;
+#[async_trait]
+impl<S: SqlStore> UserStore for S {
+    async fn insert_user(&self, user: &UserRecord) -> Result<()> {
+        watched(self.storage_health(), async {
+            query(sql::INSERT_USER)
+                .bind(user.id.as_str())
+                .bind(&user.email)
+                .bind(&user.email_key)
+                .bind(&user.name)
+                .bind(&user.password_hash)
+                .bind(user.token_version)
+                .bind(user.created_at)
+                .execute(self.writer())
+                .await
+                .map_err(|e| {
+                    let taken = "An account with this email already exists.";
+                    db_error(e, Some(Error::conflict(Conflict::EmailTaken, taken)))
+                })?;
+            Ok(())
+        })
+        .await
+    }
 
-            #[async_trait::async_trait]
-            impl $crate::store::UserStore for $store {
-                async fn insert_user(&self, user: &UserRecord) -> Result<()> {
-                    watched(self.storage_health(), async {
-                        sqlx::query(sql::INSERT_USER)
-                            .bind(user.id.as_str())
-                            .bind(&user.email)
-                            .bind(&user.email_key)
-                            .bind(&user.name)
-                            .bind(&user.password_hash)
-                            .bind(user.token_version)
-                            .bind(user.created_at)
-                            .execute(self.writer())
-                            .await
-                            .map_err(|e| {
-                                db_error(
-                                    e,
-                                    Some(Error::conflict(
-                                        Conflict::EmailTaken,
-                                        "An account with this email already exists.",
-                                    )),
-                                )
-                            })?;
-                        Ok(())
-                    })
-                    .await
-                }
+    async fn user_by_email_key(&self, email_key: &str) -> Result<Option<UserRecord>> {
+        let row: Option<UserRow> = query_as(&sql::select_user_by_email())
+            .bind(email_key)
+            .fetch_optional(&mut self.read().await?)
+            .await?;
+        Ok(row.map(UserRecord::from))
+    }
 
-                async fn user_by_email_key(&self, email_key: &str) -> Result<Option<UserRecord>> {
-                    let row: Option<UserRow> = sqlx::query_as(&sql::select_user_by_email())
-                        .bind(email_key)
-                        .fetch_optional(&mut *self.read().await?)
-                        .await?;
-                    Ok(row.map(UserRecord::from))
-                }
+    async fn user_by_id(&self, id: &UserId) -> Result<Option<UserRecord>> {
+        let row: Option<UserRow> = query_as(&sql::select_user_by_id())
+            .bind(id.as_str())
+            .fetch_optional(&mut self.read().await?)
+            .await?;
+        Ok(row.map(UserRecord::from))
+    }
 
-                async fn user_by_id(&self, id: &UserId) -> Result<Option<UserRecord>> {
-                    let row: Option<UserRow> = sqlx::query_as(&sql::select_user_by_id())
-                        .bind(id.as_str())
-                        .fetch_optional(&mut *self.read().await?)
-                        .await?;
-                    Ok(row.map(UserRecord::from))
-                }
-
-                async fn bump_token_version(&self, id: &UserId) -> Result<i64> {
-                    watched(self.storage_health(), async {
-                        let mut tx = self.begin_write().await?;
-                        let version: Option<i64> = sqlx::query_scalar(sql::BUMP_TOKEN_VERSION)
-                            .bind(id.as_str())
-                            .bind($crate::domain::now())
-                            .fetch_optional(&mut *tx)
-                            .await?;
-                        let version = version.ok_or(Error::Unauthorized)?;
-                        let payload = $crate::store::Signal::revoked_payload(id);
-                        Self::publish(&mut tx, &payload).await?;
-                        tx.commit().await?;
-                        Ok(version)
-                    })
-                    .await
-                }
-            }
-        };
-    };
+    async fn bump_token_version(&self, id: &UserId) -> Result<i64> {
+        watched(self.storage_health(), async {
+            let mut tx = self.begin_write().await?;
+            let version: Option<i64> = query_scalar(sql::BUMP_TOKEN_VERSION)
+                .bind(id.as_str())
+                .bind(crate::domain::now())
+                .fetch_optional(&mut tx)
+                .await?;
+            let version = version.ok_or(Error::Unauthorized)?;
+            publish(&mut tx, &Signal::revoked_payload(id)).await?;
+            tx.commit().await?;
+            Ok(version)
+        })
+        .await
+    }
 }
-pub(super) use user_store;
 
 /// The statements of this area, the same on both backends.
 pub(super) mod sql {

@@ -10,11 +10,20 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use claim::claim_in;
 
-use crate::domain::runtime::{AgentKey, Claim, Outcome};
+use crate::domain::runtime::{AgentKey, AgentRun, Claim, Outcome, finish};
 use crate::domain::steps::Step;
-use crate::domain::task::TaskId;
+use crate::domain::task::{Task, TaskId};
+use crate::domain::user::UserId;
 use crate::error::Result;
+use crate::store::db::{SqlStore, Tx, query, query_as, query_scalar};
+use crate::store::rows::{AgentKeyRow, AgentRunRow, TaskRow};
+use crate::store::shared::{
+    housekeeping, insert_activity, nth_instant, publish, queue_post, watched_if,
+};
+use crate::store::steps::insert_step;
+use crate::store::tasks::sql as task_sql;
 
 /// Leases of agents and tasks to nodes; every time here is the database's.
 #[async_trait]
@@ -114,326 +123,255 @@ impl RuntimeLoad {
     }
 }
 
-/// Implements [`RuntimeStore`] for a backend (see [`super::shared`]).
-macro_rules! runtime_store {
-    ($store:ty, $db:ty) => {
-        super::runtime::claim_store!($store, $db);
-        const _: () = {
-            use std::time::Duration;
+#[async_trait::async_trait]
+impl<S: SqlStore> RuntimeStore for S {
+    async fn heartbeat(&self, node: &str, lease: Duration) -> Result<Vec<AgentKey>> {
+        housekeeping(self.storage_health(), async {
+            let clock = self.dialect().clock();
+            let lease = lease.as_secs_f64();
+            let mut tx = self.begin_write().await?;
+            query(&sql::upsert_node(clock)).bind(node).bind(lease).execute(&mut tx).await?;
+            let held: Vec<AgentKeyRow> = query_as(&sql::renew_agent_leases(clock))
+                .bind(node)
+                .bind(lease)
+                .fetch_all(&mut tx)
+                .await?;
+            query(&sql::renew_task_leases(clock)).bind(node).bind(lease).execute(&mut tx).await?;
+            // Nodes silent for an hour are gone; live counting only looks at `alive_until`.
+            query(&sql::forget_dead_nodes(clock)).bind(-3600.0_f64).execute(&mut tx).await?;
+            tx.commit().await?;
+            Ok(held.into_iter().map(AgentKey::from).collect())
+        })
+        .await
+    }
 
-            use chrono::{DateTime, Utc};
+    async fn backlogs(&self) -> Result<Backlogs> {
+        Ok(query_as(sql::BACKLOGS).fetch_one(&mut self.read().await?).await?)
+    }
 
-            use crate::domain::runtime::{AgentKey, AgentRun, Claim, Outcome, finish};
-            use crate::domain::task::{Task, TaskId};
-            use crate::domain::user::UserId;
-            use crate::error::Result;
-            use crate::store::rows::{AgentKeyRow, AgentRunRow, TaskRow};
-            use crate::store::runtime::sql;
-            use crate::store::shared::{housekeeping, nth_instant, watched_if};
-            use crate::store::tasks::sql as task_sql;
-            use crate::store::{Backlogs, RuntimeLoad};
+    async fn runtime_load(&self) -> Result<RuntimeLoad> {
+        let statement = sql::runtime_load(self.dialect().clock());
+        Ok(query_as(&statement).fetch_one(&mut self.read().await?).await?)
+    }
 
-            #[async_trait::async_trait]
-            impl $crate::store::RuntimeStore for $store {
-                async fn heartbeat(&self, node: &str, lease: Duration) -> Result<Vec<AgentKey>> {
-                    housekeeping(self.storage_health(), async {
-                        let clock = <$store>::CLOCK;
-                        let lease = lease.as_secs_f64();
-                        let mut tx = self.begin_write().await?;
-                        sqlx::query(&sql::upsert_node(clock))
-                            .bind(node)
-                            .bind(lease)
-                            .execute(&mut *tx)
-                            .await?;
-                        let held: Vec<AgentKeyRow> =
-                            sqlx::query_as(&sql::renew_agent_leases(clock))
-                                .bind(node)
-                                .bind(lease)
-                                .fetch_all(&mut *tx)
-                                .await?;
-                        sqlx::query(&sql::renew_task_leases(clock))
-                            .bind(node)
-                            .bind(lease)
-                            .execute(&mut *tx)
-                            .await?;
-                        // Nodes silent for an hour are gone; live counting only looks at `alive_until`.
-                        sqlx::query(&sql::forget_dead_nodes(clock))
-                            .bind(-3600.0_f64)
-                            .execute(&mut *tx)
-                            .await?;
-                        tx.commit().await?;
-                        Ok(held.into_iter().map(AgentKey::from).collect())
-                    })
-                    .await
-                }
+    async fn database_time(&self) -> Result<DateTime<Utc>> {
+        let statement = format!("SELECT {}", self.dialect().clock().now);
+        Ok(query_scalar(&statement).fetch_one(&mut self.read().await?).await?)
+    }
 
-                async fn backlogs(&self) -> Result<Backlogs> {
-                    Ok(sqlx::query_as(sql::BACKLOGS).fetch_one(&mut *self.read().await?).await?)
-                }
+    async fn claim_agents(&self, node: &str, lease: Duration, limit: i64) -> Result<Vec<AgentKey>> {
+        housekeeping(self.storage_health(), async {
+            let statement = sql::claim_agents(self.dialect().clock(), self.dialect().skip_locked());
+            let claimed: Vec<AgentKeyRow> = query_as(&statement)
+                .bind(node)
+                .bind(lease.as_secs_f64())
+                .bind(limit)
+                .fetch_all(self.writer())
+                .await?;
+            Ok(claimed.into_iter().map(AgentKey::from).collect())
+        })
+        .await
+    }
 
-                async fn runtime_load(&self) -> Result<RuntimeLoad> {
-                    let statement = sql::runtime_load(<$store>::CLOCK);
-                    Ok(sqlx::query_as(&statement).fetch_one(&mut *self.read().await?).await?)
-                }
-
-                async fn database_time(&self) -> Result<DateTime<Utc>> {
-                    let statement = format!("SELECT {}", <$store>::CLOCK.now);
-                    Ok(sqlx::query_scalar(&statement).fetch_one(&mut *self.read().await?).await?)
-                }
-
-                async fn claim_agents(
-                    &self,
-                    node: &str,
-                    lease: Duration,
-                    limit: i64,
-                ) -> Result<Vec<AgentKey>> {
-                    housekeeping(self.storage_health(), async {
-                        let statement = sql::claim_agents(<$store>::CLOCK, <$store>::SKIP_LOCKED);
-                        let claimed: Vec<AgentKeyRow> = sqlx::query_as(&statement)
-                            .bind(node)
-                            .bind(lease.as_secs_f64())
-                            .bind(limit)
-                            .fetch_all(self.writer())
-                            .await?;
-                        Ok(claimed.into_iter().map(AgentKey::from).collect())
-                    })
-                    .await
-                }
-
-                async fn release_agent(&self, agent: &AgentKey, node: &str) -> Result<()> {
-                    housekeeping(self.storage_health(), async {
-                        let mut tx = self.begin_write().await?;
-                        let released = sqlx::query(sql::RELEASE_AGENT)
-                            .bind(&agent.owner_id)
-                            .bind(&agent.agent_id)
-                            .bind(node)
-                            .execute(&mut *tx)
-                            .await?;
-                        if released.rows_affected() > 0 {
-                            Self::publish(&mut tx, "").await?;
-                        }
-                        tx.commit().await?;
-                        Ok(())
-                    })
-                    .await
-                }
-
-                async fn release_node(&self, node: &str) -> Result<()> {
-                    let now = $crate::domain::now();
-                    housekeeping(self.storage_health(), async {
-                        let mut tx = self.begin_write().await?;
-                        // Agents before tasks, the lock order of every writer.
-                        sqlx::query(sql::RELEASE_AGENTS_OF_NODE)
-                            .bind(node)
-                            .execute(&mut *tx)
-                            .await?;
-                        sqlx::query(sql::REQUEUE_TASKS_OF_NODE)
-                            .bind(node)
-                            .bind(now)
-                            .execute(&mut *tx)
-                            .await?;
-                        sqlx::query(sql::DELETE_NODE).bind(node).execute(&mut *tx).await?;
-                        Self::publish(&mut tx, "").await?;
-                        tx.commit().await?;
-                        Ok(())
-                    })
-                    .await
-                }
-
-                async fn requeue_expired_tasks(&self) -> Result<u64> {
-                    housekeeping(self.storage_health(), async {
-                        let done = sqlx::query(&sql::requeue_expired_tasks(<$store>::CLOCK))
-                            .bind($crate::domain::now())
-                            .execute(self.writer())
-                            .await?;
-                        Ok(done.rows_affected())
-                    })
-                    .await
-                }
-
-                async fn claim_task(
-                    &self,
-                    agent: &AgentKey,
-                    node: &str,
-                    lease: Duration,
-                    max_attempts: i32,
-                ) -> Result<Claim> {
-                    housekeeping(self.storage_health(), async {
-                        let mut tx = self.begin_write().await?;
-                        let Some((run, now)) = Self::lock_agent_run(&mut tx, agent).await? else {
-                            return Ok(Claim::Lost);
-                        };
-                        let claim =
-                            Self::claim_in(&mut tx, agent, run, now, node, lease, max_attempts)
-                                .await?;
-                        tx.commit().await?;
-                        Ok(claim)
-                    })
-                    .await
-                }
-
-                async fn finish_then_claim(
-                    &self,
-                    agent: &AgentKey,
-                    task: &TaskId,
-                    node: &str,
-                    outcome: &Outcome,
-                    calls: i32,
-                    last: Option<&$crate::domain::steps::Step>,
-                    next: $crate::store::NextClaim,
-                ) -> Result<(bool, Option<Claim>)> {
-                    watched_if(
-                        self.storage_health(),
-                        async {
-                            let (owner, id) = (agent.owner_id.as_str(), agent.agent_id.as_str());
-                            let mut tx = self.begin_write().await?;
-                            // The throttle (`next_run_at`) is judged by other nodes: the database's
-                            // time, read with the lock.
-                            let Some((run, at)) = Self::lock_agent_run(&mut tx, agent).await?
-                            else {
-                                return Ok((false, None));
-                            };
-                            let current: Option<TaskRow> =
-                                sqlx::query_as(&task_sql::select_task(<$store>::LOCK))
-                                    .bind(owner)
-                                    .bind(id)
-                                    .bind(task.as_str())
-                                    .fetch_optional(&mut *tx)
-                                    .await?;
-                            let Some(current) = current else { return Ok((false, None)) };
-                            let mut current = Task::try_from(current)?;
-                            // The answer that ended the run is its next step (the row is locked: no
-                            // other writer counts one meanwhile), counted by the update below.
-                            if let Some(step) = last {
-                                if step.seq != current.steps + 1 {
-                                    return Ok((false, None));
-                                }
-                                crate::domain::steps::count_step(&mut current, step);
-                            }
-                            let done = finish(&run, &current, outcome, calls, at);
-                            let written = sqlx::query(sql::FINISH_TASK)
-                                .bind(task.as_str())
-                                .bind(node)
-                                .bind(done.task.status.as_str())
-                                .bind(&done.task.result)
-                                .bind(&done.task.error)
-                                .bind(done.task.attempts)
-                                .bind(done.task.usage.map(|u| u.input_tokens))
-                                .bind(done.task.usage.map(|u| u.output_tokens))
-                                .bind(at)
-                                .bind(done.task.steps)
-                                .execute(&mut *tx)
-                                .await?;
-                            if written.rows_affected() == 0 {
-                                return Ok((false, None));
-                            }
-                            if let Some(step) = last {
-                                Self::insert_step(&mut tx, task, step).await?;
-                            }
-                            Self::write_after_task(&mut tx, agent, &done, at).await?;
-                            let claim = match next {
-                                $crate::store::NextClaim::Leased { lease, max_attempts } => {
-                                    // The agent as the finish left it, read under the same lock.
-                                    let run = AgentRun {
-                                        status: done.agent.status,
-                                        status_before_vacation: done.agent.status_before_vacation,
-                                        failure_streak: done.agent.failure_streak,
-                                        next_run_at: Some(done.agent.next_run_at),
-                                        ..run
-                                    };
-                                    Some(
-                                        Self::claim_in(
-                                            &mut tx,
-                                            agent,
-                                            run,
-                                            at,
-                                            node,
-                                            lease,
-                                            max_attempts,
-                                        )
-                                        .await?,
-                                    )
-                                }
-                                $crate::store::NextClaim::None => None,
-                            };
-                            tx.commit().await?;
-                            Ok((true, claim))
-                        },
-                        |(written, _)| *written,
-                    )
-                    .await
-                }
-
-                async fn agents_with_work(&self, node: &str) -> Result<Vec<AgentKey>> {
-                    let rows: Vec<AgentKeyRow> =
-                        sqlx::query_as(&sql::agents_with_work(<$store>::CLOCK))
-                            .bind(node)
-                            .fetch_all(&mut *self.read().await?)
-                            .await?;
-                    Ok(rows.into_iter().map(AgentKey::from).collect())
-                }
+    async fn release_agent(&self, agent: &AgentKey, node: &str) -> Result<()> {
+        housekeeping(self.storage_health(), async {
+            let mut tx = self.begin_write().await?;
+            let released = query(sql::RELEASE_AGENT)
+                .bind(&agent.owner_id)
+                .bind(&agent.agent_id)
+                .bind(node)
+                .execute(&mut tx)
+                .await?;
+            if released.rows_affected() > 0 {
+                publish(&mut tx, "").await?;
             }
+            tx.commit().await?;
+            Ok(())
+        })
+        .await
+    }
 
-            impl $store {
-                /// What a finished task writes besides the task row: the agent's run state, the
-                /// activity entries and the posts to its channel.
-                async fn write_after_task(
-                    tx: &mut sqlx::Transaction<'static, $db>,
-                    agent: &AgentKey,
-                    done: &$crate::domain::runtime::Finish,
-                    at: DateTime<Utc>,
-                ) -> Result<()> {
-                    let (owner, id) = (agent.owner_id.as_str(), agent.agent_id.as_str());
-                    sqlx::query(sql::UPDATE_AGENT_AFTER_TASK)
+    async fn release_node(&self, node: &str) -> Result<()> {
+        let now = crate::domain::now();
+        housekeeping(self.storage_health(), async {
+            let mut tx = self.begin_write().await?;
+            // Agents before tasks, the lock order of every writer.
+            query(sql::RELEASE_AGENTS_OF_NODE).bind(node).execute(&mut tx).await?;
+            query(sql::REQUEUE_TASKS_OF_NODE).bind(node).bind(now).execute(&mut tx).await?;
+            query(sql::DELETE_NODE).bind(node).execute(&mut tx).await?;
+            publish(&mut tx, "").await?;
+            tx.commit().await?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn requeue_expired_tasks(&self) -> Result<u64> {
+        housekeeping(self.storage_health(), async {
+            let done = query(&sql::requeue_expired_tasks(self.dialect().clock()))
+                .bind(crate::domain::now())
+                .execute(self.writer())
+                .await?;
+            Ok(done.rows_affected())
+        })
+        .await
+    }
+
+    async fn claim_task(
+        &self,
+        agent: &AgentKey,
+        node: &str,
+        lease: Duration,
+        max_attempts: i32,
+    ) -> Result<Claim> {
+        housekeeping(self.storage_health(), async {
+            let mut tx = self.begin_write().await?;
+            let Some((run, now)) = lock_agent_run(&mut tx, agent).await? else {
+                return Ok(Claim::Lost);
+            };
+            let claim = claim_in(&mut tx, agent, run, now, node, lease, max_attempts).await?;
+            tx.commit().await?;
+            Ok(claim)
+        })
+        .await
+    }
+
+    async fn finish_then_claim(
+        &self,
+        agent: &AgentKey,
+        task: &TaskId,
+        node: &str,
+        outcome: &Outcome,
+        calls: i32,
+        last: Option<&crate::domain::steps::Step>,
+        next: crate::store::NextClaim,
+    ) -> Result<(bool, Option<Claim>)> {
+        watched_if(
+            self.storage_health(),
+            async {
+                let (owner, id) = (agent.owner_id.as_str(), agent.agent_id.as_str());
+                let mut tx = self.begin_write().await?;
+                // The throttle (`next_run_at`) is judged by other nodes: the database's
+                // time, read with the lock.
+                let Some((run, at)) = lock_agent_run(&mut tx, agent).await? else {
+                    return Ok((false, None));
+                };
+                let current: Option<TaskRow> =
+                    query_as(&task_sql::select_task(self.dialect().lock()))
                         .bind(owner)
                         .bind(id)
-                        .bind(done.agent.status.as_str())
-                        .bind(done.agent.status_before_vacation.map(|s| s.as_str()))
-                        .bind(done.agent.failure_streak)
-                        .bind(done.agent.next_run_at)
-                        .bind(at)
-                        .execute(&mut **tx)
+                        .bind(task.as_str())
+                        .fetch_optional(&mut tx)
                         .await?;
-                    let owner_id = UserId::from_trusted(owner.to_owned());
-                    for (nth, entry) in done.activity.iter().enumerate() {
-                        Self::insert_activity(
-                            tx,
-                            &owner_id,
-                            &done.task.agent_id,
-                            entry,
-                            nth_instant(at, nth),
-                        )
-                        .await?;
+                let Some(current) = current else { return Ok((false, None)) };
+                let mut current = Task::try_from(current)?;
+                // The answer that ended the run is its next step (the row is locked: no
+                // other writer counts one meanwhile), counted by the update below.
+                if let Some(step) = last {
+                    if step.seq != current.steps + 1 {
+                        return Ok((false, None));
                     }
-                    for post in &done.posts {
-                        Self::queue_post(tx, owner, id, post, at).await?;
-                    }
-                    Ok(())
+                    crate::domain::steps::count_step(&mut current, step);
                 }
+                let done = finish(&run, &current, outcome, calls, at);
+                let written = query(sql::FINISH_TASK)
+                    .bind(task.as_str())
+                    .bind(node)
+                    .bind(done.task.status.as_str())
+                    .bind(&done.task.result)
+                    .bind(&done.task.error)
+                    .bind(done.task.attempts)
+                    .bind(done.task.usage.map(|u| u.input_tokens))
+                    .bind(done.task.usage.map(|u| u.output_tokens))
+                    .bind(at)
+                    .bind(done.task.steps)
+                    .execute(&mut tx)
+                    .await?;
+                if written.rows_affected() == 0 {
+                    return Ok((false, None));
+                }
+                if let Some(step) = last {
+                    insert_step(&mut tx, task, step).await?;
+                }
+                write_after_task(&mut tx, agent, &done, at).await?;
+                let claim = match next {
+                    crate::store::NextClaim::Leased { lease, max_attempts } => {
+                        // The agent as the finish left it, read under the same lock.
+                        let run = AgentRun {
+                            status: done.agent.status,
+                            status_before_vacation: done.agent.status_before_vacation,
+                            failure_streak: done.agent.failure_streak,
+                            next_run_at: Some(done.agent.next_run_at),
+                            ..run
+                        };
+                        Some(claim_in(&mut tx, agent, run, at, node, lease, max_attempts).await?)
+                    }
+                    crate::store::NextClaim::None => None,
+                };
+                tx.commit().await?;
+                Ok((true, claim))
+            },
+            |(written, _)| *written,
+        )
+        .await
+    }
 
-                /// Locks the agent row and reads its run state; `None` when the agent is gone.
-                async fn lock_agent_run(
-                    tx: &mut sqlx::Transaction<'static, $db>,
-                    agent: &AgentKey,
-                ) -> Result<Option<(AgentRun, DateTime<Utc>)>> {
-                    let statement = sql::select_agent_run(<$store>::LOCK, <$store>::CLOCK);
-                    let row: Option<AgentRunRow> = sqlx::query_as(&statement)
-                        .bind(&agent.owner_id)
-                        .bind(&agent.agent_id)
-                        .fetch_optional(&mut **tx)
-                        .await?;
-                    row.map(|row| {
-                        let now = row.db_now;
-                        AgentRun::try_from(row).map(|run| (run, now))
-                    })
-                    .transpose()
-                }
-            }
-        };
-    };
+    async fn agents_with_work(&self, node: &str) -> Result<Vec<AgentKey>> {
+        let rows: Vec<AgentKeyRow> = query_as(&sql::agents_with_work(self.dialect().clock()))
+            .bind(node)
+            .fetch_all(&mut self.read().await?)
+            .await?;
+        Ok(rows.into_iter().map(AgentKey::from).collect())
+    }
 }
-pub(super) use runtime_store;
+
+/// What a finished task writes besides the task row: the agent's run state, the
+/// activity entries and the posts to its channel.
+pub(super) async fn write_after_task(
+    tx: &mut Tx,
+    agent: &AgentKey,
+    done: &crate::domain::runtime::Finish,
+    at: DateTime<Utc>,
+) -> Result<()> {
+    let (owner, id) = (agent.owner_id.as_str(), agent.agent_id.as_str());
+    query(sql::UPDATE_AGENT_AFTER_TASK)
+        .bind(owner)
+        .bind(id)
+        .bind(done.agent.status.as_str())
+        .bind(done.agent.status_before_vacation.map(|s| s.as_str()))
+        .bind(done.agent.failure_streak)
+        .bind(done.agent.next_run_at)
+        .bind(at)
+        .execute(&mut *tx)
+        .await?;
+    let owner_id = UserId::from_trusted(owner.to_owned());
+    for (nth, entry) in done.activity.iter().enumerate() {
+        insert_activity(&mut *tx, &owner_id, &done.task.agent_id, entry, nth_instant(at, nth))
+            .await?;
+    }
+    for post in &done.posts {
+        queue_post(&mut *tx, owner, id, post, at).await?;
+    }
+    Ok(())
+}
+
+/// Locks the agent row and reads its run state; `None` when the agent is gone.
+async fn lock_agent_run(
+    tx: &mut Tx,
+    agent: &AgentKey,
+) -> Result<Option<(AgentRun, DateTime<Utc>)>> {
+    let statement = sql::select_agent_run(tx.dialect().lock(), tx.dialect().clock());
+    let row: Option<AgentRunRow> = query_as(&statement)
+        .bind(&agent.owner_id)
+        .bind(&agent.agent_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+    row.map(|row| {
+        let now = row.db_now;
+        AgentRun::try_from(row).map(|run| (run, now))
+    })
+    .transpose()
+}
 
 mod claim;
-pub(super) use claim::claim_store;
 pub(super) mod sql;

@@ -1,0 +1,85 @@
+//! Where the two backends' SQL differs: one method of [`Backend`] per difference. Everything
+//! else an area runs is the same text on both (`$n` placeholders work on SQLite too).
+
+use super::Backend;
+use super::sql::{self, Clock};
+
+impl Backend {
+    /// The database's clock: the time every node agrees on.
+    ///
+    /// On SQLite, written as sqlx writes `DateTime<Utc>` (RFC 3339 with `+00:00`), so text
+    /// comparison is time order; every process on one file shares the machine's clock. On
+    /// PostgreSQL `now()` is the transaction's start: one value for every statement of it.
+    pub(crate) const fn clock(self) -> Clock {
+        match self {
+            Backend::Sqlite => Clock {
+                now: "strftime('%Y-%m-%dT%H:%M:%f+00:00', 'now')",
+                plus: |seconds| {
+                    format!(
+                        "strftime('%Y-%m-%dT%H:%M:%f+00:00', 'now', printf('%+.3f seconds', {seconds}))"
+                    )
+                },
+            },
+            Backend::Postgres => Clock {
+                now: "now()",
+                plus: |seconds| format!("(now() + {seconds}::float8 * interval '1 second')"),
+            },
+        }
+    }
+
+    /// The suffix that locks a selected row for its transaction. SQLite's `BEGIN IMMEDIATE`
+    /// already holds the write lock: its rows need no lock of their own.
+    pub(crate) const fn lock(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "",
+            Backend::Postgres => " FOR UPDATE",
+        }
+    }
+
+    /// The suffix of a claim: on PostgreSQL two nodes claiming at once take different agents
+    /// instead of waiting on each other; SQLite's single writer already keeps claims apart.
+    pub(crate) const fn skip_locked(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "",
+            Backend::Postgres => " FOR UPDATE SKIP LOCKED",
+        }
+    }
+
+    /// The statement that tells every node at commit (`$1` the payload). SQLite has one
+    /// process per file in practice: wake-ups stay in process, with the fallback poll for
+    /// anything else.
+    pub(crate) const fn notify(self) -> Option<&'static str> {
+        match self {
+            Backend::Sqlite => None,
+            Backend::Postgres => Some("SELECT pg_notify('agentd_wake', $1)"),
+        }
+    }
+
+    /// The statement that applies Stripe events one at a time. On PostgreSQL, across nodes:
+    /// events are rare and touch users, customers and subscriptions in orders no row-lock
+    /// sequence could keep deadlock-free. SQLite's `BEGIN IMMEDIATE` already does it.
+    pub(crate) const fn serialize_billing(self) -> Option<&'static str> {
+        match self {
+            Backend::Sqlite => None,
+            Backend::Postgres => Some("SELECT pg_advisory_xact_lock(7402318821156)"),
+        }
+    }
+
+    /// How an activity entry is inserted: as dated on SQLite (one clock for every process on
+    /// the file), never before the agent's previous entry on PostgreSQL (nodes with different
+    /// clocks write one agent's activity).
+    pub(crate) const fn insert_activity(self) -> &'static str {
+        match self {
+            Backend::Sqlite => sql::INSERT_ACTIVITY,
+            Backend::Postgres => sql::INSERT_ACTIVITY_MONOTONIC,
+        }
+    }
+
+    /// The UTC day of a model step (`s.created_at`), as the usage report groups it.
+    pub(crate) const fn day_of_step(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "substr(s.created_at, 1, 10)",
+            Backend::Postgres => "to_char(s.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')",
+        }
+    }
+}
