@@ -7,6 +7,7 @@ use std::str::FromStr;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use super::activity::{Action, NewActivity};
 use super::agent::AgentId;
 use super::chat::NewPost;
 use super::mcp::{McpServerName, split_tool};
@@ -165,6 +166,34 @@ impl Decider {
     }
 }
 
+/// `decision` by `decider` at `at` applied to `approval`: the approval as decided and the
+/// activity entry that says so; or, when it was decided already, the message that says by whom.
+pub fn decide(
+    mut approval: Approval,
+    decision: Decision,
+    decider: &Decider,
+    at: DateTime<Utc>,
+) -> Result<(Approval, NewActivity), String> {
+    if approval.status != ApprovalStatus::Pending {
+        let who = approval.decided_by.as_deref().unwrap_or("the timeout");
+        return Err(format!("This call was {} already, by {who}.", approval.status.as_str()));
+    }
+    let (status, action, verb) = match decision {
+        Decision::Approve => (ApprovalStatus::Approved, Action::ToolApproved, "approved"),
+        Decision::Deny => (ApprovalStatus::Denied, Action::ToolDenied, "denied"),
+    };
+    approval.status = status;
+    approval.decided_by = decider.label();
+    approval.decided_at = Some(at);
+    let by = match &approval.decided_by {
+        Some(who) => format!(" by {who}"),
+        None => ": nobody answered in time".to_owned(),
+    };
+    let details = format!("Call of {} {verb}{by}.", approval.tool);
+    let entry = NewActivity::for_task(action, &approval.task_id, details);
+    Ok((approval, entry))
+}
+
 /// What the model is told of a denied call.
 pub fn denied_result(decided_by: Option<&str>) -> String {
     match decided_by {
@@ -291,5 +320,51 @@ mod tests {
         let block = arguments_block(r#"{"url": "```x"}"#);
         assert_eq!(block.matches("```").count(), 2, "{block}");
         assert!(arguments_block(&"x".repeat(5000)).ends_with("…\n```"));
+    }
+
+    fn pending() -> Approval {
+        let at: DateTime<Utc> = "2026-11-27T08:00:00Z".parse().unwrap();
+        Approval {
+            id: "a1".into(),
+            task_id: "t1".into(),
+            agent_id: AgentId::parse("scout").unwrap(),
+            tool: "http_fetch".into(),
+            arguments: serde_json::json!({}),
+            status: ApprovalStatus::Pending,
+            decided_by: None,
+            decided_at: None,
+            expires_at: at,
+            created_at: at,
+            call_id: "c1".into(),
+        }
+    }
+
+    #[test]
+    fn a_decision_sets_who_and_when_and_says_so_in_the_activity() {
+        let at: DateTime<Utc> = "2026-11-27T09:00:00Z".parse().unwrap();
+        let member = Decider::Member("ada".into());
+        let (approved, entry) = decide(pending(), Decision::Approve, &member, at).unwrap();
+        assert_eq!(approved.status, ApprovalStatus::Approved);
+        assert_eq!(approved.decided_by.as_deref(), Some("ada (Discord)"));
+        assert_eq!(approved.decided_at, Some(at));
+        assert_eq!(entry.action, Action::ToolApproved);
+        assert_eq!(entry.task_id.as_deref(), Some("t1"));
+        assert_eq!(entry.details, "Call of http_fetch approved by ada (Discord).");
+
+        let (denied, entry) = decide(pending(), Decision::Deny, &Decider::Timeout, at).unwrap();
+        assert_eq!((denied.status, denied.decided_by), (ApprovalStatus::Denied, None));
+        assert_eq!(entry.action, Action::ToolDenied);
+        assert_eq!(entry.details, "Call of http_fetch denied: nobody answered in time.");
+    }
+
+    #[test]
+    fn a_decided_call_is_not_decided_again() {
+        let at: DateTime<Utc> = "2026-11-27T09:00:00Z".parse().unwrap();
+        let (approved, _) = decide(pending(), Decision::Approve, &Decider::Owner, at).unwrap();
+        let again = decide(approved, Decision::Deny, &Decider::Owner, at).unwrap_err();
+        assert_eq!(again, "This call was approved already, by the owner.");
+        let (expired, _) = decide(pending(), Decision::Deny, &Decider::Timeout, at).unwrap();
+        let late = decide(expired, Decision::Approve, &Decider::Owner, at).unwrap_err();
+        assert_eq!(late, "This call was denied already, by the timeout.");
     }
 }

@@ -178,13 +178,62 @@ pub const TASKS_PER_RUN: i64 = 10;
 pub fn refuse_task(depth: i32, created: i64) -> Option<String> {
     if depth >= super::task::MAX_DEPTH {
         return Some(format!(
-            "refused: this task is at delegation depth {depth}, and tasks may be delegated at              most {} levels deep",
+            "refused: this task is at delegation depth {depth}, and tasks may be delegated at \
+             most {} levels deep",
             super::task::MAX_DEPTH
         ));
     }
     (created >= TASKS_PER_RUN).then(|| {
         format!("refused: one run may create at most {TASKS_PER_RUN} tasks, and this one has")
     })
+}
+
+/// What an effect's tool call answers the model, and the activity it writes: the words of
+/// [`Effect`]s, which the store applies in the step's transaction.
+pub mod said {
+    use super::super::activity::{Action, NewActivity};
+    use super::super::agent::AgentId;
+    use super::super::task::{Task, TaskId};
+    use super::super::tools::MEMORY_CHARS;
+
+    /// The `memory` tool's answer once `memory` is saved.
+    pub fn memory_saved(memory: &str) -> String {
+        format!(
+            "Saved. Your memory now holds {} of {MEMORY_CHARS} characters.",
+            memory.chars().count()
+        )
+    }
+
+    /// The activity details of a memory write by the agent's own task.
+    pub fn memory_written(task: &TaskId) -> String {
+        format!("Memory updated by the agent (task {task}).")
+    }
+
+    pub const POSTED: &str = "Posted to your Discord channel.";
+    pub const NO_CHANNEL: &str =
+        "refused: this agent has no Discord channel mapped, so nothing was posted";
+
+    /// `create_task` naming an agent the owner does not have.
+    pub fn no_such_agent(agent: &AgentId) -> String {
+        format!("404 agent_not_found: you have no agent '{agent}'")
+    }
+
+    /// The activity entry of a task `by` an agent created.
+    pub fn task_created(created: &Task, by: &AgentId) -> NewActivity {
+        let details = format!("Task '{}' added by agent '{by}'.", created.title);
+        NewActivity::for_task(Action::TaskAdded, created.id.as_str(), details)
+    }
+
+    /// `create_task`'s answer: the new task as the model may refer to it.
+    pub fn task_queued(created: &Task, agent: &AgentId) -> String {
+        serde_json::json!({
+            "task_id": created.id,
+            "agent_id": agent,
+            "status": "queued",
+            "depth": created.depth,
+        })
+        .to_string()
+    }
 }
 
 /// `text` within [`RESULT_BYTES`], cut on a character boundary with a marker saying so.

@@ -6,14 +6,19 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
+use crate::domain::activity::{Action, NewActivity};
 use crate::domain::agent::AgentId;
-use crate::domain::approval::{Approval, Decider, Decision};
+use crate::domain::approval::{self, Approval, Decider, Decision, decided_body};
 use crate::domain::chat::NewPost;
+use crate::domain::runtime::AgentKey;
 use crate::domain::steps::Step;
 use crate::domain::task::TaskId;
 use crate::domain::user::UserId;
-use crate::error::Result;
+use crate::error::{Conflict, Error, Resource, Result};
 use crate::store::RunRef;
+use crate::store::db::{SqlStore, query, query_as, query_scalar};
+use crate::store::shared::{insert_activity, lock_agent, notify, queue_post, watched, watched_if};
+use crate::store::steps::{advance_task, insert_step};
 
 /// Which approval to decide: a task's pending one (its owner deciding through the API), or one
 /// by id (a button in Discord, or the timeout).
@@ -112,292 +117,210 @@ impl TryFrom<ApprovalRow> for Approval {
     }
 }
 
-/// Implements [`ApprovalStore`] for a backend (see [`super::shared`]).
-macro_rules! approval_store {
-    ($store:ty, $db:ty) => {
-        const _: () = {
-            use chrono::{DateTime, Utc};
-
-            use crate::domain::activity::{Action, NewActivity};
-            use crate::domain::agent::AgentId;
-            use crate::domain::approval::{
-                Approval, ApprovalStatus, Decider, Decision, decided_body,
-            };
-            use crate::domain::chat::NewPost;
-            use crate::domain::runtime::AgentKey;
-            use crate::domain::steps::Step;
-            use crate::domain::task::TaskId;
-            use crate::domain::user::UserId;
-            use crate::error::{Conflict, Error, Resource, Result};
-            use crate::store::RunRef;
-            use crate::store::approvals::{ApprovalRef, ApprovalRow, Decided, sql};
-            use crate::store::shared::{watched, watched_if};
-
-            #[async_trait::async_trait]
-            impl $crate::store::ApprovalStore for $store {
-                async fn park_task(
-                    &self,
-                    run: RunRef<'_>,
-                    asked: Option<&Step>,
-                    approval: &Approval,
-                    timeout_seconds: f64,
-                    post: &NewPost,
-                ) -> Result<bool> {
-                    watched_if(
-                        self.storage_health(),
-                        async {
-                            let mut tx = self.begin_write().await?;
-                            let owner = UserId::from_trusted(run.agent.owner_id.clone());
-                            let own =
-                                AgentId::parse(&run.agent.agent_id).map_err(Error::internal)?;
-                            match Self::lock_agent(&mut tx, &owner, &own).await {
-                                Ok(()) => {}
-                                Err(Error::NotFound { .. }) => return Ok(false),
-                                Err(error) => return Err(error),
-                            }
-                            if let Some(asked) = asked {
-                                if !Self::advance_task(&mut tx, run.task, run.node, &[asked])
-                                    .await?
-                                {
-                                    return Ok(false);
-                                }
-                                Self::insert_step(&mut tx, run.task, asked).await?;
-                            }
-                            let at = approval.created_at;
-                            let parked = sqlx::query(sql::PARK_TASK)
-                                .bind(run.task.as_str())
-                                .bind(run.node)
-                                .bind(at)
-                                .execute(&mut *tx)
-                                .await?;
-                            if parked.rows_affected() == 0 {
-                                return Ok(false);
-                            }
-                            sqlx::query(&sql::insert_approval(<$store>::CLOCK))
-                                .bind(&approval.id)
-                                .bind(owner.as_str())
-                                .bind(own.as_str())
-                                .bind(run.task.as_str())
-                                .bind(&approval.call_id)
-                                .bind(&approval.tool)
-                                .bind(approval.arguments.to_string())
-                                .bind(at)
-                                .bind(timeout_seconds)
-                                .execute(&mut *tx)
-                                .await?;
-                            if Self::queue_post(&mut tx, owner.as_str(), own.as_str(), post, at)
-                                .await?
-                            {
-                                sqlx::query(sql::LINK_POST)
-                                    .bind(&approval.id)
-                                    .bind(owner.as_str())
-                                    .bind(&post.nonce)
-                                    .execute(&mut *tx)
-                                    .await?;
-                            }
-                            let entry = NewActivity::for_task(
-                                Action::ApprovalRequested,
-                                run.task.as_str(),
-                                format!("Waiting for approval to call {}.", approval.tool),
-                            );
-                            Self::insert_activity(&mut tx, &owner, &own, &entry, at).await?;
-                            tx.commit().await?;
-                            Ok(true)
-                        },
-                        |parked| *parked,
-                    )
-                    .await
+#[async_trait::async_trait]
+impl<S: SqlStore> ApprovalStore for S {
+    async fn park_task(
+        &self,
+        run: RunRef<'_>,
+        asked: Option<&Step>,
+        approval: &Approval,
+        timeout_seconds: f64,
+        post: &NewPost,
+    ) -> Result<bool> {
+        watched_if(
+            self.storage_health(),
+            async {
+                let mut tx = self.begin_write().await?;
+                let owner = UserId::from_trusted(run.agent.owner_id.clone());
+                let own = AgentId::parse(&run.agent.agent_id).map_err(Error::internal)?;
+                match lock_agent(&mut tx, &owner, &own).await {
+                    Ok(()) => {}
+                    Err(Error::NotFound { .. }) => return Ok(false),
+                    Err(error) => return Err(error),
                 }
-
-                async fn approval_of_call(
-                    &self,
-                    task: &TaskId,
-                    call_id: &str,
-                ) -> Result<Option<Approval>> {
-                    let row: Option<ApprovalRow> =
-                        sqlx::query_as(&sql::select_approval("task_id = $1 AND call_id = $2", ""))
-                            .bind(task.as_str())
-                            .bind(call_id)
-                            .fetch_optional(&mut *self.read().await?)
-                            .await?;
-                    row.map(Approval::try_from).transpose()
-                }
-
-                async fn approval(&self, id: &str) -> Result<Option<(UserId, Approval)>> {
-                    let row: Option<ApprovalRow> =
-                        sqlx::query_as(&sql::select_approval("id = $1", ""))
-                            .bind(id)
-                            .fetch_optional(&mut *self.read().await?)
-                            .await?;
-                    match row {
-                        Some(row) => {
-                            let owner = UserId::from_trusted(row.owner_id.clone());
-                            Ok(Some((owner, Approval::try_from(row)?)))
-                        }
-                        None => Ok(None),
+                if let Some(asked) = asked {
+                    if !advance_task(&mut tx, run.task, run.node, &[asked]).await? {
+                        return Ok(false);
                     }
+                    insert_step(&mut tx, run.task, asked).await?;
                 }
-
-                async fn decide_approval(
-                    &self,
-                    which: ApprovalRef<'_>,
-                    decision: Decision,
-                    decider: &Decider,
-                    at: DateTime<Utc>,
-                ) -> Result<Decided> {
-                    watched(self.storage_health(), async {
-                        let mut tx = self.begin_write().await?;
-                        let (owner, agent, id) = match which {
-                            ApprovalRef::Id(id) => {
-                                let row: Option<ApprovalRow> =
-                                    sqlx::query_as(&sql::select_approval("id = $1", ""))
-                                        .bind(id)
-                                        .fetch_optional(&mut *tx)
-                                        .await?;
-                                let row =
-                                    row.ok_or_else(|| Error::not_found(Resource::Approval, id))?;
-                                let agent =
-                                    AgentId::parse(&row.agent_id).map_err(Error::internal)?;
-                                (UserId::from_trusted(row.owner_id), agent, id.to_owned())
-                            }
-                            ApprovalRef::OfTask { owner, agent, task } => {
-                                Self::lock_agent(&mut tx, owner, agent).await?;
-                                let status: Option<String> = sqlx::query_scalar(sql::TASK_STATUS)
-                                    .bind(owner.as_str())
-                                    .bind(agent.as_str())
-                                    .bind(task.as_str())
-                                    .fetch_optional(&mut *tx)
-                                    .await?;
-                                let status = status.ok_or_else(|| {
-                                    Error::not_found(Resource::Task, task.as_str())
-                                })?;
-                                let id: Option<String> = sqlx::query_scalar(sql::PENDING_OF_TASK)
-                                    .bind(task.as_str())
-                                    .fetch_optional(&mut *tx)
-                                    .await?;
-                                let id = id.ok_or_else(|| {
-                                    Error::conflict(
-                                        Conflict::NotAwaitingApproval,
-                                        format!(
-                                            "Task {task} is {status}: it waits for no approval."
-                                        ),
-                                    )
-                                })?;
-                                (owner.clone(), agent.clone(), id)
-                            }
-                        };
-                        Self::lock_agent(&mut tx, &owner, &agent).await?;
-                        let row: ApprovalRow =
-                            sqlx::query_as(&sql::select_approval("id = $1", <$store>::LOCK))
-                                .bind(&id)
-                                .fetch_one(&mut *tx)
-                                .await?;
-                        let post_id = row.post_id;
-                        let mut approval = Approval::try_from(row)?;
-                        if approval.status != ApprovalStatus::Pending {
-                            let who =
-                                approval.decided_by.clone().unwrap_or_else(|| "the timeout".into());
-                            return Err(Error::conflict(
-                                Conflict::NotAwaitingApproval,
-                                format!(
-                                    "This call was {} already, by {who}.",
-                                    approval.status.as_str()
-                                ),
-                            ));
-                        }
-                        approval.status = match decision {
-                            Decision::Approve => ApprovalStatus::Approved,
-                            Decision::Deny => ApprovalStatus::Denied,
-                        };
-                        approval.decided_by = decider.label();
-                        approval.decided_at = Some(at);
-                        sqlx::query(sql::DECIDE)
-                            .bind(&id)
-                            .bind(approval.status.as_str())
-                            .bind(&approval.decided_by)
-                            .bind(at)
-                            .execute(&mut *tx)
-                            .await?;
-                        sqlx::query(sql::REQUEUE_TASK)
-                            .bind(&approval.task_id)
-                            .bind(at)
-                            .execute(&mut *tx)
-                            .await?;
-                        let (action, verb) = match approval.status {
-                            ApprovalStatus::Approved => (Action::ToolApproved, "approved"),
-                            _ => (Action::ToolDenied, "denied"),
-                        };
-                        let by = match &approval.decided_by {
-                            Some(who) => format!(" by {who}"),
-                            None => ": nobody answered in time".to_owned(),
-                        };
-                        let entry = NewActivity::for_task(
-                            action,
-                            &approval.task_id,
-                            format!("Call of {} {verb}{by}.", approval.tool),
-                        );
-                        Self::insert_activity(&mut tx, &owner, &agent, &entry, at).await?;
-                        let mut message = None;
-                        if let Some(post_id) = post_id {
-                            let posted: Option<(String, String, Option<String>)> =
-                                sqlx::query_as(sql::POST_OF_APPROVAL)
-                                    .bind(post_id)
-                                    .fetch_optional(&mut *tx)
-                                    .await?;
-                            match posted {
-                                Some((guild, channel, Some(message_id))) => {
-                                    message = Some((guild, channel, message_id));
-                                }
-                                Some(_) => {
-                                    let body = decided_body(&approval);
-                                    let payload =
-                                        serde_json::to_string(&body).map_err(Error::internal)?;
-                                    sqlx::query(sql::REWRITE_POST)
-                                        .bind(post_id)
-                                        .bind(payload)
-                                        .execute(&mut *tx)
-                                        .await?;
-                                }
-                                None => {}
-                            }
-                        }
-                        Self::notify(&mut tx, &AgentKey::new(owner.as_str(), agent.as_str()))
-                            .await?;
-                        tx.commit().await?;
-                        Ok(Decided { owner, approval, message })
-                    })
-                    .await
+                let at = approval.created_at;
+                let parked = query(sql::PARK_TASK)
+                    .bind(run.task.as_str())
+                    .bind(run.node)
+                    .bind(at)
+                    .execute(&mut tx)
+                    .await?;
+                if parked.rows_affected() == 0 {
+                    return Ok(false);
                 }
-
-                async fn expired_approvals(&self, limit: i64) -> Result<Vec<String>> {
-                    Ok(sqlx::query_scalar(&sql::expired(<$store>::CLOCK))
-                        .bind(limit)
-                        .fetch_all(&mut *self.read().await?)
-                        .await?)
+                query(&sql::insert_approval(self.dialect().clock()))
+                    .bind(&approval.id)
+                    .bind(owner.as_str())
+                    .bind(own.as_str())
+                    .bind(run.task.as_str())
+                    .bind(&approval.call_id)
+                    .bind(&approval.tool)
+                    .bind(approval.arguments.to_string())
+                    .bind(at)
+                    .bind(timeout_seconds)
+                    .execute(&mut tx)
+                    .await?;
+                if queue_post(&mut tx, owner.as_str(), own.as_str(), post, at).await? {
+                    query(sql::LINK_POST)
+                        .bind(&approval.id)
+                        .bind(owner.as_str())
+                        .bind(&post.nonce)
+                        .execute(&mut tx)
+                        .await?;
                 }
+                let entry = NewActivity::for_task(
+                    Action::ApprovalRequested,
+                    run.task.as_str(),
+                    format!("Waiting for approval to call {}.", approval.tool),
+                );
+                insert_activity(&mut tx, &owner, &own, &entry, at).await?;
+                tx.commit().await?;
+                Ok(true)
+            },
+            |parked| *parked,
+        )
+        .await
+    }
 
-                async fn claim_interaction(&self, id: &str, at: DateTime<Utc>) -> Result<bool> {
-                    watched(self.storage_health(), async {
-                        let mut tx = self.begin_write().await?;
-                        sqlx::query(sql::FORGET_INTERACTIONS)
-                            .bind(at - chrono::Duration::days(1))
-                            .execute(&mut *tx)
+    async fn approval_of_call(&self, task: &TaskId, call_id: &str) -> Result<Option<Approval>> {
+        let row: Option<ApprovalRow> =
+            query_as(&sql::select_approval("task_id = $1 AND call_id = $2", ""))
+                .bind(task.as_str())
+                .bind(call_id)
+                .fetch_optional(&mut self.read().await?)
+                .await?;
+        row.map(Approval::try_from).transpose()
+    }
+
+    async fn approval(&self, id: &str) -> Result<Option<(UserId, Approval)>> {
+        let row: Option<ApprovalRow> = query_as(&sql::select_approval("id = $1", ""))
+            .bind(id)
+            .fetch_optional(&mut self.read().await?)
+            .await?;
+        match row {
+            Some(row) => {
+                let owner = UserId::from_trusted(row.owner_id.clone());
+                Ok(Some((owner, Approval::try_from(row)?)))
+            }
+            None => Ok(None),
+        }
+    }
+
+    async fn decide_approval(
+        &self,
+        which: ApprovalRef<'_>,
+        decision: Decision,
+        decider: &Decider,
+        at: DateTime<Utc>,
+    ) -> Result<Decided> {
+        watched(self.storage_health(), async {
+            let mut tx = self.begin_write().await?;
+            let (owner, agent, id) = match which {
+                ApprovalRef::Id(id) => {
+                    let row: Option<ApprovalRow> = query_as(&sql::select_approval("id = $1", ""))
+                        .bind(id)
+                        .fetch_optional(&mut tx)
+                        .await?;
+                    let row = row.ok_or_else(|| Error::not_found(Resource::Approval, id))?;
+                    let agent = AgentId::parse(&row.agent_id).map_err(Error::internal)?;
+                    (UserId::from_trusted(row.owner_id), agent, id.to_owned())
+                }
+                ApprovalRef::OfTask { owner, agent, task } => {
+                    lock_agent(&mut tx, owner, agent).await?;
+                    let status: Option<String> = query_scalar(sql::TASK_STATUS)
+                        .bind(owner.as_str())
+                        .bind(agent.as_str())
+                        .bind(task.as_str())
+                        .fetch_optional(&mut tx)
+                        .await?;
+                    let status =
+                        status.ok_or_else(|| Error::not_found(Resource::Task, task.as_str()))?;
+                    let id: Option<String> = query_scalar(sql::PENDING_OF_TASK)
+                        .bind(task.as_str())
+                        .fetch_optional(&mut tx)
+                        .await?;
+                    let id = id.ok_or_else(|| {
+                        Error::conflict(
+                            Conflict::NotAwaitingApproval,
+                            format!("Task {task} is {status}: it waits for no approval."),
+                        )
+                    })?;
+                    (owner.clone(), agent.clone(), id)
+                }
+            };
+            lock_agent(&mut tx, &owner, &agent).await?;
+            let row: ApprovalRow =
+                query_as(&sql::select_approval("id = $1", self.dialect().lock()))
+                    .bind(&id)
+                    .fetch_one(&mut tx)
+                    .await?;
+            let post_id = row.post_id;
+            let (approval, entry) =
+                approval::decide(Approval::try_from(row)?, decision, decider, at)
+                    .map_err(|refused| Error::conflict(Conflict::NotAwaitingApproval, refused))?;
+            query(sql::DECIDE)
+                .bind(&id)
+                .bind(approval.status.as_str())
+                .bind(&approval.decided_by)
+                .bind(at)
+                .execute(&mut tx)
+                .await?;
+            query(sql::REQUEUE_TASK).bind(&approval.task_id).bind(at).execute(&mut tx).await?;
+            insert_activity(&mut tx, &owner, &agent, &entry, at).await?;
+            let mut message = None;
+            if let Some(post_id) = post_id {
+                let posted: Option<(String, String, Option<String>)> =
+                    query_as(sql::POST_OF_APPROVAL).bind(post_id).fetch_optional(&mut tx).await?;
+                match posted {
+                    Some((guild, channel, Some(message_id))) => {
+                        message = Some((guild, channel, message_id));
+                    }
+                    Some(_) => {
+                        let body = decided_body(&approval);
+                        let payload = serde_json::to_string(&body).map_err(Error::internal)?;
+                        query(sql::REWRITE_POST)
+                            .bind(post_id)
+                            .bind(payload)
+                            .execute(&mut tx)
                             .await?;
-                        let claimed = sqlx::query(sql::CLAIM_INTERACTION)
-                            .bind(id)
-                            .bind(at)
-                            .execute(&mut *tx)
-                            .await?;
-                        tx.commit().await?;
-                        Ok(claimed.rows_affected() > 0)
-                    })
-                    .await
+                    }
+                    None => {}
                 }
             }
-        };
-    };
+            notify(&mut tx, &AgentKey::new(owner.as_str(), agent.as_str())).await?;
+            tx.commit().await?;
+            Ok(Decided { owner, approval, message })
+        })
+        .await
+    }
+
+    async fn expired_approvals(&self, limit: i64) -> Result<Vec<String>> {
+        Ok(query_scalar(&sql::expired(self.dialect().clock()))
+            .bind(limit)
+            .fetch_all(&mut self.read().await?)
+            .await?)
+    }
+
+    async fn claim_interaction(&self, id: &str, at: DateTime<Utc>) -> Result<bool> {
+        watched(self.storage_health(), async {
+            let mut tx = self.begin_write().await?;
+            query(sql::FORGET_INTERACTIONS)
+                .bind(at - chrono::Duration::days(1))
+                .execute(&mut tx)
+                .await?;
+            let claimed = query(sql::CLAIM_INTERACTION).bind(id).bind(at).execute(&mut tx).await?;
+            tx.commit().await?;
+            Ok(claimed.rows_affected() > 0)
+        })
+        .await
+    }
 }
-pub(super) use approval_store;
 
 /// The statements of this area, the same on both backends.
 pub(super) mod sql {

@@ -3,13 +3,20 @@
 
 use async_trait::async_trait;
 
+use crate::domain::activity::{Action, NewActivity};
 use crate::domain::agent::AgentId;
 use crate::domain::runtime::AgentKey;
-use crate::domain::steps::{Effect, RecentTask, Step};
-use crate::domain::task::TaskId;
-use crate::domain::tools::MemoryText;
+use crate::domain::steps::{Effect, RecentTask, Step, refuse_task, said};
+use crate::domain::task::{Task, TaskId};
+use crate::domain::tools::{MemoryText, write_memory};
 use crate::domain::user::UserId;
-use crate::error::Result;
+use crate::error::{Error, Resource, Result};
+use crate::store::db::{SqlStore, Tx, query, query_as, query_scalar};
+use crate::store::rows::{self, StepRow};
+use crate::store::shared::{
+    insert_activity, lock_agent, notify, queue_post, require_agent, watched, watched_if,
+};
+use crate::store::tasks::write_task;
 
 /// Which run a step belongs to: the task, its agent, and the node that must still hold it.
 #[derive(Debug, Clone, Copy)]
@@ -64,353 +71,282 @@ pub trait StepStore: Send + Sync {
     ) -> Result<String>;
 }
 
-/// Implements [`StepStore`] for a backend (see [`super::shared`]).
-macro_rules! step_store {
-    ($store:ty, $db:ty) => {
-        const _: () = {
-            use crate::domain::activity::{Action, NewActivity};
-            use crate::domain::agent::AgentId;
-            use crate::domain::runtime::AgentKey;
-            use crate::domain::steps::{Effect, RecentTask, Step, refuse_task};
-            use crate::domain::task::{Task, TaskId};
-            use crate::domain::tools::{MemoryText, write_memory};
-            use crate::domain::user::UserId;
-            use crate::error::{Error, Resource, Result};
-            use crate::store::rows::{self, StepRow};
-            use crate::store::shared::{watched, watched_if};
-            use crate::store::steps::{RunContext, RunRef, sql};
+#[async_trait::async_trait]
+impl<S: SqlStore> StepStore for S {
+    async fn steps(&self, owner: &UserId, agent: &AgentId, task: &TaskId) -> Result<Vec<Step>> {
+        let mut conn = self.read().await?;
+        require_agent(&mut conn, owner, agent, "").await?;
+        let found: Option<i32> = query_scalar(sql::TASK_EXISTS)
+            .bind(owner.as_str())
+            .bind(agent.as_str())
+            .bind(task.as_str())
+            .fetch_optional(&mut conn)
+            .await?;
+        found.ok_or_else(|| Error::not_found(Resource::Task, task.as_str()))?;
+        let rows: Vec<StepRow> =
+            query_as(sql::SELECT_STEPS).bind(task.as_str()).fetch_all(&mut conn).await?;
+        rows::convert(rows)
+    }
 
-            #[async_trait::async_trait]
-            impl $crate::store::StepStore for $store {
-                async fn steps(
-                    &self,
-                    owner: &UserId,
-                    agent: &AgentId,
-                    task: &TaskId,
-                ) -> Result<Vec<Step>> {
-                    let mut conn = self.read().await?;
-                    Self::require_agent(&mut conn, owner, agent, "").await?;
-                    let found: Option<i32> = sqlx::query_scalar(sql::TASK_EXISTS)
-                        .bind(owner.as_str())
-                        .bind(agent.as_str())
-                        .bind(task.as_str())
-                        .fetch_optional(&mut *conn)
-                        .await?;
-                    found.ok_or_else(|| Error::not_found(Resource::Task, task.as_str()))?;
-                    let rows: Vec<StepRow> = sqlx::query_as(sql::SELECT_STEPS)
-                        .bind(task.as_str())
-                        .fetch_all(&mut *conn)
-                        .await?;
-                    rows::convert(rows)
+    async fn run_context(
+        &self,
+        agent: &AgentKey,
+        task: &TaskId,
+        stored: i32,
+        recent: usize,
+    ) -> Result<RunContext> {
+        if stored == 0 && recent == 0 {
+            return Ok(RunContext::default());
+        }
+        let mut conn = self.read().await?;
+        let mut rows: Vec<StepRow> = Vec::new();
+        if stored > 0 {
+            rows = query_as(sql::SELECT_STEPS).bind(task.as_str()).fetch_all(&mut conn).await?;
+        }
+        let mut recent_rows: Vec<(String, String)> = Vec::new();
+        if recent > 0 {
+            recent_rows = query_as(sql::RECENT_TASKS)
+                .bind(&agent.owner_id)
+                .bind(&agent.agent_id)
+                .bind(i64::try_from(recent).unwrap_or(i64::MAX))
+                .fetch_all(&mut conn)
+                .await?;
+        }
+        Ok(RunContext {
+            steps: rows::convert(rows)?,
+            recent: recent_rows
+                .into_iter()
+                .map(|(title, result)| RecentTask { title, result })
+                .collect(),
+        })
+    }
+
+    async fn record_step(
+        &self,
+        run: RunRef<'_>,
+        asked: Option<&Step>,
+        step: &Step,
+        effect: Option<&Effect>,
+    ) -> Result<Option<Step>> {
+        watched_if(
+            self.storage_health(),
+            async {
+                let mut tx = self.begin_write().await?;
+                let owner = UserId::from_trusted(run.agent.owner_id.clone());
+                let own = AgentId::parse(&run.agent.agent_id).map_err(Error::internal)?;
+                // Agents before tasks, the lock order of every writer; two agents in
+                // the order of their ids.
+                let mut agents = vec![&own];
+                if let Some(Effect::CreateTask { agent: target, .. }) = effect {
+                    agents.push(target);
+                    agents.sort();
+                    agents.dedup();
                 }
-
-                async fn run_context(
-                    &self,
-                    agent: &AgentKey,
-                    task: &TaskId,
-                    stored: i32,
-                    recent: usize,
-                ) -> Result<RunContext> {
-                    if stored == 0 && recent == 0 {
-                        return Ok(RunContext::default());
-                    }
-                    let mut conn = self.read().await?;
-                    let mut rows: Vec<StepRow> = Vec::new();
-                    if stored > 0 {
-                        rows = sqlx::query_as(sql::SELECT_STEPS)
-                            .bind(task.as_str())
-                            .fetch_all(&mut *conn)
-                            .await?;
-                    }
-                    let mut recent_rows: Vec<(String, String)> = Vec::new();
-                    if recent > 0 {
-                        recent_rows = sqlx::query_as(sql::RECENT_TASKS)
-                            .bind(&agent.owner_id)
-                            .bind(&agent.agent_id)
-                            .bind(i64::try_from(recent).unwrap_or(i64::MAX))
-                            .fetch_all(&mut *conn)
-                            .await?;
-                    }
-                    Ok(RunContext {
-                        steps: rows::convert(rows)?,
-                        recent: recent_rows
-                            .into_iter()
-                            .map(|(title, result)| RecentTask { title, result })
-                            .collect(),
-                    })
-                }
-
-                async fn record_step(
-                    &self,
-                    run: RunRef<'_>,
-                    asked: Option<&Step>,
-                    step: &Step,
-                    effect: Option<&Effect>,
-                ) -> Result<Option<Step>> {
-                    watched_if(
-                        self.storage_health(),
-                        async {
-                            let mut tx = self.begin_write().await?;
-                            let owner = UserId::from_trusted(run.agent.owner_id.clone());
-                            let own =
-                                AgentId::parse(&run.agent.agent_id).map_err(Error::internal)?;
-                            // Agents before tasks, the lock order of every writer; two agents in
-                            // the order of their ids.
-                            let mut agents = vec![&own];
-                            if let Some(Effect::CreateTask { agent: target, .. }) = effect {
-                                agents.push(target);
-                                agents.sort();
-                                agents.dedup();
-                            }
-                            for agent in agents.into_iter().filter(|_| effect.is_some()) {
-                                match Self::lock_agent(&mut tx, &owner, agent).await {
-                                    Ok(()) => {}
-                                    // This agent is gone: so is its task. Another one is the
-                                    // tool's error, told by `apply_effect`.
-                                    Err(Error::NotFound { .. }) if *agent == own => {
-                                        return Ok(None);
-                                    }
-                                    Err(Error::NotFound { .. }) => {}
-                                    Err(error) => return Err(error),
-                                }
-                            }
-                            let counted: Vec<&Step> = asked.into_iter().chain([step]).collect();
-                            if !Self::advance_task(&mut tx, run.task, run.node, &counted).await? {
-                                return Ok(None);
-                            }
-                            if let Some(asked) = asked {
-                                Self::insert_step(&mut tx, run.task, asked).await?;
-                            }
-                            let mut stored = step.clone();
-                            if let Some(effect) = effect {
-                                let outcome = Self::apply_effect(
-                                    &mut tx, &owner, &own, run.task, effect, step,
-                                )
-                                .await?;
-                                let (output, error) = match outcome {
-                                    Ok(text) => (Some(text), None),
-                                    Err(error) => (None, Some(error)),
-                                };
-                                stored.output = output;
-                                stored.error = error;
-                            }
-                            Self::insert_step(&mut tx, run.task, &stored).await?;
-                            tx.commit().await?;
-                            Ok(Some(stored))
-                        },
-                        Option::is_some,
-                    )
-                    .await
-                }
-
-                async fn memory(&self, owner: &UserId, agent: &AgentId) -> Result<String> {
-                    let memory: Option<String> = sqlx::query_scalar(&sql::memory(""))
-                        .bind(owner.as_str())
-                        .bind(agent.as_str())
-                        .fetch_optional(&mut *self.read().await?)
-                        .await?;
-                    memory.ok_or_else(|| Error::not_found(Resource::Agent, agent.as_str()))
-                }
-
-                async fn set_memory(
-                    &self,
-                    owner: &UserId,
-                    agent: &AgentId,
-                    memory: &MemoryText,
-                ) -> Result<String> {
-                    watched(self.storage_health(), async {
-                        let mut tx = self.begin_write().await?;
-                        let current: Option<String> = sqlx::query_scalar(&sql::memory(Self::LOCK))
-                            .bind(owner.as_str())
-                            .bind(agent.as_str())
-                            .fetch_optional(&mut *tx)
-                            .await?;
-                        let current = current
-                            .ok_or_else(|| Error::not_found(Resource::Agent, agent.as_str()))?;
-                        if current != memory.as_str() {
-                            Self::write_memory_in(
-                                &mut tx,
-                                owner,
-                                agent,
-                                memory.as_str(),
-                                "Memory edited.",
-                            )
-                            .await?;
+                for agent in agents.into_iter().filter(|_| effect.is_some()) {
+                    match lock_agent(&mut tx, &owner, agent).await {
+                        Ok(()) => {}
+                        // This agent is gone: so is its task. Another one is the
+                        // tool's error, told by `apply_effect`.
+                        Err(Error::NotFound { .. }) if *agent == own => {
+                            return Ok(None);
                         }
-                        tx.commit().await?;
-                        Ok(memory.as_str().to_owned())
-                    })
-                    .await
+                        Err(Error::NotFound { .. }) => {}
+                        Err(error) => return Err(error),
+                    }
                 }
-            }
-
-            impl $store {
-                /// Counts `steps` (consecutive, in order) on the task in one statement, only
-                /// while `node` holds it and the first of them is its next step; `false` when
-                /// the lease is gone.
-                async fn advance_task(
-                    tx: &mut sqlx::Transaction<'static, $db>,
-                    task: &TaskId,
-                    node: &str,
-                    steps: &[&Step],
-                ) -> Result<bool> {
-                    let (Some(first), Some(last)) = (steps.first(), steps.last()) else {
-                        return Ok(true);
+                let counted: Vec<&Step> = asked.into_iter().chain([step]).collect();
+                if !advance_task(&mut tx, run.task, run.node, &counted).await? {
+                    return Ok(None);
+                }
+                if let Some(asked) = asked {
+                    insert_step(&mut tx, run.task, asked).await?;
+                }
+                let mut stored = step.clone();
+                if let Some(effect) = effect {
+                    let outcome =
+                        apply_effect(&mut tx, &owner, &own, run.task, effect, step).await?;
+                    let (output, error) = match outcome {
+                        Ok(text) => (Some(text), None),
+                        Err(error) => (None, Some(error)),
                     };
-                    let usage = steps.iter().fold(None, |total, step| {
-                        crate::domain::steps::add_usage(total, step.usage)
-                    });
-                    let held = sqlx::query(sql::ADVANCE_TASK)
-                        .bind(task.as_str())
-                        .bind(node)
-                        .bind(last.seq)
-                        .bind(usage.map(|u| u.input_tokens))
-                        .bind(usage.map(|u| u.output_tokens))
-                        .bind(last.created_at)
-                        .bind(first.seq - 1)
-                        .execute(&mut **tx)
-                        .await?;
-                    Ok(held.rows_affected() > 0)
+                    stored.output = output;
+                    stored.error = error;
                 }
+                insert_step(&mut tx, run.task, &stored).await?;
+                tx.commit().await?;
+                Ok(Some(stored))
+            },
+            Option::is_some,
+        )
+        .await
+    }
 
-                /// Writes the step's row (after [`Self::advance_task`]).
-                async fn insert_step(
-                    tx: &mut sqlx::Transaction<'static, $db>,
-                    task: &TaskId,
-                    step: &Step,
-                ) -> Result<()> {
-                    let calls = serde_json::to_string(&step.tool_calls).map_err(Error::internal)?;
-                    sqlx::query(sql::INSERT_STEP)
-                        .bind(task.as_str())
-                        .bind(step.seq)
-                        .bind(step.kind.as_str())
-                        .bind(&step.tool)
-                        .bind(&step.call_id)
-                        .bind(&step.arguments)
-                        .bind(&step.output)
-                        .bind(calls)
-                        .bind(&step.error)
-                        .bind(step.duration_ms)
-                        .bind(step.usage.map(|u| u.input_tokens))
-                        .bind(step.usage.map(|u| u.output_tokens))
-                        .bind(step.created_at)
-                        .bind(step.cost.as_ref().map(|c| c.model.as_str()))
-                        .bind(step.cost.as_ref().map_or(0, |c| c.cost_micros))
-                        .bind(step.cost.as_ref().is_some_and(|c| c.unpriced))
-                        .execute(&mut **tx)
-                        .await?;
-                    Ok(())
-                }
+    async fn memory(&self, owner: &UserId, agent: &AgentId) -> Result<String> {
+        let memory: Option<String> = query_scalar(&sql::memory(""))
+            .bind(owner.as_str())
+            .bind(agent.as_str())
+            .fetch_optional(&mut self.read().await?)
+            .await?;
+        memory.ok_or_else(|| Error::not_found(Resource::Agent, agent.as_str()))
+    }
 
-                /// Applies a tool's effect inside its step's transaction: `Ok` is the result the
-                /// model is told, `Err` the tool error (nothing was changed).
-                async fn apply_effect(
-                    tx: &mut sqlx::Transaction<'static, $db>,
-                    owner: &UserId,
-                    own: &AgentId,
-                    task: &TaskId,
-                    effect: &Effect,
-                    step: &Step,
-                ) -> Result<std::result::Result<String, String>> {
-                    let at = step.created_at;
-                    match effect {
-                        Effect::Memory { replace, text } => {
-                            let current: String = sqlx::query_scalar(&sql::memory(""))
-                                .bind(owner.as_str())
-                                .bind(own.as_str())
-                                .fetch_one(&mut **tx)
-                                .await?;
-                            let next = match write_memory(&current, *replace, text) {
-                                Ok(next) => next,
-                                Err(error) => return Ok(Err(error)),
-                            };
-                            let details = format!("Memory updated by the agent (task {task}).");
-                            Self::write_memory_in(tx, owner, own, &next, &details).await?;
-                            Ok(Ok(format!(
-                                "Saved. Your memory now holds {} of {} characters.",
-                                next.chars().count(),
-                                crate::domain::tools::MEMORY_CHARS
-                            )))
-                        }
-                        Effect::Post(post) => {
-                            if Self::queue_post(tx, owner.as_str(), own.as_str(), post, at).await? {
-                                Ok(Ok("Posted to your Discord channel.".into()))
-                            } else {
-                                Ok(Err("refused: this agent has no Discord channel mapped, so \
-                                        nothing was posted"
-                                    .into()))
-                            }
-                        }
-                        Effect::CreateTask { agent, task: new } => {
-                            let creator: Task = {
-                                let row: crate::store::rows::TaskRow =
-                                    sqlx::query_as(&crate::store::tasks::sql::select_task(""))
-                                        .bind(owner.as_str())
-                                        .bind(own.as_str())
-                                        .bind(task.as_str())
-                                        .fetch_one(&mut **tx)
-                                        .await?;
-                                row.try_into()?
-                            };
-                            let created: i64 = sqlx::query_scalar(sql::CREATED_BY_TASK)
-                                .bind(task.as_str())
-                                .fetch_one(&mut **tx)
-                                .await?;
-                            if let Some(refused) = refuse_task(creator.depth, created) {
-                                return Ok(Err(refused));
-                            }
-                            match Self::require_agent(&mut **tx, owner, agent, "").await {
-                                Ok(()) => {}
-                                Err(Error::NotFound { .. }) => {
-                                    return Ok(Err(format!(
-                                        "404 agent_not_found: you have no agent '{agent}'"
-                                    )));
-                                }
-                                Err(error) => return Err(error),
-                            }
-                            let created =
-                                Task::delegated(agent, new.clone(), own.as_str(), &creator, at);
-                            let entry = NewActivity::for_task(
-                                Action::TaskAdded,
-                                created.id.as_str(),
-                                format!("Task '{}' added by agent '{own}'.", created.title),
-                            );
-                            Self::write_task(tx, owner, &created, &entry).await?;
-                            Self::notify(tx, &AgentKey::new(owner.as_str(), agent.as_str()))
-                                .await?;
-                            Ok(Ok(serde_json::json!({
-                                "task_id": created.id,
-                                "agent_id": agent,
-                                "status": "queued",
-                                "depth": created.depth,
-                            })
-                            .to_string()))
-                        }
-                    }
-                }
-
-                async fn write_memory_in(
-                    tx: &mut sqlx::Transaction<'static, $db>,
-                    owner: &UserId,
-                    agent: &AgentId,
-                    memory: &str,
-                    details: &str,
-                ) -> Result<()> {
-                    let at = $crate::domain::now();
-                    sqlx::query(sql::SET_MEMORY)
-                        .bind(owner.as_str())
-                        .bind(agent.as_str())
-                        .bind(memory)
-                        .execute(&mut **tx)
-                        .await?;
-                    let entry = NewActivity::new(Action::MemoryUpdated, details);
-                    Self::insert_activity(tx, owner, agent, &entry, at).await
-                }
+    async fn set_memory(
+        &self,
+        owner: &UserId,
+        agent: &AgentId,
+        memory: &MemoryText,
+    ) -> Result<String> {
+        watched(self.storage_health(), async {
+            let mut tx = self.begin_write().await?;
+            let current: Option<String> = query_scalar(&sql::memory(self.dialect().lock()))
+                .bind(owner.as_str())
+                .bind(agent.as_str())
+                .fetch_optional(&mut tx)
+                .await?;
+            let current =
+                current.ok_or_else(|| Error::not_found(Resource::Agent, agent.as_str()))?;
+            if current != memory.as_str() {
+                write_memory_in(&mut tx, owner, agent, memory.as_str(), "Memory edited.").await?;
             }
-        };
-    };
+            tx.commit().await?;
+            Ok(memory.as_str().to_owned())
+        })
+        .await
+    }
 }
-pub(super) use step_store;
+
+/// Counts `steps` (consecutive, in order) on the task in one statement, only
+/// while `node` holds it and the first of them is its next step; `false` when
+/// the lease is gone.
+pub(super) async fn advance_task(
+    tx: &mut Tx,
+    task: &TaskId,
+    node: &str,
+    steps: &[&Step],
+) -> Result<bool> {
+    let (Some(first), Some(last)) = (steps.first(), steps.last()) else {
+        return Ok(true);
+    };
+    let usage =
+        steps.iter().fold(None, |total, step| crate::domain::steps::add_usage(total, step.usage));
+    let held = query(sql::ADVANCE_TASK)
+        .bind(task.as_str())
+        .bind(node)
+        .bind(last.seq)
+        .bind(usage.map(|u| u.input_tokens))
+        .bind(usage.map(|u| u.output_tokens))
+        .bind(last.created_at)
+        .bind(first.seq - 1)
+        .execute(&mut *tx)
+        .await?;
+    Ok(held.rows_affected() > 0)
+}
+
+/// Writes the step's row (after [`Self::advance_task`]).
+pub(super) async fn insert_step(tx: &mut Tx, task: &TaskId, step: &Step) -> Result<()> {
+    let calls = serde_json::to_string(&step.tool_calls).map_err(Error::internal)?;
+    query(sql::INSERT_STEP)
+        .bind(task.as_str())
+        .bind(step.seq)
+        .bind(step.kind.as_str())
+        .bind(&step.tool)
+        .bind(&step.call_id)
+        .bind(&step.arguments)
+        .bind(&step.output)
+        .bind(calls)
+        .bind(&step.error)
+        .bind(step.duration_ms)
+        .bind(step.usage.map(|u| u.input_tokens))
+        .bind(step.usage.map(|u| u.output_tokens))
+        .bind(step.created_at)
+        .bind(step.cost.as_ref().map(|c| c.model.as_str()))
+        .bind(step.cost.as_ref().map_or(0, |c| c.cost_micros))
+        .bind(step.cost.as_ref().is_some_and(|c| c.unpriced))
+        .execute(&mut *tx)
+        .await?;
+    Ok(())
+}
+
+/// Applies a tool's effect inside its step's transaction: `Ok` is the result the
+/// model is told, `Err` the tool error (nothing was changed).
+async fn apply_effect(
+    tx: &mut Tx,
+    owner: &UserId,
+    own: &AgentId,
+    task: &TaskId,
+    effect: &Effect,
+    step: &Step,
+) -> Result<std::result::Result<String, String>> {
+    let at = step.created_at;
+    match effect {
+        Effect::Memory { replace, text } => {
+            let current: String = query_scalar(&sql::memory(""))
+                .bind(owner.as_str())
+                .bind(own.as_str())
+                .fetch_one(&mut *tx)
+                .await?;
+            let next = match write_memory(&current, *replace, text) {
+                Ok(next) => next,
+                Err(error) => return Ok(Err(error)),
+            };
+            write_memory_in(tx, owner, own, &next, &said::memory_written(task)).await?;
+            Ok(Ok(said::memory_saved(&next)))
+        }
+        Effect::Post(post) => {
+            if queue_post(&mut *tx, owner.as_str(), own.as_str(), post, at).await? {
+                Ok(Ok(said::POSTED.into()))
+            } else {
+                Ok(Err(said::NO_CHANNEL.into()))
+            }
+        }
+        Effect::CreateTask { agent, task: new } => {
+            let creator: Task = {
+                let row: crate::store::rows::TaskRow =
+                    query_as(&crate::store::tasks::sql::select_task(""))
+                        .bind(owner.as_str())
+                        .bind(own.as_str())
+                        .bind(task.as_str())
+                        .fetch_one(&mut *tx)
+                        .await?;
+                row.try_into()?
+            };
+            let created: i64 =
+                query_scalar(sql::CREATED_BY_TASK).bind(task.as_str()).fetch_one(&mut *tx).await?;
+            if let Some(refused) = refuse_task(creator.depth, created) {
+                return Ok(Err(refused));
+            }
+            match require_agent(&mut *tx, owner, agent, "").await {
+                Ok(()) => {}
+                Err(Error::NotFound { .. }) => {
+                    return Ok(Err(said::no_such_agent(agent)));
+                }
+                Err(error) => return Err(error),
+            }
+            let created = Task::delegated(agent, new.clone(), own.as_str(), &creator, at);
+            write_task(tx, owner, &created, &said::task_created(&created, own)).await?;
+            notify(tx, &AgentKey::new(owner.as_str(), agent.as_str())).await?;
+            Ok(Ok(said::task_queued(&created, agent)))
+        }
+    }
+}
+
+async fn write_memory_in(
+    tx: &mut Tx,
+    owner: &UserId,
+    agent: &AgentId,
+    memory: &str,
+    details: &str,
+) -> Result<()> {
+    let at = crate::domain::now();
+    query(sql::SET_MEMORY)
+        .bind(owner.as_str())
+        .bind(agent.as_str())
+        .bind(memory)
+        .execute(&mut *tx)
+        .await?;
+    let entry = NewActivity::new(Action::MemoryUpdated, details);
+    insert_activity(&mut *tx, owner, agent, &entry, at).await
+}
 
 /// The statements of this area, the same on both backends.
 pub(super) mod sql {
