@@ -132,7 +132,7 @@ async fn run(config: Config) -> anyhow::Result<()> {
     tracing::info!(database = %core_config.database_url.redacted(), "opening the database");
     let core = Core::open(core_config).await?;
     match core.models().default_model() {
-        "echo" => tracing::info!(
+        agentcore::domain::agent::ECHO => tracing::info!(
             "default model: echo (offline, answers without calling any model); set AGENTD_MODELS__DEFAULT to use a real one"
         ),
         model => tracing::info!(model, "default model"),

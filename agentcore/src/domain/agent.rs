@@ -135,7 +135,7 @@ text::text_newtype!(
     /// checked here; whether the provider is configured is checked against the registry.
     ModelName,
     |value| {
-        if value == "echo" {
+        if value == ECHO {
             return Ok(value.to_owned());
         }
         match value.split_once(':') {
@@ -152,7 +152,14 @@ text::text_newtype!(
     }
 );
 
+/// The offline model's name: no provider, it answers by repeating the task.
+pub const ECHO: &str = "echo";
+
 impl ModelName {
+    pub fn is_echo(&self) -> bool {
+        self.as_str() == ECHO
+    }
+
     /// The provider part: `echo` for `echo`.
     pub fn provider(&self) -> &str {
         self.as_str().split_once(':').map_or(self.as_str(), |(provider, _)| provider)
@@ -169,7 +176,7 @@ pub fn provider_name(name: &str) -> Result<(), String> {
         && !name.contains("__")
         && !name.ends_with('_');
     match name {
-        "echo" => Err("'echo' is the offline model, not a provider".into()),
+        ECHO => Err("'echo' is the offline model, not a provider".into()),
         _ if shaped => Ok(()),
         _ => Err(format!(
             "'{name}' is not a provider name: 1 to 32 lowercase letters, digits and single \

@@ -32,7 +32,7 @@ mod tests {
     #[tokio::test]
     async fn echo_is_deterministic_and_says_no_model_was_called() {
         let request = CompletionRequest {
-            model: "echo".into(),
+            model: crate::domain::agent::ECHO.into(),
             system: "s".into(),
             messages: vec![Message::User("Write a haiku".into())],
             tools: Vec::new(),

@@ -29,7 +29,8 @@ pub use anthropic::AnthropicProvider;
 pub use echo::EchoProvider;
 pub use openai::OpenAiProvider;
 pub use registry::{
-    EXAMPLE_PRICES, Endpoint, KINDS, Kind, Models, ModelsConfig, ProviderConfig, kind_names,
+    EXAMPLE_PRICES, Endpoint, KINDS, Kind, ModelKind, Models, ModelsConfig, ProviderConfig,
+    kind_names,
 };
 
 use crate::domain::task::Usage;

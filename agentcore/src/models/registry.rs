@@ -15,7 +15,7 @@ use super::scrubbed::Scrubbed;
 use super::{
     CompletionRequest, EchoProvider, Message, ModelError, ModelProvider, anthropic, openai,
 };
-use crate::domain::agent::{ModelName, provider_name};
+use crate::domain::agent::{ECHO, ModelName, provider_name};
 use crate::domain::budget::Price;
 use crate::error::{Error, Result};
 use crate::scrub::Scrubber;
@@ -95,7 +95,7 @@ impl Default for ModelsConfig {
         let providers =
             KINDS.iter().map(|k| (k.name.to_owned(), ProviderConfig::of_kind(k.name))).collect();
         Self {
-            default: "echo".into(),
+            default: ECHO.into(),
             providers,
             timeout: Duration::from_secs(120),
             max_tokens: 1024,
@@ -140,6 +140,26 @@ pub struct Models {
     prices: BTreeMap<String, Price>,
 }
 
+/// Which model answers a run: the offline `echo`, a configured provider's model, or a name no
+/// configured provider has (the run then fails as the provider would).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelKind<'a> {
+    Echo,
+    Provider(&'a str),
+    Unknown,
+}
+
+impl ModelKind<'_> {
+    /// The provider's name, as metrics label calls: `echo`, a provider's or `unknown`.
+    pub fn label(&self) -> &str {
+        match self {
+            ModelKind::Echo => ECHO,
+            ModelKind::Provider(name) => name,
+            ModelKind::Unknown => "unknown",
+        }
+    }
+}
+
 impl Models {
     /// Builds every configured provider; a bad name, kind or address is `not_configured`, named
     /// by its setting.
@@ -157,7 +177,7 @@ impl Models {
             .build()
             .map_err(|e| Error::internal(format!("cannot build the HTTP client: {e}")))?;
         let mut providers: Vec<(String, Arc<dyn ModelProvider>)> =
-            vec![("echo".into(), Arc::new(EchoProvider))];
+            vec![(ECHO.into(), Arc::new(EchoProvider))];
         for (name, provider) in &config.providers {
             let setting = format!("models.providers.{name}");
             provider_name(name).map_err(|e| Error::NotConfigured(format!("{setting}: {e}")))?;
@@ -188,7 +208,7 @@ impl Models {
             *provider = Arc::new(Scrubbed { inner, scrubber: Arc::clone(&scrubber) });
         }
         for name in config.prices.keys() {
-            let priced = ModelName::parse(name).ok().filter(|m| m.provider() != "echo");
+            let priced = ModelName::parse(name).ok().filter(|m| !m.is_echo());
             if priced.is_none() || !name.contains(':') {
                 return Err(Error::NotConfigured(format!(
                     "models.prices: '{name}' is not a model name of the form <provider>:<model>"
@@ -236,7 +256,7 @@ impl Models {
         if self.find(model.provider()).is_some() {
             return Ok(());
         }
-        let configured: Vec<&str> = self.provider_names().filter(|n| *n != "echo").collect();
+        let configured: Vec<&str> = self.provider_names().filter(|n| *n != ECHO).collect();
         Err(format!(
             "names provider '{}', which is not configured (configured: {})",
             model.provider(),
@@ -244,12 +264,14 @@ impl Models {
         ))
     }
 
-    /// The provider's name for `model` (or the default), as metrics label calls; `unknown`
-    /// when it names none that is configured.
-    pub fn provider_of(&self, model: Option<&str>) -> &str {
+    /// Which model answers `model` (or the default).
+    pub fn kind_of(&self, model: Option<&str>) -> ModelKind<'_> {
         let name = model.unwrap_or(&self.default);
+        if name == ECHO {
+            return ModelKind::Echo;
+        }
         let provider = name.split_once(':').map_or(name, |(provider, _)| provider);
-        self.find(provider).map_or("unknown", |(name, _)| name.as_str())
+        self.find(provider).map_or(ModelKind::Unknown, |(name, _)| ModelKind::Provider(name))
     }
 
     /// The provider and request for `model` (or the default when `None`): a conversation of
@@ -263,8 +285,8 @@ impl Models {
         let name = model.unwrap_or(&self.default);
         let unknown = || ModelError::permanent(format!("unknown model '{name}'"));
         let (provider, model) = match name.split_once(':') {
-            None if name == "echo" => ("echo", "echo"),
-            Some((provider, model)) if provider != "echo" && !model.is_empty() => (provider, model),
+            None if name == ECHO => (ECHO, ECHO),
+            Some((provider, model)) if provider != ECHO && !model.is_empty() => (provider, model),
             _ => return Err(unknown()),
         };
         let (_, provider) = self.find(provider).ok_or_else(unknown)?;
@@ -316,9 +338,10 @@ mod tests {
         );
         config.default = "ollama:llama3.1".into();
         let models = Models::new(&config).unwrap();
-        assert_eq!(models.provider_of(None), "ollama");
-        assert_eq!(models.provider_of(Some("openai:gpt-4o")), "openai");
-        assert_eq!(models.provider_of(Some("mistral:large")), "unknown");
+        assert_eq!(models.kind_of(None), ModelKind::Provider("ollama"));
+        assert_eq!(models.kind_of(Some("openai:gpt-4o")).label(), "openai");
+        assert_eq!(models.kind_of(Some("mistral:large")).label(), "unknown");
+        assert_eq!(models.kind_of(Some("echo")), ModelKind::Echo);
         let named = |n: &str| ModelName::parse(n).unwrap();
         assert!(models.check(&named("ollama:qwen2.5")).is_ok());
         assert!(models.check(&named("echo")).is_ok());

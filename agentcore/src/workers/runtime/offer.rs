@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use super::Node;
 use crate::domain::runtime::{AgentKey, ClaimedTask};
 use crate::mcp::ServerRef;
+use crate::models::ModelKind;
 use crate::models::ToolSpec;
 use crate::tools::builtin;
 
@@ -25,11 +26,11 @@ pub(super) async fn offered(
     node: &Node,
     agent: &AgentKey,
     claimed: &ClaimedTask,
-    provider: &str,
+    kind: ModelKind<'_>,
     list_again: Option<&str>,
 ) -> Offer {
     let mut offer = Offer { tools: Vec::new(), mcp: HashMap::new(), unavailable: Vec::new() };
-    if provider == "echo" {
+    if kind == ModelKind::Echo {
         return offer;
     }
     offer.tools = claimed

@@ -25,7 +25,7 @@ use crate::domain::steps::{
 };
 use crate::domain::tools::ToolName;
 use crate::mcp::ServerRef;
-use crate::models::{Message, ModelProvider, ToolCall, ToolChoice};
+use crate::models::{Message, ModelKind, ModelProvider, ToolCall, ToolChoice};
 use crate::store::{RunContext, RunRef};
 use crate::tools::builtin::{self, Prepared};
 
@@ -45,9 +45,9 @@ pub(super) enum Ran {
 /// Runs `claimed` to its end, resuming after its stored steps.
 pub(super) async fn run_task(node: &Node, agent: &AgentKey, claimed: &ClaimedTask) -> Ran {
     let models = node.core.models();
-    let label = models.provider_of(claimed.agent.model.as_deref());
+    let kind = models.kind_of(claimed.agent.model.as_deref());
     // `echo` reads no prompt: the recent tasks would be a query for nothing.
-    let recent = if label == "echo" { 0 } else { crate::domain::steps::RECENT_TASKS };
+    let recent = if kind == ModelKind::Echo { 0 } else { crate::domain::steps::RECENT_TASKS };
     let store = node.core.store();
     let task = &claimed.task;
     let context = match store.run_context(agent, &task.id, task.steps, recent).await {
@@ -57,7 +57,7 @@ pub(super) async fn run_task(node: &Node, agent: &AgentKey, claimed: &ClaimedTas
             return Ran::Finished(Outcome::Failed { error, permanent: false }, 0, None);
         }
     };
-    let offer = offered(node, agent, claimed, label, None).await;
+    let offer = offered(node, agent, claimed, kind, None).await;
     let names: Vec<&str> = offer.tools.iter().map(|t| t.name.as_str()).collect();
     let system = system_prompt(
         &claimed.agent.role_prompt,
@@ -82,7 +82,7 @@ pub(super) async fn run_task(node: &Node, agent: &AgentKey, claimed: &ClaimedTas
         agent,
         claimed,
         provider,
-        label,
+        kind,
         request,
         guard: LoopGuard::default(),
         seq: 0,
@@ -115,7 +115,7 @@ struct Run<'a> {
     agent: &'a AgentKey,
     claimed: &'a ClaimedTask,
     provider: Arc<dyn ModelProvider>,
-    label: &'a str,
+    kind: ModelKind<'a>,
     request: crate::models::CompletionRequest,
     guard: LoopGuard,
     /// The last stored step's number.
@@ -237,9 +237,10 @@ impl Run<'_> {
         let run = RunRef { agent: self.agent, task: &self.claimed.task.id, node: self.node.id() };
         let model = self.claimed.agent.model.as_deref();
         let reserved =
-            super::spend::reserve(self.node, run, model, self.label, &self.request).await?;
+            super::spend::reserve(self.node, run, model, self.kind, &self.request).await?;
         let task = &self.claimed.task.id;
-        let called = call_model(self.node, &*self.provider, self.label, &self.request, task).await;
+        let called =
+            call_model(self.node, &*self.provider, self.kind.label(), &self.request, task).await;
         self.retries += (called.attempts - 1).max(0);
         let answer = called.answer?;
         let cost = match reserved {
@@ -288,7 +289,7 @@ impl Run<'_> {
             // has not been handled yet: its tools are listed again before the name is called
             // unknown, and the model is offered the new list from its next call on.
             let offer =
-                offered(self.node, self.agent, self.claimed, self.label, Some(&server)).await;
+                offered(self.node, self.agent, self.claimed, self.kind, Some(&server)).await;
             self.mcp = offer.mcp;
             self.request.tools = offer.tools;
         }

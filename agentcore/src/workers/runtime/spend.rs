@@ -7,6 +7,7 @@ use crate::domain::budget::{Price, StepCost};
 use crate::domain::runtime::Outcome;
 use crate::domain::task::Usage;
 use crate::models::CompletionRequest;
+use crate::models::ModelKind;
 use crate::store::RunRef;
 
 /// A call allowed to go out, and what settling it needs.
@@ -25,10 +26,10 @@ pub(super) async fn reserve(
     node: &Node,
     run: RunRef<'_>,
     model: Option<&str>,
-    label: &str,
+    kind: ModelKind<'_>,
     request: &CompletionRequest,
 ) -> Result<Option<Reserved>, Outcome> {
-    if label == "echo" {
+    if kind == ModelKind::Echo {
         return Ok(None);
     }
     let (name, price) = node.core.models().price(model);
