@@ -25,8 +25,8 @@ pub(crate) struct Agentd {
 }
 
 impl Agentd {
-    /// Starts agentd with the abuse limits off (one user drives all the load), room for 20,000
-    /// agents on the free plan, its log in a file, and `env` on top.
+    /// Starts agentd with the abuse limits and the queue quotas off (one user drives all the
+    /// load), room for 20,000 agents on the free plan, its log in a file, and `env` on top.
     pub(crate) async fn start(db: TestDb, env: &[(&str, String)]) -> Self {
         Self::start_on(db, env, None).await
     }
@@ -46,6 +46,9 @@ impl Agentd {
             .env("AGENTD_DATABASE_URL", db.url_for_process())
             .env("AGENTD_LIMITS__REQUESTS_PER_MINUTE", "0")
             .env("AGENTD_LIMITS__AUTH_PER_MINUTE", "0")
+            .env("AGENTD_LIMITS__SIGN_INS_PER_ACCOUNT_PER_MINUTE", "0")
+            .env("AGENTD_QUOTAS__QUEUED_TASKS_PER_AGENT", "0")
+            .env("AGENTD_QUOTAS__QUEUED_TASKS_PER_USER", "0")
             .env("AGENTD_BILLING__PLANS", "free=20000")
             .stdout(Stdio::null())
             .stderr(log)
