@@ -9,15 +9,10 @@
 //! them.
 
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
-use std::time::Duration;
-
-use sqlx::sqlite::SqliteConnectOptions;
-use sqlx::{ConnectOptions, Connection, SqliteConnection};
 
 use crate::core::CoreConfig;
 use crate::crypto::KEY_FILE;
-use crate::store::Backend;
+use crate::store::{Backend, sqlite_files};
 
 /// Why a backup or restore was refused or failed, in words for the operator.
 #[derive(Debug, thiserror::Error)]
@@ -71,13 +66,7 @@ fn sqlite_path(config: &CoreConfig) -> Result<PathBuf> {
             key_location(config)
         )));
     }
-    let options = SqliteConnectOptions::from_str(config.database_url.expose())
-        .map_err(|e| fail(format!("the database URL is not a SQLite URL: {e}")))?;
-    let path = options.get_filename().to_path_buf();
-    if path.as_os_str().is_empty() || config.database_url.expose().contains(":memory:") {
-        return Err(fail("an in-memory database cannot be backed up or restored"));
-    }
-    Ok(path)
+    sqlite_files::path_of(&config.database_url).map_err(fail)
 }
 
 fn key_location(config: &CoreConfig) -> String {
@@ -85,40 +74,6 @@ fn key_location(config: &CoreConfig) -> String {
         Some(_) => "the value of secret_key (AGENTD_SECRET_KEY), which is configured".into(),
         None => config.data_dir.join(KEY_FILE).display().to_string(),
     }
-}
-
-async fn open(path: &Path, read_only: bool) -> Result<SqliteConnection> {
-    SqliteConnectOptions::new()
-        .filename(path)
-        .read_only(read_only)
-        .busy_timeout(Duration::from_secs(10))
-        .connect()
-        .await
-        .map_err(|e| fail(format!("cannot open {}: {e}", path.display())))
-}
-
-/// Checks that `path` is a whole SQLite database of this service.
-async fn check(path: &Path) -> Result<()> {
-    let mut conn = open(path, true).await?;
-    let verdict: String =
-        sqlx::query_scalar("PRAGMA integrity_check")
-            .fetch_one(&mut conn)
-            .await
-            .map_err(|e| fail(format!("{} is not a SQLite database: {e}", path.display())))?;
-    if verdict != "ok" {
-        return Err(fail(format!("{} is damaged: {verdict}", path.display())));
-    }
-    let migrations: i64 = sqlx::query_scalar(
-        "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'",
-    )
-    .fetch_one(&mut conn)
-    .await
-    .map_err(|e| fail(format!("cannot read {}: {e}", path.display())))?;
-    conn.close().await.ok();
-    if migrations == 0 {
-        return Err(fail(format!("{} is not a database of this service", path.display())));
-    }
-    Ok(())
 }
 
 /// Copies the database `config` names to `file` (which must not exist), consistently, while
@@ -135,15 +90,9 @@ pub async fn backup(config: &CoreConfig, file: &Path) -> Result<BackupReport> {
     if key_copy.exists() {
         return Err(fail(format!("{} exists already; name a new file", key_copy.display())));
     }
-    let mut conn = open(&database, false).await?;
-    sqlx::query("VACUUM INTO ?")
-        .bind(file.display().to_string())
-        .execute(&mut conn)
-        .await
-        .map_err(|e| fail(format!("cannot write {}: {e}", file.display())))?;
-    conn.close().await.ok();
+    sqlite_files::copy_into(&database, file).await.map_err(fail)?;
     restrict(file)?;
-    check(file).await?;
+    sqlite_files::check(file).await.map_err(fail)?;
     let bytes = std::fs::metadata(file).map_err(|e| fail(e.to_string()))?.len();
     let key = match &config.secret_key {
         Some(_) => ServerKey::Configured,
@@ -168,7 +117,7 @@ pub async fn restore(config: &CoreConfig, file: &Path) -> Result<RestoreReport> 
     if !file.exists() {
         return Err(fail(format!("there is no backup at {}", file.display())));
     }
-    check(file).await?;
+    sqlite_files::check(file).await.map_err(fail)?;
     if database.exists() {
         refuse_if_served(&database).await?;
     }
@@ -220,15 +169,7 @@ pub async fn restore(config: &CoreConfig, file: &Path) -> Result<RestoreReport> 
 
 /// Refuses while a node's heartbeat on `database` is still alive.
 async fn refuse_if_served(database: &Path) -> Result<()> {
-    let mut conn = open(database, true).await?;
-    let live: Vec<(String, chrono::DateTime<chrono::Utc>)> =
-        sqlx::query_as("SELECT id, alive_until FROM runtime_nodes WHERE alive_until > ?")
-            .bind(chrono::Utc::now())
-            .fetch_all(&mut conn)
-            .await
-            .unwrap_or_default();
-    conn.close().await.ok();
-    match live.first() {
+    match sqlite_files::live_node(database).await.map_err(fail)? {
         Some((node, until)) => Err(fail(format!(
             "a server is running on {} (node {node}, alive until {}): stop it before \
              restoring. If it was killed, its heartbeat runs out at that time.",

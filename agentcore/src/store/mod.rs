@@ -28,6 +28,7 @@ pub(crate) mod script;
 mod shared;
 mod sql;
 mod sqlite;
+pub(crate) mod sqlite_files;
 mod steps;
 mod tasks;
 mod users;
