@@ -362,59 +362,34 @@ impl<'q, O: Record> QueryAs<'q, O> {
     }
 }
 
-/// A column type both backends decode.
-pub(crate) trait Scalar:
-    for<'r> sqlx::Decode<'r, Sqlite>
-    + sqlx::Type<Sqlite>
-    + for<'r> sqlx::Decode<'r, Postgres>
-    + sqlx::Type<Postgres>
-    + Send
-    + Unpin
-{
-}
-impl<T> Scalar for T where
-    T: for<'r> sqlx::Decode<'r, Sqlite>
-        + sqlx::Type<Sqlite>
-        + for<'r> sqlx::Decode<'r, Postgres>
-        + sqlx::Type<Postgres>
-        + Send
-        + Unpin
-{
-}
-
-/// A statement whose rows are one column, read as `O`.
+/// A statement whose rows are one column, read as `O` (a one-column record).
 #[must_use = "a statement does nothing until it runs"]
-pub(crate) struct QueryScalar<'q, O> {
-    sql: &'q str,
-    args: Vec<Arg<'q>>,
-    rows: std::marker::PhantomData<fn() -> O>,
+pub(crate) struct QueryScalar<'q, O>(QueryAs<'q, (O,)>);
+
+pub(crate) fn query_scalar<O>(sql: &str) -> QueryScalar<'_, O>
+where
+    (O,): Record,
+{
+    QueryScalar(query_as(sql))
 }
 
-pub(crate) fn query_scalar<O: Scalar>(sql: &str) -> QueryScalar<'_, O> {
-    QueryScalar { sql, args: Vec::new(), rows: std::marker::PhantomData }
-}
-
-impl<'q, O: Scalar> QueryScalar<'q, O> {
-    pub(crate) fn bind(mut self, value: impl Into<Arg<'q>>) -> Self {
-        self.args.push(value.into());
-        self
+impl<'q, O> QueryScalar<'q, O>
+where
+    (O,): Record,
+{
+    pub(crate) fn bind(self, value: impl Into<Arg<'q>>) -> Self {
+        Self(self.0.bind(value))
     }
 
     pub(crate) async fn fetch_one(self, ex: impl Into<Ex<'_>>) -> DbResult<O> {
-        on_backend!(ex.into(), self.args, |a, e| {
-            sqlx::query_scalar_with(self.sql, a).fetch_one(e).await
-        })
+        Ok(self.0.fetch_one(ex).await?.0)
     }
 
     pub(crate) async fn fetch_optional(self, ex: impl Into<Ex<'_>>) -> DbResult<Option<O>> {
-        on_backend!(ex.into(), self.args, |a, e| {
-            sqlx::query_scalar_with(self.sql, a).fetch_optional(e).await
-        })
+        Ok(self.0.fetch_optional(ex).await?.map(|(value,)| value))
     }
 
     pub(crate) async fn fetch_all(self, ex: impl Into<Ex<'_>>) -> DbResult<Vec<O>> {
-        on_backend!(ex.into(), self.args, |a, e| {
-            sqlx::query_scalar_with(self.sql, a).fetch_all(e).await
-        })
+        Ok(self.0.fetch_all(ex).await?.into_iter().map(|(value,)| value).collect())
     }
 }
