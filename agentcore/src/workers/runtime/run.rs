@@ -94,16 +94,24 @@ pub(super) async fn run_task(node: &Node, agent: &AgentKey, claimed: &ClaimedTas
         pending: Vec::new(),
         stop: None,
         deadline: Instant::now(),
-        parked: false,
     };
     if let Some(ended) = run.replay(context) {
         return Ran::Finished(ended, 1 + run.retries, None);
     }
     match run.go().await {
-        Some(outcome) => Ran::Finished(outcome, 1 + run.retries, run.last.take()),
-        None if run.parked => Ran::Parked,
-        None => Ran::Lost,
+        Ok(outcome) => Ran::Finished(outcome, 1 + run.retries, run.last.take()),
+        Err(Halt::Parked) => Ran::Parked,
+        Err(Halt::LeaseLost) => Ran::Lost,
     }
+}
+
+/// Why a run stops with nothing more to write: the task's lease is lost (or its steps cannot
+/// be stored, and the lease will run out), or the task is parked at a call waiting for a
+/// person's approval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Halt {
+    LeaseLost,
+    Parked,
 }
 
 struct Run<'a> {
@@ -133,8 +141,6 @@ struct Run<'a> {
     pending: Vec<StepCall>,
     stop: Option<Stop>,
     deadline: Instant,
-    /// The run stopped at a call waiting for approval (and parked its task).
-    parked: bool,
 }
 
 impl Run<'_> {
@@ -176,7 +182,7 @@ impl Run<'_> {
         None
     }
 
-    async fn go(&mut self) -> Option<Outcome> {
+    async fn go(&mut self) -> Result<Outcome, Halt> {
         loop {
             for call in std::mem::take(&mut self.pending) {
                 if self.stop.is_none() && self.guard.repeats(&call) {
@@ -203,7 +209,7 @@ impl Run<'_> {
                     self.stop = Some(self.timeout());
                     continue;
                 }
-                Ok(Err(outcome)) => return Some(outcome),
+                Ok(Err(outcome)) => return Ok(outcome),
                 Ok(Ok(answer)) => answer,
             };
             let (answer, cost) = answer;
@@ -219,7 +225,7 @@ impl Run<'_> {
             if calls.is_empty() {
                 // Stored with the outcome: one transaction fewer for every task.
                 self.last = Some(step);
-                return Some(Outcome::Complete { text: answer.text, tool_calls: self.tool_calls });
+                return Ok(Outcome::Complete { text: answer.text, tool_calls: self.tool_calls });
             }
             self.asked = Some(step);
             self.model_calls += 1;
@@ -266,18 +272,15 @@ impl Run<'_> {
 
     /// Runs one tool call and stores it as a step (with its effect, in one transaction); a
     /// call that needs approval runs only once approved (see [`super::approval`]).
-    async fn call_tool(&mut self, call: &StepCall) -> Option<()> {
+    async fn call_tool(&mut self, call: &StepCall) -> Result<(), Halt> {
         if needs_approval(&self.claimed.agent.approval_tools, &call.name) {
             let run =
                 RunRef { agent: self.agent, task: &self.claimed.task.id, node: self.node.id() };
             match super::approval::gate(self.node, run, self.claimed, call, &mut self.asked).await {
                 Gate::Run => {}
                 Gate::Denied(error) => return self.record_tool(call, Err(error), 0, None).await,
-                Gate::Parked => {
-                    self.parked = true;
-                    return None;
-                }
-                Gate::Lost => return None,
+                Gate::Parked => return Err(Halt::Parked),
+                Gate::Lost => return Err(Halt::LeaseLost),
             }
         }
         let started = Instant::now();
@@ -344,16 +347,16 @@ impl Run<'_> {
         result: Result<String, String>,
         ms: i64,
         effect: Option<crate::domain::steps::Effect>,
-    ) -> Option<()> {
+    ) -> Result<(), Halt> {
         let step = Step::tool(self.next_seq(), call, result, ms);
         let stored = self.store(&step, effect.as_ref()).await?;
         self.tool_calls += 1;
         self.push_result(&stored);
-        Some(())
+        Ok(())
     }
 
     /// After a stop: calls the model once more, without tools, for a summary of the work.
-    async fn summarise(&mut self, stop: Stop) -> Option<Outcome> {
+    async fn summarise(&mut self, stop: Stop) -> Result<Outcome, Halt> {
         self.request.messages.push(Message::User(summary_request(stop)));
         self.request.tool_choice = ToolChoice::None;
         let started = Instant::now();
@@ -363,7 +366,7 @@ impl Run<'_> {
                 (answer.text, answer.usage, cost)
             }
             Ok((answer, cost)) => ("(The model gave no summary.)".to_owned(), answer.usage, cost),
-            Err(exhausted @ Outcome::BudgetExhausted { .. }) => return Some(exhausted),
+            Err(exhausted @ Outcome::BudgetExhausted { .. }) => return Ok(exhausted),
             Err(_) => (
                 "(The summary could not be asked for: the model call failed.)".to_owned(),
                 None,
@@ -376,7 +379,7 @@ impl Run<'_> {
         step.cost = cost;
         step.error = Some(stop.to_string());
         self.store(&step, None).await?;
-        Some(Outcome::Stopped { reason: stop.to_string(), summary })
+        Ok(Outcome::Stopped { reason: stop.to_string(), summary })
     }
 
     /// The number of the next step to store.
@@ -386,21 +389,21 @@ impl Run<'_> {
 
     /// Stores the model step that asked for the pending calls, before a tool that waits on
     /// the outside world runs.
-    async fn store_asked(&mut self) -> Option<()> {
+    async fn store_asked(&mut self) -> Result<(), Halt> {
         if let Some(asked) = self.asked.take() {
             self.store(&asked, None).await?;
         }
-        Some(())
+        Ok(())
     }
 
     /// Stores a step, after the model step that asked for it if that is not stored yet;
-    /// `None` when the lease is lost (or the store keeps failing), which ends the run without
-    /// writing anything more.
+    /// [`Halt::LeaseLost`] when the lease is lost (or the store keeps failing), which ends the
+    /// run without writing anything more.
     async fn store(
         &mut self,
         step: &Step,
         effect: Option<&crate::domain::steps::Effect>,
-    ) -> Option<Step> {
+    ) -> Result<Step, Halt> {
         let run = RunRef { agent: self.agent, task: &self.claimed.task.id, node: self.node.id() };
         let asked = self.asked.take();
         for attempt in 1..=super::FINISH_TRIES {
@@ -408,11 +411,11 @@ impl Run<'_> {
             match store.record_step(run, asked.as_ref(), step, effect).await {
                 Ok(Some(stored)) => {
                     self.seq = stored.seq;
-                    return Some(stored);
+                    return Ok(stored);
                 }
                 Ok(None) => {
                     tracing::info!(task = %run.task, "run stopped: the task, its agent or its lease is gone");
-                    return None;
+                    return Err(Halt::LeaseLost);
                 }
                 Err(error) if attempt < super::FINISH_TRIES => {
                     tracing::warn!(%error, task = %run.task, "cannot store a step; retrying");
@@ -424,7 +427,7 @@ impl Run<'_> {
                 }
             }
         }
-        None
+        Err(Halt::LeaseLost)
     }
 
     fn push_result(&mut self, step: &Step) {
