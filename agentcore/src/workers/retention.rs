@@ -1,7 +1,8 @@
-//! Housekeeping, once an hour on every node (the outbox worker's loop runs it): delivered posts
-//! after a week, Stripe events after 30 days, and, when the operator set
-//! `retention.finished_days`, finished tasks and activity older than that. Each kind goes a
-//! bounded batch at a time, so other writes interleave with a large prune.
+//! The node's housekeeping, all of it, once an hour on every node (the outbox worker's loop
+//! runs it): delivered posts after a week, Stripe events and the records of schedules' fire
+//! times after 30 days, and, when the operator set `retention.finished_days`, finished tasks
+//! and activity older than that. Each kind goes a bounded batch at a time, so other writes
+//! interleave with a large prune.
 
 use chrono::Duration as Days;
 
@@ -14,6 +15,8 @@ use crate::store::Prunable;
 const KEEP_DELIVERED_DAYS: i64 = 7;
 /// Applied Stripe events are kept this long (Stripe retries a delivery for three days).
 const KEEP_BILLING_EVENTS_DAYS: i64 = 30;
+/// A fire time's record is kept this long (it guards against a second task for that time).
+const KEEP_FIRES_DAYS: i64 = 30;
 /// Rows deleted per statement.
 pub(crate) const BATCH: i64 = 500;
 
@@ -34,6 +37,12 @@ pub(crate) async fn prune_all(core: &Core) {
             Ok(count) => tracing::info!(count, what = what.as_str(), "pruned"),
             Err(error) => tracing::warn!(%error, what = what.as_str(), "cannot prune"),
         }
+    }
+    let before = (now() - Days::days(KEEP_FIRES_DAYS)).timestamp();
+    match core.store().prune_schedule_fires(before).await {
+        Ok(0) => {}
+        Ok(count) => tracing::debug!(count, "old schedule fire records pruned"),
+        Err(error) => tracing::warn!(%error, "cannot prune old schedule fire records"),
     }
 }
 
