@@ -1,7 +1,9 @@
 //! Storage: one trait, a SQLite and a PostgreSQL implementation.
 //!
-//! The backend is picked from the URL scheme. Both run the same SQL where the dialects agree
-//! (see `store/sql.rs` and each area's `sql` module); each has its own migrations under `migrations/<backend>/`, applied at start.
+//! The backend is picked from the URL scheme. Each area's code is written once for both
+//! (`db.rs`), with the same SQL where the dialects agree and a method of `Backend` where they
+//! do not (`dialect.rs`); each backend has its own migrations under `migrations/<backend>/`,
+//! applied at start.
 //! Read-modify-write operations take the row lock first (`BEGIN IMMEDIATE` on SQLite,
 //! `FOR UPDATE` on PostgreSQL) and hand the current row to a pure function from the domain, so
 //! the rules live in one place and the stores only move data.

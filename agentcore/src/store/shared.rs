@@ -1,23 +1,9 @@
 //! What every area of the store shares: the [`Store`](super::Store) methods that are not
 //! about one area, the transaction helpers the areas call, and the plain functions they use.
 //!
-//! sqlx's traits make code that is generic over the database need a where-clause per function
-//! that restates half of sqlx, while the SQL and its bindings are the same for both backends.
-//! So each area writes its implementation once, in a macro that takes the backend's store type
-//! and sqlx database (`user_store!(SqliteStore, Sqlite)`), and the backend module instantiates
-//! them all. Each macro brings its own imports (its body is a `const _: () = { ... };` block),
-//! so it depends on nothing at the call site. The store type provides:
-//!
-//! - `async fn read(&self) -> Result<Read<DB>>`: a connection for a plain read
-//!   (`readers.rs`), and `fn writer(&self) -> &Pool<DB>`;
-//! - `async fn begin_write(&self) -> Result<Transaction<'static, DB>>`: a transaction that
-//!   may write (on SQLite it takes the write lock up front);
-//! - `fn storage_health(&self)`, `fn listener(..)`, `async fn close_pools(&self)`;
-//! - the constants `BACKEND`, `CLOCK`, `LOCK` (the suffix that locks a selected row),
-//!   `SKIP_LOCKED`, `NOTIFY`, `SERIALIZE_BILLING` and `INSERT_ACTIVITY`.
-//!
-//! The helpers below are associated functions of the store type (`Self::lock_agent(..)`),
-//! so an area calls them by an explicit path.
+//! The helpers are plain functions over a transaction or a connection ([`Tx`], [`Ex`]): an
+//! area calls `lock_agent(&mut tx, ..)`, `insert_activity(&mut tx, ..)`, `notify(&mut tx, ..)`;
+//! each takes its backend's SQL from the connection's dialect.
 
 use std::time::Duration;
 

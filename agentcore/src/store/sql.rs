@@ -1,6 +1,7 @@
-//! SQL every area shares, and the database's clock in each dialect. `$n` placeholders work on
+//! SQL every area shares, and `Clock`, the database's time in SQL. `$n` placeholders work on
 //! SQLite too (sqlx binds them by number). Each area keeps its own statements in its module
-//! (`users::sql`, `agents::sql`, ...); what differs per dialect is a constant of the backend.
+//! (`users::sql`, `agents::sql`, ...); what differs per dialect is a method of `Backend`
+//! (`dialect.rs`).
 
 /// The database's time in a backend's SQL.
 #[derive(Debug, Clone, Copy)]

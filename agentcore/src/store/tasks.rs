@@ -77,7 +77,7 @@ impl<S: SqlStore> TaskStore for S {
         owner: &UserId,
         task: &Task,
         activity: &NewActivity,
-    ) -> Result<crate::store::AddedTask> {
+    ) -> Result<AddedTask> {
         if let Some(scripts) = self.scripts() {
             return watched(
                 self.storage_health(),
@@ -101,7 +101,7 @@ impl<S: SqlStore> TaskStore for S {
                 notify(&mut tx, &AgentKey::new(owner.as_str(), task.agent_id.as_str())).await?;
             }
             tx.commit().await?;
-            Ok(crate::store::AddedTask { agent_status: status, created_at })
+            Ok(AddedTask { agent_status: status, created_at })
         })
         .await
     }
@@ -243,7 +243,7 @@ async fn insert_task_script(
     owner: &UserId,
     task: &Task,
     activity: &NewActivity,
-) -> Result<crate::store::AddedTask> {
+) -> Result<AddedTask> {
     use crate::store::script::{Script, Value};
     use sqlx::Row as _;
     let (creator_agent, creator_task) = match &task.created_by {
@@ -271,10 +271,7 @@ async fn insert_task_script(
     let status: Option<String> = row.try_get(0)?;
     let status = status.ok_or_else(|| Error::not_found(Resource::Agent, task.agent_id.as_str()))?;
     let created_at: chrono::DateTime<chrono::Utc> = row.try_get(1)?;
-    Ok(crate::store::AddedTask {
-        agent_status: status.parse().map_err(Error::internal)?,
-        created_at,
-    })
+    Ok(AddedTask { agent_status: status.parse().map_err(Error::internal)?, created_at })
 }
 
 /// Inserts a queued task with its `task_added` entry; returns the creation time

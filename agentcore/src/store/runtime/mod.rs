@@ -244,7 +244,7 @@ impl<S: SqlStore> RuntimeStore for S {
         outcome: &Outcome,
         calls: i32,
         last: Option<&crate::domain::steps::Step>,
-        next: crate::store::NextClaim,
+        next: NextClaim,
     ) -> Result<(bool, Option<Claim>)> {
         watched_if(
             self.storage_health(),
@@ -295,7 +295,7 @@ impl<S: SqlStore> RuntimeStore for S {
                 }
                 write_after_task(&mut tx, agent, &done, at).await?;
                 let claim = match next {
-                    crate::store::NextClaim::Leased { lease, max_attempts } => {
+                    NextClaim::Leased { lease, max_attempts } => {
                         // The agent as the finish left it, read under the same lock.
                         let run = AgentRun {
                             status: done.agent.status,
@@ -306,7 +306,7 @@ impl<S: SqlStore> RuntimeStore for S {
                         };
                         Some(claim_in(&mut tx, agent, run, at, node, lease, max_attempts).await?)
                     }
-                    crate::store::NextClaim::None => None,
+                    NextClaim::None => None,
                 };
                 tx.commit().await?;
                 Ok((true, claim))
