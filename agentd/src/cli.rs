@@ -50,7 +50,7 @@ enum Command {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     if let Some(Command::Openapi) = cli.command {
-        return match crate::openapi::document().to_pretty_json() {
+        return match crate::routes::document().to_pretty_json() {
             Ok(json) => {
                 println!("{json}");
                 ExitCode::SUCCESS

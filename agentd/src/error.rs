@@ -108,10 +108,9 @@ impl ApiError {
             ApiError::RouteNotFound => "No such route.".into(),
             ApiError::MethodNotAllowed => "This route does not take that method.".into(),
             ApiError::NotReady(why) => format!("Not ready: {why}."),
-            ApiError::RateLimited(wait) => format!(
-                "Too many requests; try again in {} s.",
-                crate::limits::retry_after_seconds(*wait)
-            ),
+            ApiError::RateLimited(wait) => {
+                format!("Too many requests; try again in {} s.", retry_after_seconds(*wait))
+            }
             ApiError::Timeout => "The request took too long and was abandoned.".into(),
         }
     }
@@ -179,9 +178,7 @@ impl IntoResponse for ApiError {
         let request_id = request_id::current().unwrap_or_default();
         let mut response = (status, Json(self.body(&request_id))).into_response();
         if let ApiError::RateLimited(wait) = &self {
-            response
-                .headers_mut()
-                .insert("retry-after", crate::limits::retry_after_seconds(*wait).into());
+            response.headers_mut().insert("retry-after", retry_after_seconds(*wait).into());
         }
         if status == StatusCode::UNAUTHORIZED {
             response
@@ -192,12 +189,25 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// Seconds for `Retry-After`: rounded up, at least one.
+pub(crate) fn retry_after_seconds(wait: std::time::Duration) -> u64 {
+    wait.as_secs() + u64::from(wait.subsec_nanos() > 0).max(u64::from(wait.is_zero()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use agentcore::{Conflict, Refusal, Resource, ValidationErrors};
     use http_body_util::BodyExt;
     use serde_json::Value;
+
+    #[test]
+    fn retry_after_rounds_up_to_whole_seconds() {
+        assert_eq!(retry_after_seconds(std::time::Duration::ZERO), 1);
+        assert_eq!(retry_after_seconds(std::time::Duration::from_millis(1)), 1);
+        assert_eq!(retry_after_seconds(std::time::Duration::from_secs(6)), 6);
+        assert_eq!(retry_after_seconds(std::time::Duration::from_millis(6001)), 7);
+    }
 
     async fn rendered(error: ApiError) -> (StatusCode, Value) {
         let response = error.into_response();

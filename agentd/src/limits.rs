@@ -7,7 +7,6 @@ use std::hash::Hash;
 use std::net::{IpAddr, SocketAddr};
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Duration;
 
 use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::request::Parts;
@@ -125,22 +124,11 @@ impl<K: Hash + Eq + Clone> Keyed<K> {
     }
 }
 
-/// Seconds for `Retry-After`: rounded up, at least one.
-pub(crate) fn retry_after_seconds(wait: Duration) -> u64 {
-    wait.as_secs() + u64::from(wait.subsec_nanos() > 0).max(u64::from(wait.is_zero()))
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::time::Duration;
 
-    #[test]
-    fn retry_after_rounds_up_to_whole_seconds() {
-        assert_eq!(retry_after_seconds(Duration::ZERO), 1);
-        assert_eq!(retry_after_seconds(Duration::from_millis(1)), 1);
-        assert_eq!(retry_after_seconds(Duration::from_secs(6)), 6);
-        assert_eq!(retry_after_seconds(Duration::from_millis(6001)), 7);
-    }
+    use super::*;
 
     #[test]
     fn a_burst_of_the_limit_then_refusals_per_key() {

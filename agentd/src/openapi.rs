@@ -1,14 +1,10 @@
 //! The OpenAPI 3.1 document, generated from the handlers' `#[utoipa::path]` annotations as the
-//! route table registers them (see `routes`), so a route cannot exist without its description.
+//! route table registers them (`routes::document`), so a route cannot exist without its
+//! description.
 //!
 //! What every operation shares is added here once: the error envelope as the `4XX` and `5XX`
 //! responses, and the bearer scheme the authenticated operations name.
 
-use std::sync::LazyLock;
-
-use axum::body::Bytes;
-use axum::http::header;
-use axum::response::{IntoResponse, Response};
 use utoipa::Modify;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{OpenApi, RefOr, ResponseBuilder};
@@ -86,31 +82,4 @@ pub fn add_error_responses(openapi: &mut OpenApi) {
                 .or_insert_with(|| error("The service or one it depends on failed."));
         }
     }
-}
-
-/// The document for the current route table.
-pub fn document() -> OpenApi {
-    let (_, mut openapi) = crate::routes::api().split_for_parts();
-    add_error_responses(&mut openapi);
-    openapi
-}
-
-#[allow(
-    clippy::expect_used,
-    reason = "a derived OpenAPI document has only string keys: serialising it cannot fail"
-)]
-static DOCUMENT: LazyLock<Bytes> = LazyLock::new(|| {
-    Bytes::from(serde_json::to_vec(&document()).expect("the OpenAPI document serialises"))
-});
-
-/// `GET /openapi.json`: this document.
-#[utoipa::path(
-    get,
-    path = "/openapi.json", operation_id = "openapi",
-    tag = "operations",
-    responses((status = 200, description = "The OpenAPI 3.1 document of this service.",
-               content_type = "application/json", body = serde_json::Value))
-)]
-pub async fn show() -> Response {
-    ([(header::CONTENT_TYPE, "application/json")], DOCUMENT.clone()).into_response()
 }

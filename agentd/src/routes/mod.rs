@@ -24,13 +24,15 @@ use utoipa_axum::routes;
 use crate::AppState;
 use crate::openapi;
 
+pub(crate) use ops::document;
+
 /// Every route with its description.
 pub(crate) fn api() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(openapi::Frame::openapi())
         .routes(routes!(ops::healthz))
         .routes(routes!(ops::readyz))
         .routes(routes!(crate::metrics::show))
-        .routes(routes!(openapi::show))
+        .routes(routes!(ops::openapi_json))
         .routes(routes!(accounts::register))
         .routes(routes!(accounts::login))
         .routes(routes!(accounts::me))

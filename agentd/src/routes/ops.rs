@@ -1,7 +1,13 @@
-//! Operational routes: liveness and readiness.
+//! Operational routes: liveness, readiness and the OpenAPI document.
+
+use std::sync::LazyLock;
 
 use axum::Json as Reply;
+use axum::body::Bytes;
 use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use utoipa::openapi::OpenApi;
 
 use agentcore::api::StatusResponse;
 
@@ -40,4 +46,31 @@ pub(super) async fn route_not_found() -> ApiError {
 
 pub(super) async fn method_not_allowed() -> ApiError {
     ApiError::MethodNotAllowed
+}
+
+/// The OpenAPI document for the current route table.
+pub(crate) fn document() -> OpenApi {
+    let (_, mut openapi) = super::api().split_for_parts();
+    crate::openapi::add_error_responses(&mut openapi);
+    openapi
+}
+
+#[allow(
+    clippy::expect_used,
+    reason = "a derived OpenAPI document has only string keys: serialising it cannot fail"
+)]
+static DOCUMENT: LazyLock<Bytes> = LazyLock::new(|| {
+    Bytes::from(serde_json::to_vec(&document()).expect("the OpenAPI document serialises"))
+});
+
+/// `GET /openapi.json`: this document.
+#[utoipa::path(
+    get,
+    path = "/openapi.json", operation_id = "openapi",
+    tag = "operations",
+    responses((status = 200, description = "The OpenAPI 3.1 document of this service.",
+               content_type = "application/json", body = serde_json::Value))
+)]
+pub(super) async fn openapi_json() -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], DOCUMENT.clone()).into_response()
 }
