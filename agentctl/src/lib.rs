@@ -8,10 +8,8 @@ mod cli;
 pub mod client;
 mod commands;
 pub mod failure;
-mod onboard;
 mod profile;
 mod render;
-mod schedules;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;

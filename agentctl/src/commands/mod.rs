@@ -12,11 +12,12 @@ use crate::api::{ActivityQuery, AgentQuery, Reply};
 use crate::cli::{AgentsCommand, Cli, Command, Global, Output, TasksCommand};
 use crate::client::{Answer, Client, Transport};
 use crate::failure::{Failure, Kind};
-use crate::onboard;
 use crate::profile::{Profile, Profiles};
 use crate::render::View;
 
 mod chat;
+mod onboard;
+mod schedules;
 
 const DEFAULT_SERVER: &str = "http://127.0.0.1:8080";
 
@@ -198,7 +199,7 @@ async fn dispatch(cx: &mut Context, client: &Client, command: Command) -> Result
         Command::Whoami => cx.emit(&client.me().await?.answer, View::Fields),
         Command::Agents(command) => agents(cx, client, command).await,
         Command::Tasks(command) => tasks(cx, client, command).await,
-        Command::Schedules(command) => crate::schedules::run(cx, client, command).await,
+        Command::Schedules(command) => schedules::run(cx, client, command).await,
         Command::Chat(command) => chat::chat(cx, client, command).await,
         Command::Billing => cx.emit(&client.billing().await?.answer, View::Fields),
         Command::Budget { set, clear } => {

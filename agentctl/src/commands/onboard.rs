@@ -10,9 +10,9 @@ use agentcore::api::{
 };
 use agentcore::domain::onboarding::Template;
 
+use super::{Context, interactive, password};
 use crate::cli::OnboardArgs;
 use crate::client::Client;
-use crate::commands::{Context, interactive, password};
 use crate::failure::{Failure, Kind};
 use crate::render::View;
 

@@ -3,9 +3,9 @@
 
 use agentcore::api::{CreateScheduleRequest, UpdateScheduleRequest};
 
+use super::Context;
 use crate::cli::SchedulesCommand;
 use crate::client::Client;
-use crate::commands::Context;
 use crate::failure::Failure;
 use crate::render::View;
 
