@@ -267,11 +267,12 @@ impl Models {
     /// Which model answers `model` (or the default).
     pub fn kind_of(&self, model: Option<&str>) -> ModelKind<'_> {
         let name = model.unwrap_or(&self.default);
-        if name == ECHO {
-            return ModelKind::Echo;
-        }
         let provider = name.split_once(':').map_or(name, |(provider, _)| provider);
-        self.find(provider).map_or(ModelKind::Unknown, |(name, _)| ModelKind::Provider(name))
+        match self.find(provider) {
+            Some(_) if provider == ECHO => ModelKind::Echo,
+            Some((name, _)) => ModelKind::Provider(name),
+            None => ModelKind::Unknown,
+        }
     }
 
     /// The provider and request for `model` (or the default when `None`): a conversation of
