@@ -45,7 +45,8 @@ impl Backend {
         }
     }
 
-    /// The statement that tells every node at commit (`$1` the payload). SQLite has one
+    /// The statement that tells every node at commit (`$1` the payload), on the channel
+    /// `postgres.rs` listens on (`WAKE_CHANNEL`). SQLite has one
     /// process per file in practice: wake-ups stay in process, with the fallback poll for
     /// anything else.
     pub(crate) const fn notify(self) -> Option<&'static str> {

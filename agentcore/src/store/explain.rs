@@ -9,7 +9,7 @@ use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{Connection as _, SqliteConnection};
 
 use super::sql::Clock;
-use super::{DatabaseUrl, SqliteStore};
+use super::{Backend, DatabaseUrl, SqliteStore};
 
 const ROWS: u64 = 1_000_000;
 
@@ -117,7 +117,7 @@ async fn activity_and_outbox_statements_use_their_indexes_at_a_million_rows() {
     fill(&mut conn).await;
 
     let mut wrong = Vec::new();
-    for expect in expectations(SqliteStore::CLOCK) {
+    for expect in expectations(Backend::Sqlite.clock()) {
         let steps: Vec<(i64, i64, i64, String)> =
             sqlx::query_as(&format!("EXPLAIN QUERY PLAN {}", expect.sql))
                 .fetch_all(&mut conn)
@@ -148,7 +148,7 @@ mod postgres {
     use sqlx::{Connection as _, PgConnection};
 
     use super::{Expect, ROWS, expectations};
-    use crate::store::{DatabaseUrl, PostgresStore};
+    use crate::store::{Backend, DatabaseUrl};
 
     /// The same rows as on SQLite. Foreign keys are not checked while filling (replica mode).
     async fn fill(conn: &mut PgConnection) {
@@ -238,7 +238,7 @@ mod postgres {
         let mut conn = PgConnection::connect(&url).await.unwrap();
         fill(&mut conn).await;
         let mut wrong = Vec::new();
-        for (n, expect) in expectations(PostgresStore::CLOCK).iter().enumerate() {
+        for (n, expect) in expectations(Backend::Postgres.clock()).iter().enumerate() {
             if let Err(plan) = check(&mut conn, n, expect).await {
                 wrong.push(plan);
             }

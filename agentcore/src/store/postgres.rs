@@ -30,9 +30,6 @@ pub struct PostgresStore {
 const TEST_IDLE_AFTER: Duration = Duration::from_secs(1);
 
 impl PostgresStore {
-    #[cfg(test)]
-    pub(super) const CLOCK: super::sql::Clock = Backend::Postgres.clock();
-
     /// Connects and applies the migrations. Concurrent nodes serialise on sqlx's migration lock.
     pub async fn connect(url: &DatabaseUrl) -> Result<Self> {
         let options = PgConnectOptions::from_str(url.expose())?.application_name("agentd");

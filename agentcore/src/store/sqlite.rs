@@ -33,9 +33,6 @@ pub struct SqliteStore {
 }
 
 impl SqliteStore {
-    #[cfg(test)]
-    pub(super) const CLOCK: super::sql::Clock = Backend::Sqlite.clock();
-
     /// Opens (creating if needed) the database file and applies the migrations.
     pub async fn connect(url: &DatabaseUrl) -> Result<Self> {
         let options = SqliteConnectOptions::from_str(url.expose())?
