@@ -27,16 +27,6 @@ impl AgentKey {
     pub fn new(owner_id: impl Into<String>, agent_id: impl Into<String>) -> Self {
         Self { owner_id: owner_id.into(), agent_id: agent_id.into() }
     }
-
-    /// The form carried by a PostgreSQL notification: `owner/agent` (neither holds a `/`).
-    pub fn to_payload(&self) -> String {
-        format!("{}/{}", self.owner_id, self.agent_id)
-    }
-
-    pub fn from_payload(payload: &str) -> Option<Self> {
-        let (owner, agent) = payload.split_once('/')?;
-        (!owner.is_empty() && !agent.is_empty()).then(|| Self::new(owner, agent))
-    }
 }
 
 /// What the runtime needs of an agent, with its run state.

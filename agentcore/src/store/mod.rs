@@ -231,21 +231,73 @@ pub enum Signal {
     Lost,
 }
 
-/// A revocation's payload on the notification channel.
-const REVOKED: &str = "revoked:";
+/// What a node publishes on the store's notification channel (PostgreSQL's `NOTIFY`), at the
+/// commit of the change it announces.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Notice {
+    /// This agent has work: `owner/agent` (neither holds a `/`).
+    Agent(AgentKey),
+    /// Agents were let go and may be claimed: `claimable`.
+    Claimable,
+    /// Every token of this user was revoked: `revoked:<user>`.
+    Revoked(UserId),
+}
 
-impl Signal {
-    /// What a notification's payload means.
-    pub fn from_payload(payload: &str) -> Self {
-        if let Some(user) = payload.strip_prefix(REVOKED) {
-            return Signal::Revoked(UserId::from_trusted(user.to_owned()));
+const REVOKED: &str = "revoked:";
+const CLAIMABLE: &str = "claimable";
+
+impl Notice {
+    /// The notification's payload.
+    pub fn to_payload(&self) -> String {
+        match self {
+            Notice::Agent(agent) => format!("{}/{}", agent.owner_id, agent.agent_id),
+            Notice::Claimable => CLAIMABLE.to_owned(),
+            Notice::Revoked(user) => format!("{REVOKED}{user}"),
         }
-        AgentKey::from_payload(payload).map_or(Signal::Claimable, Signal::Agent)
     }
 
-    /// The payload announcing that `user`'s tokens were revoked.
-    pub(crate) fn revoked_payload(user: &UserId) -> String {
-        format!("{REVOKED}{user}")
+    /// What a payload announces. Anything else (a node of an earlier version announced
+    /// `Claimable` with an empty payload) reads as `Claimable`: a wake-up for nothing costs one
+    /// claim query, a lost one a poll interval.
+    pub fn from_payload(payload: &str) -> Self {
+        if let Some(user) = payload.strip_prefix(REVOKED) {
+            return Notice::Revoked(UserId::from_trusted(user.to_owned()));
+        }
+        match payload.split_once('/') {
+            Some((owner, agent)) if !owner.is_empty() && !agent.is_empty() => {
+                Notice::Agent(AgentKey::new(owner, agent))
+            }
+            _ => Notice::Claimable,
+        }
+    }
+}
+
+impl From<Notice> for Signal {
+    fn from(notice: Notice) -> Self {
+        match notice {
+            Notice::Agent(agent) => Signal::Agent(agent),
+            Notice::Claimable => Signal::Claimable,
+            Notice::Revoked(user) => Signal::Revoked(user),
+        }
+    }
+}
+
+#[cfg(test)]
+mod notice_tests {
+    use super::*;
+
+    #[test]
+    fn every_notice_reads_back_from_its_payload() {
+        let notices = [
+            Notice::Agent(AgentKey::new("u_1", "writer")),
+            Notice::Claimable,
+            Notice::Revoked(UserId::from_trusted("u_1".to_owned())),
+        ];
+        for notice in notices {
+            assert_eq!(Notice::from_payload(&notice.to_payload()), notice);
+        }
+        assert_eq!(Notice::from_payload(""), Notice::Claimable);
+        assert_eq!(Notice::from_payload("u_1/"), Notice::Claimable);
     }
 }
 

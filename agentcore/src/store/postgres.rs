@@ -10,7 +10,7 @@ use sqlx::{Pool, Postgres};
 use super::db::{Ex, Reader, SqlStore, Tx};
 use super::readers::Readers;
 use super::script::Scripts;
-use super::{Backend, DatabaseUrl, Signal, StorageHealth, Wake};
+use super::{Backend, DatabaseUrl, Notice, Signal, StorageHealth, Wake};
 use crate::error::Result;
 
 const MAX_CONNECTIONS: u32 = 16;
@@ -117,7 +117,7 @@ impl SqlStore for PostgresStore {
                     tokio::select! {
                         received = listener.try_recv() => match received {
                             Ok(Some(notification)) => {
-                                wake(Signal::from_payload(notification.payload()));
+                                wake(Notice::from_payload(notification.payload()).into());
                             }
                             Ok(None) => {
                                 tracing::warn!("lost the wake-up connection; reconnecting");

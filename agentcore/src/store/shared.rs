@@ -10,7 +10,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use super::db::{Ex, SqlStore, Tx, query, query_scalar};
-use super::{Backend, StorageHealth, Store, Wake, sql};
+use super::{Backend, Notice, StorageHealth, Store, Wake, sql};
 use crate::domain::activity::NewActivity;
 use crate::domain::agent::AgentId;
 use crate::domain::chat::NewPost;
@@ -60,14 +60,14 @@ pub(super) fn nth_instant(at: DateTime<Utc>, nth: usize) -> DateTime<Utc> {
 
 /// Tells every node that the agent may have work, when the transaction commits.
 pub(super) async fn notify(tx: &mut Tx, agent: &AgentKey) -> Result<()> {
-    publish(tx, &agent.to_payload()).await
+    publish(tx, &Notice::Agent(agent.clone())).await
 }
 
-/// Publishes `payload` on the wake-up channel at commit (a no-op without notifications).
-pub(super) async fn publish<'c>(ex: impl Into<Ex<'c>>, payload: &str) -> Result<()> {
+/// Publishes `notice` on the wake-up channel at commit (a no-op without notifications).
+pub(super) async fn publish<'c>(ex: impl Into<Ex<'c>>, notice: &Notice) -> Result<()> {
     let ex = ex.into();
     if let Some(statement) = ex.dialect().notify() {
-        query(statement).bind(payload).execute(ex).await?;
+        query(statement).bind(notice.to_payload()).execute(ex).await?;
     }
     Ok(())
 }

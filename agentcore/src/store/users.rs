@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use super::db::{SqlStore, query, query_as, query_scalar};
 use super::rows::UserRow;
 use super::shared::{publish, watched};
-use super::{Signal, db_error};
+use super::{Notice, db_error};
 use crate::domain::user::UserId;
 use crate::error::{Conflict, Error, Result};
 
@@ -82,7 +82,7 @@ impl<S: SqlStore> UserStore for S {
                 .fetch_optional(&mut tx)
                 .await?;
             let version = version.ok_or(Error::Unauthorized)?;
-            publish(&mut tx, &Signal::revoked_payload(id)).await?;
+            publish(&mut tx, &Notice::Revoked(id.clone())).await?;
             tx.commit().await?;
             Ok(version)
         })

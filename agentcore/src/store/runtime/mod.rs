@@ -17,6 +17,7 @@ use crate::domain::steps::Step;
 use crate::domain::task::{Task, TaskId};
 use crate::domain::user::UserId;
 use crate::error::Result;
+use crate::store::Notice;
 use crate::store::db::{SqlStore, Tx, query, query_as, query_scalar};
 use crate::store::rows::{AgentKeyRow, AgentRunRow, TaskRow};
 use crate::store::shared::{
@@ -183,7 +184,7 @@ impl<S: SqlStore> RuntimeStore for S {
                 .execute(&mut tx)
                 .await?;
             if released.rows_affected() > 0 {
-                publish(&mut tx, "").await?;
+                publish(&mut tx, &Notice::Claimable).await?;
             }
             tx.commit().await?;
             Ok(())
@@ -199,7 +200,7 @@ impl<S: SqlStore> RuntimeStore for S {
             query(sql::RELEASE_AGENTS_OF_NODE).bind(node).execute(&mut tx).await?;
             query(sql::REQUEUE_TASKS_OF_NODE).bind(node).bind(now).execute(&mut tx).await?;
             query(sql::DELETE_NODE).bind(node).execute(&mut tx).await?;
-            publish(&mut tx, "").await?;
+            publish(&mut tx, &Notice::Claimable).await?;
             tx.commit().await?;
             Ok(())
         })
