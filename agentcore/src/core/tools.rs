@@ -5,6 +5,7 @@ use super::{Core, Principal};
 use crate::domain::agent::AgentId;
 use crate::domain::steps::Step;
 use crate::domain::task::TaskId;
+use crate::domain::tool_result::{ToolError, ToolResult};
 use crate::domain::tools::{Memory, MemoryText, ToolInfo};
 use crate::domain::user::UserId;
 use crate::error::{Error, Result};
@@ -50,8 +51,10 @@ impl Core {
         owner: &UserId,
         agent: &AgentId,
         limit: u8,
-    ) -> std::result::Result<String, String> {
-        let unreadable = |e: Error| format!("could not read the channel: {}", e.public_message());
+    ) -> ToolResult {
+        let unreadable = |e: Error| {
+            ToolError::Failed(format!("could not read the channel: {}", e.public_message()))
+        };
         let mapping = self
             .store()
             .mappings(owner)
@@ -59,14 +62,14 @@ impl Core {
             .map_err(unreadable)?
             .into_iter()
             .find(|m| m.agent_id == *agent)
-            .ok_or("refused: this agent has no Discord channel mapped")?;
+            .ok_or_else(|| ToolError::refused("this agent has no Discord channel mapped"))?;
         let record = self.store().connection(owner, &mapping.guild_id).await.map_err(unreadable)?;
         let token = self.token_of(owner.as_str(), &record).map_err(unreadable)?;
         let messages = self
             .discord()
             .channel_messages(&token, &mapping.channel_id, limit)
             .await
-            .map_err(|e| format!("Discord refused the read: {e}"))?;
+            .map_err(|e| ToolError::Failed(format!("Discord refused the read: {e}")))?;
         if messages.is_empty() {
             return Ok(format!("#{} has no messages.", mapping.channel_name));
         }

@@ -12,6 +12,7 @@ use super::agent::AgentId;
 use super::chat::NewPost;
 use super::mcp::{McpServerName, split_tool};
 use super::message::{ActionRow, Button, Embed, MessageBody};
+use super::tool_result::ToolError;
 use super::tools::ToolName;
 
 /// The tools whose calls wait for a person's approval: built-in names or `<server>__<tool>`,
@@ -195,11 +196,8 @@ pub fn decide(
 }
 
 /// What the model is told of a denied call.
-pub fn denied_result(decided_by: Option<&str>) -> String {
-    match decided_by {
-        Some(who) => format!("denied by {who}: this call was not run"),
-        None => "denied: nobody approved this call in time, so it was not run".into(),
-    }
+pub fn denied_result(decided_by: Option<&str>) -> ToolError {
+    ToolError::Denied { by: decided_by.map(str::to_owned) }
 }
 
 /// The `custom_id` of a decision's button.
@@ -311,8 +309,9 @@ mod tests {
 
     #[test]
     fn a_denial_tells_the_model_who_or_that_time_ran_out() {
-        assert!(denied_result(Some("ana (Discord)")).starts_with("denied by ana (Discord)"));
-        assert!(denied_result(None).contains("in time"));
+        let by_ana = denied_result(Some("ana (Discord)")).to_string();
+        assert!(by_ana.starts_with("denied by ana (Discord)"), "{by_ana}");
+        assert!(denied_result(None).to_string().contains("in time"));
     }
 
     #[test]

@@ -52,6 +52,7 @@ pub mod status;
 pub mod steps;
 pub mod task;
 pub(crate) mod text;
+pub mod tool_result;
 pub mod tools;
 pub mod usage;
 pub mod user;

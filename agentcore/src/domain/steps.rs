@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::task::{Task, Usage};
+use super::tool_result::{ToolError, ToolReply, ToolResult};
 use super::tools::ToolName;
 
 /// Tool results longer than this (in bytes) are cut before the model sees them or they are
@@ -126,10 +127,10 @@ impl Step {
     }
 
     /// A finished tool call: its result, or the error the model is told (cut either way).
-    pub fn tool(seq: i32, call: &StepCall, result: Result<String, String>, ms: i64) -> Self {
+    pub fn tool(seq: i32, call: &StepCall, result: ToolResult, ms: i64) -> Self {
         let (output, error) = match result {
             Ok(text) => (Some(cut_result(&text)), None),
-            Err(error) => (None, Some(cut_result(&error))),
+            Err(error) => (None, Some(cut_result(&error.to_string()))),
         };
         Self {
             seq,
@@ -148,11 +149,11 @@ impl Step {
     }
 
     /// What the model is shown as this tool step's result.
-    pub fn result_for_model(&self) -> (String, bool) {
+    pub fn result_for_model(&self) -> ToolReply {
         match (&self.output, &self.error) {
-            (_, Some(error)) => (format!("Error: {error}"), true),
-            (Some(output), None) => (output.clone(), false),
-            (None, None) => (String::new(), false),
+            (_, Some(error)) => ToolReply::Error(format!("Error: {error}")),
+            (Some(output), None) => ToolReply::Output(output.clone()),
+            (None, None) => ToolReply::Output(String::new()),
         }
     }
 }
@@ -175,16 +176,18 @@ pub const TASKS_PER_RUN: i64 = 10;
 
 /// Why `create_task` is refused before anything is written, from the creating task's depth and
 /// how many tasks its run created already.
-pub fn refuse_task(depth: i32, created: i64) -> Option<String> {
+pub fn refuse_task(depth: i32, created: i64) -> Option<ToolError> {
     if depth >= super::task::MAX_DEPTH {
-        return Some(format!(
-            "refused: this task is at delegation depth {depth}, and tasks may be delegated at \
-             most {} levels deep",
+        return Some(ToolError::refused(format!(
+            "this task is at delegation depth {depth}, and tasks may be delegated at most {} \
+             levels deep",
             super::task::MAX_DEPTH
-        ));
+        )));
     }
     (created >= TASKS_PER_RUN).then(|| {
-        format!("refused: one run may create at most {TASKS_PER_RUN} tasks, and this one has")
+        ToolError::refused(format!(
+            "one run may create at most {TASKS_PER_RUN} tasks, and this one has"
+        ))
     })
 }
 
@@ -194,6 +197,7 @@ pub mod said {
     use super::super::activity::{Action, NewActivity};
     use super::super::agent::AgentId;
     use super::super::task::{Task, TaskId};
+    use super::super::tool_result::ToolError;
     use super::super::tools::MEMORY_CHARS;
 
     /// The `memory` tool's answer once `memory` is saved.
@@ -210,11 +214,13 @@ pub mod said {
     }
 
     pub const POSTED: &str = "Posted to your Discord channel.";
-    pub const NO_CHANNEL: &str =
-        "refused: this agent has no Discord channel mapped, so nothing was posted";
+    /// `post_message` by an agent without a channel.
+    pub fn no_channel() -> ToolError {
+        ToolError::refused("this agent has no Discord channel mapped, so nothing was posted")
+    }
 
     /// `create_task` naming an agent the owner does not have.
-    pub fn no_such_agent(agent: &AgentId) -> String {
+    pub fn no_such_agent(agent: &str) -> String {
         format!("404 agent_not_found: you have no agent '{agent}'")
     }
 
@@ -293,11 +299,6 @@ pub fn summary_request(stop: Stop) -> String {
         "The run was stopped ({stop}). Do not call any tools. In a few sentences, summarise \
          what you did for this task, what you found, and what is left to do."
     )
-}
-
-/// The result given to calls the model asked for but that were not run.
-pub fn not_run(stop: Stop) -> String {
-    format!("not run: {stop}")
 }
 
 /// Counts identical calls (same tool, same arguments as JSON values) within one task.

@@ -19,6 +19,7 @@ use super::ServerCalls;
 use super::content::render;
 use super::listing::{self, Listing};
 use crate::domain::mcp::{McpServerName, McpToolInfo};
+use crate::domain::tool_result::{ToolError, ToolResult};
 
 /// How to reach the server.
 #[derive(Debug)]
@@ -142,11 +143,11 @@ impl Connection {
     }
 
     /// One call; a session found dead is opened again and the call made once more.
-    pub(super) async fn call(&self, tool: &str, arguments: &str) -> Result<String, String> {
+    pub(super) async fn call(&self, tool: &str, arguments: &str) -> ToolResult {
         let arguments = match serde_json::from_str::<serde_json::Value>(arguments) {
             Ok(serde_json::Value::Object(map)) => map,
             Ok(serde_json::Value::Null) => serde_json::Map::new(),
-            _ => return Err("invalid arguments: not a JSON object".into()),
+            _ => return Err(ToolError::invalid_arguments("not a JSON object")),
         };
         let started = Instant::now();
         self.calls.calls.fetch_add(1, Ordering::Relaxed);
@@ -158,7 +159,7 @@ impl Connection {
         self.calls.latency.observe(started.elapsed());
         let answer = match outcome {
             Ok(answer) => answer,
-            Err(Failure::Closed(why) | Failure::Other(why)) => Err(why),
+            Err(Failure::Closed(why) | Failure::Other(why)) => Err(ToolError::Failed(why)),
         };
         if answer.is_err() {
             self.calls.errors.fetch_add(1, Ordering::Relaxed);
@@ -170,16 +171,17 @@ impl Connection {
         &self,
         tool: &str,
         arguments: &serde_json::Map<String, serde_json::Value>,
-    ) -> Result<Result<String, String>, Failure> {
+    ) -> Result<ToolResult, Failure> {
         let live = self.live().await.map_err(Failure::Other)?;
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments.clone());
         let called =
             tokio::time::timeout(self.timeout, live.service.peer().call_tool(params)).await;
         match called {
             Ok(Ok(result)) => Ok(render(result)),
-            Ok(Err(ServiceError::McpError(error))) => {
-                Ok(Err(format!("the server refused the call: {}", error.message)))
-            }
+            Ok(Err(ServiceError::McpError(error))) => Ok(Err(ToolError::Failed(format!(
+                "the server refused the call: {}",
+                error.message
+            )))),
             Ok(Err(error @ (ServiceError::TransportClosed | ServiceError::TransportSend(_)))) => {
                 self.reset(Some(&live)).await;
                 Err(Failure::Closed(format!(

@@ -3,8 +3,10 @@
 
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 
+use crate::domain::tool_result::{ToolError, ToolResult};
+
 /// The result's text, or the error text when the server marked it one.
-pub(super) fn render(result: CallToolResult) -> Result<String, String> {
+pub(super) fn render(result: CallToolResult) -> ToolResult {
     let mut parts: Vec<String> = result.content.iter().map(part).collect();
     if parts.is_empty()
         && let Some(structured) = &result.structured_content
@@ -14,7 +16,7 @@ pub(super) fn render(result: CallToolResult) -> Result<String, String> {
     let text = parts.join("\n");
     if result.is_error == Some(true) {
         let text = if text.trim().is_empty() { "the tool failed".to_owned() } else { text };
-        return Err(text);
+        return Err(ToolError::Failed(text));
     }
     Ok(text)
 }
@@ -73,7 +75,7 @@ mod tests {
             "content": [{"type": "text", "text": "boom"}], "isError": true
         }))
         .unwrap();
-        assert_eq!(render(failed), Err("boom".into()));
+        assert_eq!(render(failed), Err(ToolError::failed("boom")));
         let structured: CallToolResult = serde_json::from_value(
             serde_json::json!({"content": [], "structuredContent": {"sum": 35}}),
         )

@@ -19,6 +19,7 @@ use std::time::Duration;
 use secrecy::{ExposeSecret, SecretString};
 
 use crate::domain::mcp::{McpOrigin, McpServerName, McpServerTools};
+use crate::domain::tool_result::{ToolError, ToolResult};
 use crate::domain::user::UserId;
 use crate::error::{Error, Result};
 use crate::scrub::Scrubber;
@@ -238,13 +239,13 @@ impl McpClients {
 
     /// Calls `tool` (the server's own name for it) with `arguments` (a JSON object, as the
     /// model wrote it); the text for the model, or the error it is told.
-    pub async fn call(
-        &self,
-        server: &ServerRef,
-        tool: &str,
-        arguments: &str,
-    ) -> std::result::Result<String, String> {
-        self.connection(server)?.call(tool, arguments).await.map_err(|e| self.scrubber.scrub(&e))
+    pub async fn call(&self, server: &ServerRef, tool: &str, arguments: &str) -> ToolResult {
+        let connection = self.connection(server).map_err(ToolError::Failed)?;
+        connection.call(tool, arguments).await.map_err(|error| match error {
+            // A server's or a transport's words may quote a secret: scrubbed.
+            ToolError::Failed(words) => ToolError::Failed(self.scrubber.scrub(&words)),
+            other => other,
+        })
     }
 
     /// Forgets this node's connection to a user's server (it was removed).

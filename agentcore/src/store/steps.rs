@@ -8,6 +8,7 @@ use crate::domain::agent::AgentId;
 use crate::domain::runtime::AgentKey;
 use crate::domain::steps::{Effect, RecentTask, Step, refuse_task, said};
 use crate::domain::task::{Task, TaskId};
+use crate::domain::tool_result::{ToolError, ToolResult};
 use crate::domain::tools::{MemoryText, write_memory};
 use crate::domain::user::UserId;
 use crate::error::{Error, Resource, Result};
@@ -167,7 +168,7 @@ impl<S: SqlStore> StepStore for S {
                         apply_effect(&mut tx, &owner, &own, run.task, effect, step).await?;
                     let (output, error) = match outcome {
                         Ok(text) => (Some(text), None),
-                        Err(error) => (None, Some(error)),
+                        Err(error) => (None, Some(error.to_string())),
                     };
                     stored.output = output;
                     stored.error = error;
@@ -276,7 +277,7 @@ async fn apply_effect(
     task: &TaskId,
     effect: &Effect,
     step: &Step,
-) -> Result<std::result::Result<String, String>> {
+) -> Result<ToolResult> {
     let at = step.created_at;
     match effect {
         Effect::Memory { replace, text } => {
@@ -287,7 +288,7 @@ async fn apply_effect(
                 .await?;
             let next = match write_memory(&current, *replace, text) {
                 Ok(next) => next,
-                Err(error) => return Ok(Err(error)),
+                Err(error) => return Ok(Err(ToolError::Failed(error))),
             };
             write_memory_in(tx, owner, own, &next, &said::memory_written(task)).await?;
             Ok(Ok(said::memory_saved(&next)))
@@ -296,7 +297,7 @@ async fn apply_effect(
             if queue_post(&mut *tx, owner.as_str(), own.as_str(), post, at).await? {
                 Ok(Ok(said::POSTED.into()))
             } else {
-                Ok(Err(said::NO_CHANNEL.into()))
+                Ok(Err(said::no_channel()))
             }
         }
         Effect::CreateTask { agent, task: new } => {
@@ -318,7 +319,7 @@ async fn apply_effect(
             match require_agent(&mut *tx, owner, agent, "").await {
                 Ok(()) => {}
                 Err(Error::NotFound { .. }) => {
-                    return Ok(Err(said::no_such_agent(agent)));
+                    return Ok(Err(ToolError::failed(said::no_such_agent(agent.as_str()))));
                 }
                 Err(error) => return Err(error),
             }

@@ -23,6 +23,7 @@ use serde_json::json;
 
 use self::address::{Explained, GuardedResolver};
 use super::html;
+use crate::domain::tool_result::{ToolError, ToolResult};
 use crate::error::{Error, Result};
 
 /// What the tool does and its limits, for the model.
@@ -132,12 +133,13 @@ impl HttpFetch {
     /// Performs the request. Ok: the text for the model (first line `HTTP <status>`, the
     /// content type, a blank line, then the body as readable text). Err: a one-line
     /// explanation for the model (refused address, bad URL, method not GET/POST, timeout, ...).
-    pub async fn fetch(&self, args: &FetchArgs) -> std::result::Result<String, String> {
-        let (request, port) = self.request(args).map_err(|Explained(why)| why)?;
+    pub async fn fetch(&self, args: &FetchArgs) -> ToolResult {
+        let (request, port) =
+            self.request(args).map_err(|Explained(why)| ToolError::Failed(why))?;
         let exchange = address::scoped(port, self.exchange(request));
         match tokio::time::timeout(self.timeout, exchange).await {
-            Ok(outcome) => outcome,
-            Err(_) => Err(self.timed_out()),
+            Ok(outcome) => outcome.map_err(ToolError::Failed),
+            Err(_) => Err(ToolError::Failed(self.timed_out())),
         }
     }
 

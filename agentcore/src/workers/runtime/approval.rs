@@ -6,6 +6,7 @@
 use crate::domain::approval::{Approval, ApprovalStatus, denied_result, request_post};
 use crate::domain::runtime::ClaimedTask;
 use crate::domain::steps::{Step, StepCall};
+use crate::domain::tool_result::ToolError;
 use crate::store::RunRef;
 
 use super::Node;
@@ -15,7 +16,7 @@ pub(super) enum Gate {
     /// Approved: run it.
     Run,
     /// Denied (or unanswered in time): this is its result.
-    Denied(String),
+    Denied(ToolError),
     /// Asked for now: the task waits, the run ends.
     Parked,
     /// The lease is gone, or the store failed: the run ends, and resumes from its stored

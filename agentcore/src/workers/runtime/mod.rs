@@ -24,6 +24,7 @@ mod model;
 mod offer;
 mod run;
 mod spend;
+mod tools;
 mod worker;
 
 use std::sync::Arc;

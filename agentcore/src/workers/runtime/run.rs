@@ -9,7 +9,6 @@
 //! is stored in that tool step's transaction instead: nothing slow happens in between, so a
 //! crash there costs the same one model call, and each such step saves a commit.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -17,17 +16,17 @@ use super::Node;
 use super::approval::Gate;
 use super::model::call_model;
 use super::offer::offered;
+use super::tools::{self, McpTools, Work};
 use crate::domain::approval::needs_approval;
 use crate::domain::budget::StepCost;
 use crate::domain::runtime::{AgentKey, ClaimedTask, Outcome};
-use crate::domain::steps::{
-    LoopGuard, Step, StepCall, StepKind, Stop, not_run, summary_request, system_prompt,
-};
-use crate::domain::tools::ToolName;
-use crate::mcp::ServerRef;
-use crate::models::{Message, ModelKind, ModelProvider, ToolCall, ToolChoice};
+use crate::domain::steps::{Effect, LoopGuard, Step, StepCall, StepKind, Stop};
+use crate::domain::steps::{summary_request, system_prompt};
+use crate::domain::tool_result::{ToolError, ToolResult};
+use crate::domain::user::UserId;
+use crate::models::{Completion, CompletionRequest, Message, ModelKind, ModelProvider};
+use crate::models::{ToolCall, ToolChoice};
 use crate::store::{RunContext, RunRef};
-use crate::tools::builtin::{self, Prepared};
 
 /// How a run ended.
 #[allow(clippy::large_enum_variant, reason = "one per task, moved once")]
@@ -48,9 +47,8 @@ pub(super) async fn run_task(node: &Node, agent: &AgentKey, claimed: &ClaimedTas
     let kind = models.kind_of(claimed.agent.model.as_deref());
     // `echo` reads no prompt: the recent tasks would be a query for nothing.
     let recent = if kind == ModelKind::Echo { 0 } else { crate::domain::steps::RECENT_TASKS };
-    let store = node.core.store();
     let task = &claimed.task;
-    let context = match store.run_context(agent, &task.id, task.steps, recent).await {
+    let context = match node.core.store().run_context(agent, &task.id, task.steps, recent).await {
         Ok(context) => context,
         Err(error) => {
             let error = format!("cannot read the task's steps: {}", error.public_message());
@@ -76,33 +74,38 @@ pub(super) async fn run_task(node: &Node, agent: &AgentKey, claimed: &ClaimedTas
         };
     request.tools = offer.tools;
     let mut run = Run {
-        mcp: offer.mcp,
-        listed_again: HashSet::new(),
         node,
         agent,
         claimed,
-        provider,
-        kind,
-        request,
+        model: Model { provider, kind, request },
+        mcp: McpTools::new(offer.mcp),
         guard: LoopGuard::default(),
-        seq: 0,
-        model_calls: 0,
-        tool_calls: 0,
-        retries: 0,
-        last: None,
+        counts: Counts::default(),
         asked: None,
-        pending: Vec::new(),
-        stop: None,
+        last: None,
         deadline: Instant::now(),
     };
-    if let Some(ended) = run.replay(context) {
-        return Ran::Finished(ended, 1 + run.retries, None);
-    }
-    match run.go().await {
-        Ok(outcome) => Ran::Finished(outcome, 1 + run.retries, run.last.take()),
+    let first = run.replay(context);
+    match run.go(first).await {
+        Ok(outcome) => Ran::Finished(outcome, 1 + run.counts.retries, run.last.take()),
         Err(Halt::Parked) => Ran::Parked,
         Err(Halt::LeaseLost) => Ran::Lost,
     }
+}
+
+/// Where a run is. Each state says what happens next; [`Run::go`] moves from one to the next
+/// until [`State::Ended`], or a [`Halt`].
+#[derive(Debug)]
+enum State {
+    /// The model's calls that have no result yet run, in order; after a `stop` (a loop found
+    /// among them or before) they are answered "not run" instead.
+    Calling { calls: Vec<StepCall>, stop: Option<Stop> },
+    /// The model is asked for its next step.
+    Asking,
+    /// A limit stopped the work: the model is asked once more, without tools, for a summary.
+    Summarising(Stop),
+    /// The run is over.
+    Ended(Outcome),
 }
 
 /// Why a run stops with nothing more to write: the task's lease is lost (or its steps cannot
@@ -114,58 +117,65 @@ enum Halt {
     Parked,
 }
 
-struct Run<'a> {
-    node: &'a Node,
-    /// The MCP tools offered, by the name the model calls them.
-    mcp: HashMap<String, (ServerRef, String)>,
-    /// The servers listed again in this run for a tool name they lacked.
-    listed_again: HashSet<String>,
-    agent: &'a AgentKey,
-    claimed: &'a ClaimedTask,
+/// The model a run talks to, and the conversation so far.
+struct Model<'a> {
     provider: Arc<dyn ModelProvider>,
     kind: ModelKind<'a>,
-    request: crate::models::CompletionRequest,
-    guard: LoopGuard,
+    request: CompletionRequest,
+}
+
+#[derive(Debug, Default)]
+struct Counts {
     /// The last stored step's number.
     seq: i32,
     model_calls: i32,
     tool_calls: i32,
     /// Retries of failed model calls in this run.
     retries: i32,
-    /// The answer that completed the run: stored with the outcome, in one transaction.
-    last: Option<Step>,
+}
+
+struct Run<'a> {
+    node: &'a Node,
+    agent: &'a AgentKey,
+    claimed: &'a ClaimedTask,
+    model: Model<'a>,
+    mcp: McpTools,
+    guard: LoopGuard,
+    counts: Counts,
     /// The model step whose calls are pending, until it is stored (with the first of them,
     /// when that one is local).
     asked: Option<Step>,
-    /// Calls of the last model answer that have no result yet.
-    pending: Vec<StepCall>,
-    stop: Option<Stop>,
+    /// The answer that completed the run: stored with the outcome, in one transaction.
+    last: Option<Step>,
     deadline: Instant,
 }
 
 impl Run<'_> {
-    /// Rebuilds the conversation from the stored steps; the outcome when the run had already
-    /// ended (its summary was stored before the crash).
-    fn replay(&mut self, context: RunContext) -> Option<Outcome> {
+    /// Rebuilds the conversation from the stored steps, and says where the run resumes: at
+    /// the calls of the last model step that have no result yet, or at its end when its
+    /// summary was stored before a crash.
+    fn replay(&mut self, context: RunContext) -> State {
         let mut spent = Duration::ZERO;
+        let mut pending = Vec::new();
+        let mut stop = None;
         for step in context.steps {
-            self.seq = step.seq;
+            self.counts.seq = step.seq;
             spent += Duration::from_millis(u64::try_from(step.duration_ms).unwrap_or(0));
             match step.kind {
                 StepKind::Model => {
-                    self.model_calls += 1;
-                    self.pending = step.tool_calls.clone();
-                    self.request.messages.push(Message::Assistant {
+                    self.counts.model_calls += 1;
+                    pending.clone_from(&step.tool_calls);
+                    self.model.request.messages.push(Message::Assistant {
                         text: step.output.clone().unwrap_or_default(),
                         tool_calls: step.tool_calls.iter().map(to_call).collect(),
                     });
                 }
                 StepKind::Tool => {
-                    self.pending.retain(|c| Some(&c.id) != step.call_id.as_ref());
+                    pending.retain(|c: &StepCall| Some(&c.id) != step.call_id.as_ref());
                     if let Some(call) = as_call(&step) {
-                        self.tool_calls += 1;
+                        self.counts.tool_calls += 1;
                         if self.guard.repeats(&call) {
-                            self.stop = Some(Stop::LoopDetected);
+                            stop = Some(Stop::LoopDetected);
                         }
                     }
                     self.push_result(&step);
@@ -173,81 +183,94 @@ impl Run<'_> {
                 StepKind::Summary => {
                     let reason = step.error.clone().unwrap_or_default();
                     let summary = step.output.clone().unwrap_or_default();
-                    return Some(Outcome::Stopped { reason, summary });
+                    return State::Ended(Outcome::Stopped { reason, summary });
                 }
             }
         }
         let limit = self.node.config.task_timeout;
         self.deadline = Instant::now() + limit.saturating_sub(spent);
-        None
+        State::Calling { calls: pending, stop }
     }
 
-    async fn go(&mut self) -> Result<Outcome, Halt> {
+    /// Moves the run from `state` to its end.
+    async fn go(&mut self, mut state: State) -> Result<Outcome, Halt> {
         loop {
-            for call in std::mem::take(&mut self.pending) {
-                if self.stop.is_none() && self.guard.repeats(&call) {
-                    self.stop = Some(Stop::LoopDetected);
-                }
-                match self.stop {
-                    Some(stop) => self.record_tool(&call, Err(not_run(stop)), 0, None).await?,
-                    None => self.call_tool(&call).await?,
-                }
-            }
-            if self.stop.is_none() && self.model_calls >= self.claimed.agent.max_steps {
-                self.stop = Some(Stop::MaxSteps(self.claimed.agent.max_steps));
-            }
-            if self.stop.is_none() && Instant::now() >= self.deadline {
-                self.stop = Some(self.timeout());
-            }
-            if let Some(stop) = self.stop {
-                return self.summarise(stop).await;
-            }
-            let started = Instant::now();
-            let remaining = self.deadline.saturating_duration_since(started);
-            let answer = match tokio::time::timeout(remaining, self.ask()).await {
-                Err(_) => {
-                    self.stop = Some(self.timeout());
-                    continue;
-                }
-                Ok(Err(outcome)) => return Ok(outcome),
-                Ok(Ok(answer)) => answer,
+            state = match state {
+                State::Calling { calls, stop } => self.call_all(calls, stop).await?,
+                State::Asking => self.ask_next().await,
+                State::Summarising(stop) => State::Ended(self.summarise(stop).await?),
+                State::Ended(outcome) => return Ok(outcome),
             };
-            let (answer, cost) = answer;
-            let calls: Vec<StepCall> = answer.tool_calls.iter().map(from_call).collect();
-            let mut step = Step::model(
-                self.next_seq(),
-                answer.text.clone(),
-                calls.clone(),
-                answer.usage,
-                millis(started),
-            );
-            step.cost = cost;
-            if calls.is_empty() {
-                // Stored with the outcome: one transaction fewer for every task.
-                self.last = Some(step);
-                return Ok(Outcome::Complete { text: answer.text, tool_calls: self.tool_calls });
-            }
-            self.asked = Some(step);
-            self.model_calls += 1;
-            self.request.messages.push(Message::Assistant {
-                text: answer.text.clone(),
-                tool_calls: answer.tool_calls,
-            });
-            self.pending = calls;
         }
+    }
+
+    /// [`State::Calling`]: each call gets its result, then the run goes on unless a limit
+    /// stops it.
+    async fn call_all(
+        &mut self,
+        calls: Vec<StepCall>,
+        mut stop: Option<Stop>,
+    ) -> Result<State, Halt> {
+        for call in calls {
+            if stop.is_none() && self.guard.repeats(&call) {
+                stop = Some(Stop::LoopDetected);
+            }
+            match stop {
+                Some(stop) => {
+                    self.record_tool(&call, Err(ToolError::NotRun(stop)), 0, None).await?
+                }
+                None => self.call_tool(&call).await?,
+            }
+        }
+        let max_steps = self.claimed.agent.max_steps;
+        let stop = stop
+            .or_else(|| (self.counts.model_calls >= max_steps).then_some(Stop::MaxSteps(max_steps)))
+            .or_else(|| (Instant::now() >= self.deadline).then(|| self.timeout()));
+        Ok(stop.map_or(State::Asking, State::Summarising))
+    }
+
+    /// [`State::Asking`]: the model's answer ends the run, or asks for calls.
+    async fn ask_next(&mut self) -> State {
+        let started = Instant::now();
+        let remaining = self.deadline.saturating_duration_since(started);
+        let (answer, cost) = match tokio::time::timeout(remaining, self.ask()).await {
+            Err(_) => return State::Summarising(self.timeout()),
+            Ok(Err(outcome)) => return State::Ended(outcome),
+            Ok(Ok(answered)) => answered,
+        };
+        let calls: Vec<StepCall> = answer.tool_calls.iter().map(from_call).collect();
+        let mut step = Step::model(
+            self.next_seq(),
+            answer.text.clone(),
+            calls.clone(),
+            answer.usage,
+            millis(started),
+        );
+        step.cost = cost;
+        if calls.is_empty() {
+            // Stored with the outcome: one transaction fewer for every task.
+            self.last = Some(step);
+            let tool_calls = self.counts.tool_calls;
+            return State::Ended(Outcome::Complete { text: answer.text, tool_calls });
+        }
+        self.asked = Some(step);
+        self.counts.model_calls += 1;
+        self.model
+            .request
+            .messages
+            .push(Message::Assistant { text: answer.text, tool_calls: answer.tool_calls });
+        State::Calling { calls, stop: None }
     }
 
     /// One model call with the conversation so far, counting its retries; its cost is
     /// reserved before it is sent and settled when it answers (see [`super::spend`]).
-    async fn ask(&mut self) -> Result<(crate::models::Completion, Option<StepCost>), Outcome> {
+    async fn ask(&mut self) -> Result<(Completion, Option<StepCost>), Outcome> {
         let run = RunRef { agent: self.agent, task: &self.claimed.task.id, node: self.node.id() };
         let model = self.claimed.agent.model.as_deref();
-        let reserved =
-            super::spend::reserve(self.node, run, model, self.kind, &self.request).await?;
-        let task = &self.claimed.task.id;
-        let called =
-            call_model(self.node, &*self.provider, self.kind.label(), &self.request, task).await;
-        self.retries += (called.attempts - 1).max(0);
+        let Model { provider, kind, request } = &self.model;
+        let reserved = super::spend::reserve(self.node, run, model, *kind, request).await?;
+        let called = call_model(self.node, &**provider, kind.label(), request, run.task).await;
+        self.counts.retries += (called.attempts - 1).max(0);
         let answer = called.answer?;
         let cost = match reserved {
             Some(reserved) => {
@@ -256,14 +279,6 @@ impl Run<'_> {
             None => None,
         };
         Ok((answer, cost))
-    }
-
-    /// The agent's server whose tool `name` would be (`<server>__<tool>`), if any; asked once
-    /// per server and run, so a model inventing names does not make each call list again.
-    fn server_of_unknown_tool(&mut self, name: &str) -> Option<String> {
-        let (server, _) = name.split_once("__")?;
-        let mine = self.claimed.agent.mcp_servers.iter().any(|s| s.as_str() == server);
-        (mine && self.listed_again.insert(server.to_owned())).then(|| server.to_owned())
     }
 
     fn timeout(&self) -> Stop {
@@ -284,58 +299,27 @@ impl Run<'_> {
             }
         }
         let started = Instant::now();
+        if let Some(server) = self.mcp.server_to_list_again(&call.name, &self.claimed.agent) {
+            // The model is offered the new list from its next call on.
+            let kind = self.model.kind;
+            let offer = offered(self.node, self.agent, self.claimed, kind, Some(&server)).await;
+            self.mcp = McpTools::new(offer.mcp);
+            self.model.request.tools = offer.tools;
+        }
         let own = &self.claimed.task.agent_id;
-        if !self.mcp.contains_key(&call.name)
-            && let Some(server) = self.server_of_unknown_tool(&call.name)
-        {
-            // The server may have added the tool and said so in a `tools/list_changed` that
-            // has not been handled yet: its tools are listed again before the name is called
-            // unknown, and the model is offered the new list from its next call on.
-            let offer =
-                offered(self.node, self.agent, self.claimed, self.kind, Some(&server)).await;
-            self.mcp = offer.mcp;
-            self.request.tools = offer.tools;
-        }
-        if let Some((server, tool)) = self.mcp.get(&call.name).cloned() {
-            self.store_asked().await?;
-            let remaining = self.deadline.saturating_duration_since(started);
-            let called = self.node.core.mcp().call(&server, &tool, &call.arguments);
-            let result = tokio::time::timeout(remaining, called)
-                .await
-                .unwrap_or_else(|_| Err("timed out: the task's time ran out".into()));
-            return self.record_tool(call, result, millis(started), None).await;
-        }
-        let prepared = match call.name.parse::<ToolName>() {
-            Ok(tool) if self.claimed.agent.tools.contains(&tool) => {
-                builtin::prepare(tool, own, &call.arguments)
-            }
-            Ok(tool) => Err(format!("refused: the tool '{tool}' is not enabled for this agent")),
-            Err(_) => Err(format!("unknown tool '{}'", call.name)),
-        };
-        let owner = crate::domain::user::UserId::from_trusted(self.agent.owner_id.clone());
-        let remaining = self.deadline.saturating_duration_since(started);
-        let result = match prepared {
-            Err(error) => Err(error),
-            Ok(Prepared::Effect(effect)) => {
+        let owner = UserId::from_trusted(self.agent.owner_id.clone());
+        let result = match tools::work(call, own, &self.claimed.agent, &self.mcp) {
+            Work::Refused(error) => Err(error),
+            Work::Effect(effect) => {
                 return self
                     .record_tool(call, Ok(String::new()), millis(started), Some(effect))
                     .await;
             }
-            Ok(Prepared::ReadMemory) => match self.node.core.store().memory(&owner, own).await {
-                Ok(memory) if memory.is_empty() => Ok("Your memory is empty.".to_owned()),
-                Ok(memory) => Ok(memory),
-                Err(error) => Err(format!("could not read memory: {}", error.public_message())),
-            },
-            Ok(Prepared::Fetch(args)) => {
+            Work::ReadMemory => tools::read_memory(self.node, &owner, own).await,
+            Work::Remote(remote) => {
                 self.store_asked().await?;
-                let fetch = self.node.core.http_fetch().fetch(&args);
-                tokio::time::timeout(remaining, fetch)
-                    .await
-                    .unwrap_or_else(|_| Err("timed out: the task's time ran out".into()))
-            }
-            Ok(Prepared::ReadChannel { limit }) => {
-                self.store_asked().await?;
-                self.node.core.read_channel(&owner, own, limit).await
+                let deadline = self.deadline;
+                tools::run_remote(self.node, &owner, own, remote, &call.arguments, deadline).await
             }
         };
         self.record_tool(call, result, millis(started), None).await
@@ -344,21 +328,22 @@ impl Run<'_> {
     async fn record_tool(
         &mut self,
         call: &StepCall,
-        result: Result<String, String>,
+        result: ToolResult,
         ms: i64,
-        effect: Option<crate::domain::steps::Effect>,
+        effect: Option<Effect>,
     ) -> Result<(), Halt> {
         let step = Step::tool(self.next_seq(), call, result, ms);
         let stored = self.store(&step, effect.as_ref()).await?;
-        self.tool_calls += 1;
+        self.counts.tool_calls += 1;
         self.push_result(&stored);
         Ok(())
     }
 
-    /// After a stop: calls the model once more, without tools, for a summary of the work.
+    /// [`State::Summarising`]: calls the model once more, without tools, for a summary of the
+    /// work.
     async fn summarise(&mut self, stop: Stop) -> Result<Outcome, Halt> {
-        self.request.messages.push(Message::User(summary_request(stop)));
-        self.request.tool_choice = ToolChoice::None;
+        self.model.request.messages.push(Message::User(summary_request(stop)));
+        self.model.request.tool_choice = ToolChoice::None;
         let started = Instant::now();
         let answered = self.ask().await;
         let (summary, usage, cost) = match answered {
@@ -384,7 +369,7 @@ impl Run<'_> {
 
     /// The number of the next step to store.
     fn next_seq(&self) -> i32 {
-        self.seq + if self.asked.is_some() { 2 } else { 1 }
+        self.counts.seq + if self.asked.is_some() { 2 } else { 1 }
     }
 
     /// Stores the model step that asked for the pending calls, before a tool that waits on
@@ -399,18 +384,14 @@ impl Run<'_> {
     /// Stores a step, after the model step that asked for it if that is not stored yet;
     /// [`Halt::LeaseLost`] when the lease is lost (or the store keeps failing), which ends the
     /// run without writing anything more.
-    async fn store(
-        &mut self,
-        step: &Step,
-        effect: Option<&crate::domain::steps::Effect>,
-    ) -> Result<Step, Halt> {
+    async fn store(&mut self, step: &Step, effect: Option<&Effect>) -> Result<Step, Halt> {
         let run = RunRef { agent: self.agent, task: &self.claimed.task.id, node: self.node.id() };
         let asked = self.asked.take();
         for attempt in 1..=super::FINISH_TRIES {
             let store = self.node.core.store();
             match store.record_step(run, asked.as_ref(), step, effect).await {
                 Ok(Some(stored)) => {
-                    self.seq = stored.seq;
+                    self.counts.seq = stored.seq;
                     return Ok(stored);
                 }
                 Ok(None) => {
@@ -431,9 +412,9 @@ impl Run<'_> {
     }
 
     fn push_result(&mut self, step: &Step) {
-        let (content, is_error) = step.result_for_model();
+        let (content, is_error) = step.result_for_model().into_parts();
         let call_id = step.call_id.clone().unwrap_or_default();
-        self.request.messages.push(Message::ToolResult { call_id, content, is_error });
+        self.model.request.messages.push(Message::ToolResult { call_id, content, is_error });
     }
 }
 
