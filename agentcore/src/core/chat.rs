@@ -352,7 +352,7 @@ impl Core {
         let stored = self.store().upsert_connection(&who.user_id, &record).await?;
         tracing::info!(user_id = %who.user_id, guild_id = %stored.guild_id, kind = bot.kind.as_str(), "guild connected");
         if let Some(application) = &bot.application_id {
-            let commands = crate::domain::interaction::commands();
+            let commands = crate::discord::interaction::commands();
             match discord
                 .overwrite_guild_commands(token, application, guild_id.as_str(), &commands)
                 .await

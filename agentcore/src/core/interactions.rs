@@ -6,16 +6,12 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
-
 use super::{Core, Principal};
+use crate::discord::interaction::{Interaction, Member, message_data};
 use crate::discord::signature::PublicKey;
 use crate::domain::agent::{AgentId, AgentSummary};
 use crate::domain::approval::{Decider, Decision, decided_body};
-use crate::domain::interaction::{
-    self, AgentAction, Command, Interaction, Member, Request, choices, deferred, message,
-    message_data, pong,
-};
+use crate::domain::interaction::{AgentAction, Command, Reply, Request};
 use crate::domain::now;
 use crate::domain::task::{NewTask, Priority, TaskDescription, TaskStatus, TaskTitle};
 use crate::error::{Error, Result, ValidationErrors};
@@ -44,15 +40,16 @@ struct Context {
 }
 
 impl Core {
-    /// Verifies and answers one interaction; the answer is the JSON body for Discord. A bad
-    /// or stale signature is `Unauthorized`, before anything is read.
+    /// Verifies and answers one interaction, in the service's words (the Discord adapter writes
+    /// them in its wire format: [`crate::discord::interaction::wire`]). A bad or stale
+    /// signature is `Unauthorized`, before anything is read.
     pub async fn interaction(
         &self,
         endpoint: InteractionEndpoint<'_>,
         signature: Option<&str>,
         timestamp: Option<&str>,
         body: &[u8],
-    ) -> Result<Value> {
+    ) -> Result<Reply> {
         let (key, connection) = self.interaction_key(endpoint).await?;
         let skew = self.counters().skew.seconds().unwrap_or(0.0);
         let judged_at = chrono::Utc::now().timestamp() - skew.round() as i64;
@@ -65,7 +62,7 @@ impl Core {
         })?;
         let request = interaction.request();
         if request == Request::Ping {
-            return Ok(pong());
+            return Ok(Reply::Pong);
         }
         let guild_id = interaction.guild_id.clone().unwrap_or_default();
         let connection = match connection {
@@ -73,7 +70,7 @@ impl Core {
             None => self.store().service_connection(&guild_id).await?,
         };
         let Some(connection) = connection else {
-            return Ok(message("This server is not connected to the agents service.", true));
+            return Ok(Reply::private("This server is not connected to the agents service."));
         };
         let context = Context {
             owner: Principal {
@@ -84,7 +81,7 @@ impl Core {
         };
         let member = interaction.member.clone();
         let Some(member) = member else {
-            return Ok(message("Commands work in a server's channels only.", true));
+            return Ok(Reply::private("Commands work in a server's channels only."));
         };
         let changes = match &request {
             Request::Command(command) => command.changes(),
@@ -92,28 +89,27 @@ impl Core {
             _ => false,
         };
         if changes && !member.may_change(&context.allowed_roles) {
-            return Ok(message(
+            return Ok(Reply::private(
                 "You need the Manage Server permission, or a role the agents' owner allowed \
                  (`agentctl chat roles`), to do this.",
-                true,
             ));
         }
         match request {
             Request::Autocomplete { partial } => self.complete_agent(&context, &partial).await,
             Request::Command(command) => {
                 if !self.store().claim_interaction(&interaction.id, now()).await? {
-                    return Ok(message("This command was handled already.", true));
+                    return Ok(Reply::private("This command was handled already."));
                 }
                 Ok(self.answer_in_time(interaction, context, member, command).await)
             }
             Request::Decide { decision, approval_id } => {
                 if !self.store().claim_interaction(&interaction.id, now()).await? {
-                    return Ok(message("This click was handled already.", true));
+                    return Ok(Reply::private("This click was handled already."));
                 }
                 self.decide_by_button(&context, &member, decision, &approval_id).await
             }
             Request::Ping | Request::Unknown => {
-                Ok(message("This command is not known here (any more).", true))
+                Ok(Reply::private("This command is not known here (any more)."))
             }
         }
     }
@@ -155,7 +151,7 @@ impl Core {
         context: Context,
         member: Member,
         command: Command,
-    ) -> Value {
+    ) -> Reply {
         let core = self.clone();
         let ephemeral = !matches!(command, Command::Ask { .. } | Command::Agents);
         let mut running =
@@ -175,11 +171,11 @@ impl Core {
                         tracing::warn!(%error, "cannot finish a deferred interaction");
                     }
                 });
-                return deferred(ephemeral);
+                return Reply::Deferred { ephemeral };
             }
         };
         let text = answer.unwrap_or_else(|_| "Something went wrong; try again.".into());
-        message(&text, ephemeral)
+        Reply::Message { content: text, ephemeral }
     }
 
     /// A command's answer, in words; a refusal is its reason.
@@ -239,7 +235,7 @@ impl Core {
             .ok_or_else(|| Error::not_found(crate::error::Resource::Agent, name.trim()))
     }
 
-    async fn complete_agent(&self, context: &Context, partial: &str) -> Result<Value> {
+    async fn complete_agent(&self, context: &Context, partial: &str) -> Result<Reply> {
         let partial = partial.trim().to_lowercase();
         let names: Vec<(String, String)> = self
             .agents_of_guild(context)
@@ -250,7 +246,7 @@ impl Core {
             })
             .map(|a| (format!("{} ({})", a.id, a.status), a.id.to_string()))
             .collect();
-        Ok(choices(&names))
+        Ok(Reply::Choices(names))
     }
 
     async fn command_add_task(
@@ -351,10 +347,10 @@ impl Core {
         member: &Member,
         decision: Decision,
         approval_id: &str,
-    ) -> Result<Value> {
+    ) -> Result<Reply> {
         match self.store().approval(approval_id).await? {
             Some((owner, _)) if owner == context.owner.user_id => {}
-            _ => return Ok(message("This approval is not known here.", true)),
+            _ => return Ok(Reply::private("This approval is not known here.")),
         }
         let decider = Decider::Member(member.display_name());
         let which = ApprovalRef::Id(approval_id);
@@ -362,9 +358,9 @@ impl Core {
             Ok(decided) => {
                 // The clicked message is replaced by the answer itself.
                 self.after_decision(&decided, false).await;
-                Ok(interaction::update(&decided_body(&decided.approval)))
+                Ok(Reply::Update(decided_body(&decided.approval)))
             }
-            Err(error @ Error::Conflict { .. }) => Ok(message(&error.public_message(), true)),
+            Err(error @ Error::Conflict { .. }) => Ok(Reply::private(error.public_message())),
             Err(error) => Err(error),
         }
     }

@@ -7,6 +7,7 @@
 //! those; see docs/decisions.md.
 
 mod client;
+pub mod interaction;
 mod ratelimit;
 pub mod signature;
 

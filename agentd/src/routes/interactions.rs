@@ -53,5 +53,6 @@ async fn answer(
     let header = |name: &str| headers.get(name).and_then(|value| value.to_str().ok());
     let signature = header("x-signature-ed25519");
     let timestamp = header("x-signature-timestamp");
-    Ok(Reply(state.core.interaction(endpoint, signature, timestamp, body).await?))
+    let reply = state.core.interaction(endpoint, signature, timestamp, body).await?;
+    Ok(Reply(agentcore::discord::interaction::wire(&reply)))
 }
