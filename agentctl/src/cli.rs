@@ -146,29 +146,8 @@ pub(crate) enum AgentsCommand {
         role_prompt: String,
         #[arg(long)]
         channel: String,
-        #[arg(long)]
-        workspace: Option<String>,
-        #[arg(long)]
-        throttle_seconds: Option<f64>,
-        /// echo or <provider>:<model>, such as openai:gpt-4o-mini
-        #[arg(long)]
-        model: Option<String>,
-        /// The built-in tools it may call, comma-separated (`agentctl tools`)
-        /// [default: post_message,create_task,memory]
-        #[arg(long, value_delimiter = ',')]
-        tools: Option<Vec<String>>,
-        /// Model calls one task may take, 1 to 50 [default: 8]
-        #[arg(long)]
-        max_steps: Option<i64>,
-        /// MCP servers whose tools it may call, comma-separated (`agentctl mcp list`)
-        #[arg(long, value_delimiter = ',')]
-        mcp_servers: Option<Vec<String>>,
-        /// Its own monthly budget in dollars
-        #[arg(long)]
-        budget_monthly_usd: Option<f64>,
-        /// Tools whose calls wait for a person's approval, comma-separated
-        #[arg(long, value_delimiter = ',')]
-        approval_tools: Option<Vec<String>>,
+        #[command(flatten)]
+        settings: AgentSettings,
     },
     /// Change the given fields
     Update {
@@ -179,30 +158,10 @@ pub(crate) enum AgentsCommand {
         role_prompt: Option<String>,
         #[arg(long)]
         channel: Option<String>,
-        /// An empty value clears it
-        #[arg(long)]
-        workspace: Option<String>,
         #[arg(long)]
         status: Option<String>,
-        #[arg(long)]
-        throttle_seconds: Option<f64>,
-        /// An empty value clears it (the server's default model is used)
-        #[arg(long)]
-        model: Option<String>,
-        /// Replaces the tools it may call, comma-separated; an empty value allows none
-        #[arg(long)]
-        tools: Option<String>,
-        #[arg(long)]
-        max_steps: Option<i64>,
-        /// Replaces its MCP servers, comma-separated; an empty value allows none
-        #[arg(long)]
-        mcp_servers: Option<String>,
-        /// Its own monthly budget in dollars; `none` removes it
-        #[arg(long)]
-        budget_monthly_usd: Option<String>,
-        /// Replaces the tools whose calls wait for approval, comma-separated; empty: none
-        #[arg(long)]
-        approval_tools: Option<String>,
+        #[command(flatten)]
+        settings: AgentSettings,
     },
     /// The agent's memory block; --set replaces it, --clear empties it
     Memory {
@@ -450,6 +409,38 @@ pub(crate) enum ChatCommand {
 }
 
 /// Every question of the wizard has a flag; without a terminal, missing answers are an error.
+/// The settings `agents create` and `agents update` share, named as the API names them (see
+/// `CreateAgentRequest`); `commands::agents_request` turns them into a request.
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct AgentSettings {
+    /// On update, an empty value clears it
+    #[arg(long)]
+    pub workspace: Option<String>,
+    #[arg(long)]
+    pub throttle_seconds: Option<f64>,
+    /// echo or <provider>:<model>, such as openai:gpt-4o-mini; on update, an empty value clears
+    /// it (the server's default model is used)
+    #[arg(long)]
+    pub model: Option<String>,
+    /// The built-in tools it may call, comma-separated (`agentctl tools`); an empty value allows
+    /// none [default on create: post_message,create_task,memory]
+    #[arg(long)]
+    pub tools: Option<String>,
+    /// Model calls one task may take, 1 to 50 [default on create: 8]
+    #[arg(long)]
+    pub max_steps: Option<i64>,
+    /// MCP servers whose tools it may call, comma-separated (`agentctl mcp list`); an empty
+    /// value allows none
+    #[arg(long)]
+    pub mcp_servers: Option<String>,
+    /// Its own monthly budget in dollars; `none`: no budget of its own
+    #[arg(long)]
+    pub budget_monthly_usd: Option<String>,
+    /// Tools whose calls wait for a person's approval, comma-separated; an empty value: none
+    #[arg(long)]
+    pub approval_tools: Option<String>,
+}
+
 #[derive(Debug, Clone, Default, Args)]
 pub(crate) struct OnboardArgs {
     /// marketing, support, engineering, operations or sales

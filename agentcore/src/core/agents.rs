@@ -130,12 +130,10 @@ impl Core {
             .update_agent(&who.user_id, id, &|current| {
                 let next = transition(current.status, current.status_before_vacation, command);
                 Ok(next.activity.map(|entry| {
-                    let agent = Agent {
-                        status: next.status,
-                        status_before_vacation: next.status_before_vacation,
-                        updated_at: now(),
-                        ..current.clone()
-                    };
+                    let mut agent = current.clone();
+                    agent.status = next.status;
+                    agent.status_before_vacation = next.status_before_vacation;
+                    agent.updated_at = now();
                     let post = Some(status_post(&agent.name, agent.status, &entry.details));
                     AgentChange { agent, activity: vec![entry], post }
                 }))

@@ -245,31 +245,14 @@ pub struct AgentFilter {
     pub status: Option<AgentStatus>,
 }
 
-/// An agent as stored, with the counts of its backlog.
+/// An agent as stored, with the counts of its backlog: everything its list entry shows, and
+/// its role prompt. Reads of the shared fields go through to the summary (`agent.name`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Agent {
-    pub id: AgentId,
-    pub name: String,
-    pub status: AgentStatus,
-    pub channel: String,
+    #[serde(flatten)]
+    pub summary: AgentSummary,
     pub role_prompt: String,
-    pub throttle_seconds: f64,
-    pub workspace: Option<String>,
-    pub model: Option<String>,
-    /// The built-in tools it may call.
-    pub tools: Vec<ToolName>,
-    /// Model calls one task may take.
-    pub max_steps: i32,
-    /// The MCP servers whose tools it may call.
-    pub mcp_servers: Vec<McpServerName>,
-    /// Its own monthly budget in dollars; `null`: none (its owner's may still apply).
-    pub budget_monthly_usd: Option<f64>,
-    /// Tools whose calls wait for a person's approval.
-    pub approval_tools: Vec<String>,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
-    pub backlog_summary: BacklogSummary,
     /// The status to restore when vacation ends; only set while on vacation.
     #[serde(skip)]
     pub status_before_vacation: Option<AgentStatus>,
@@ -286,35 +269,38 @@ pub struct AgentSummary {
     pub throttle_seconds: f64,
     pub workspace: Option<String>,
     pub model: Option<String>,
+    /// The built-in tools it may call.
     pub tools: Vec<ToolName>,
+    /// Model calls one task may take.
     pub max_steps: i32,
+    /// The MCP servers whose tools it may call.
     pub mcp_servers: Vec<McpServerName>,
+    /// Its own monthly budget in dollars; `null`: none (its owner's may still apply).
     pub budget_monthly_usd: Option<f64>,
+    /// Tools whose calls wait for a person's approval.
     pub approval_tools: Vec<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub backlog_summary: BacklogSummary,
 }
 
+impl std::ops::Deref for Agent {
+    type Target = AgentSummary;
+
+    fn deref(&self) -> &AgentSummary {
+        &self.summary
+    }
+}
+
+impl std::ops::DerefMut for Agent {
+    fn deref_mut(&mut self) -> &mut AgentSummary {
+        &mut self.summary
+    }
+}
+
 impl From<Agent> for AgentSummary {
     fn from(agent: Agent) -> Self {
-        Self {
-            id: agent.id,
-            name: agent.name,
-            status: agent.status,
-            channel: agent.channel,
-            throttle_seconds: agent.throttle_seconds,
-            workspace: agent.workspace,
-            model: agent.model,
-            tools: agent.tools,
-            max_steps: agent.max_steps,
-            mcp_servers: agent.mcp_servers,
-            budget_monthly_usd: agent.budget_monthly_usd,
-            approval_tools: agent.approval_tools,
-            created_at: agent.created_at,
-            updated_at: agent.updated_at,
-            backlog_summary: agent.backlog_summary,
-        }
+        agent.summary
     }
 }
 

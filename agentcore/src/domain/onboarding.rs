@@ -66,6 +66,7 @@ pub struct OnboardedAgent {
 
 impl From<Agent> for OnboardedAgent {
     fn from(agent: Agent) -> Self {
+        let agent = agent.summary;
         Self {
             id: agent.id,
             name: agent.name,

@@ -248,73 +248,39 @@ async fn agents(cx: &Context, client: &Client, command: AgentsCommand) -> Result
             (client.list_agents(&filter).await?.answer, View::Agents)
         }
         AgentsCommand::Show { id } => (client.agent(&id).await?.answer, View::Agent),
-        AgentsCommand::Create {
-            id,
-            name,
-            role_prompt,
-            channel,
-            workspace,
-            throttle_seconds,
-            model,
-            tools,
-            max_steps,
-            mcp_servers,
-            budget_monthly_usd,
-            approval_tools,
-        } => {
+        AgentsCommand::Create { id, name, role_prompt, channel, settings } => {
+            let settings = Settings::read(settings)?;
             let request = CreateAgentRequest {
                 id: Some(id),
                 name: Some(name),
                 role_prompt: Some(role_prompt),
                 channel: Some(channel),
-                workspace,
-                throttle_seconds,
-                model,
-                tools,
-                max_steps,
-                mcp_servers,
-                budget_monthly_usd,
-                approval_tools,
+                workspace: settings.workspace.flatten(),
+                throttle_seconds: settings.throttle_seconds,
+                model: settings.model.flatten(),
+                tools: settings.tools,
+                max_steps: settings.max_steps,
+                mcp_servers: settings.mcp_servers,
+                budget_monthly_usd: settings.budget_monthly_usd.flatten(),
+                approval_tools: settings.approval_tools,
             };
             (client.create_agent(&request).await?.answer, View::Agent)
         }
-        AgentsCommand::Update {
-            id,
-            name,
-            role_prompt,
-            channel,
-            workspace,
-            status,
-            throttle_seconds,
-            model,
-            tools,
-            max_steps,
-            mcp_servers,
-            budget_monthly_usd,
-            approval_tools,
-        } => {
-            let budget_monthly_usd = match budget_monthly_usd.as_deref() {
-                None => None,
-                Some("none") => Some(None),
-                Some(raw) => Some(Some(raw.parse::<f64>().map_err(|_| {
-                    Failure::usage(format!(
-                        "--budget-monthly-usd: '{raw}' is not a number of dollars (or none)"
-                    ))
-                })?)),
-            };
+        AgentsCommand::Update { id, name, role_prompt, channel, status, settings } => {
+            let settings = Settings::read(settings)?;
             let request = UpdateAgentRequest {
                 name,
                 role_prompt,
                 channel,
-                workspace: workspace.map(clearable),
                 status,
-                throttle_seconds,
-                model: model.map(clearable),
-                tools: tools.map(|t| crate::render::list_items(&t)),
-                max_steps,
-                mcp_servers: mcp_servers.map(|s| crate::render::list_items(&s)),
-                budget_monthly_usd,
-                approval_tools: approval_tools.map(|s| crate::render::list_items(&s)),
+                workspace: settings.workspace,
+                throttle_seconds: settings.throttle_seconds,
+                model: settings.model,
+                tools: settings.tools,
+                max_steps: settings.max_steps,
+                mcp_servers: settings.mcp_servers,
+                budget_monthly_usd: settings.budget_monthly_usd,
+                approval_tools: settings.approval_tools,
             };
             if request.is_empty() {
                 return Err(Failure::usage(
@@ -431,4 +397,42 @@ fn print_out(text: &str) {
 /// An empty flag value clears a nullable field.
 fn clearable(value: String) -> Option<String> {
     if value.is_empty() { None } else { Some(value) }
+}
+
+/// An agent's settings as given on the command line, read: `Some(None)` where the value
+/// clears the setting (an empty workspace or model, a budget of `none`).
+struct Settings {
+    workspace: Option<Option<String>>,
+    throttle_seconds: Option<f64>,
+    model: Option<Option<String>>,
+    tools: Option<Vec<String>>,
+    max_steps: Option<i64>,
+    mcp_servers: Option<Vec<String>>,
+    budget_monthly_usd: Option<Option<f64>>,
+    approval_tools: Option<Vec<String>>,
+}
+
+impl Settings {
+    fn read(given: crate::cli::AgentSettings) -> Result<Self, Failure> {
+        let list = |items: Option<String>| items.map(|all| crate::render::list_items(&all));
+        let budget_monthly_usd = match given.budget_monthly_usd.as_deref() {
+            None => None,
+            Some("none") => Some(None),
+            Some(raw) => Some(Some(raw.parse::<f64>().map_err(|_| {
+                Failure::usage(format!(
+                    "--budget-monthly-usd: '{raw}' is not a number of dollars (or none)"
+                ))
+            })?)),
+        };
+        Ok(Self {
+            workspace: given.workspace.map(clearable),
+            throttle_seconds: given.throttle_seconds,
+            model: given.model.map(clearable),
+            tools: list(given.tools),
+            max_steps: given.max_steps,
+            mcp_servers: list(given.mcp_servers),
+            budget_monthly_usd,
+            approval_tools: list(given.approval_tools),
+        })
+    }
 }

@@ -258,7 +258,10 @@ async fn create_active(s: &dyn Store, subject: &Subject) {
 async fn activate(s: &dyn Store, subject: &Subject) {
     s.update_agent(&subject.owner, &subject.id, &|current| {
         Ok((current.status != AgentStatus::Active).then(|| AgentChange {
-            agent: Agent { status: AgentStatus::Active, ..current.clone() },
+            agent: Agent {
+                summary: AgentSummary { status: AgentStatus::Active, ..current.summary.clone() },
+                ..current.clone()
+            },
             activity: vec![],
             post: None,
         }))

@@ -3,8 +3,8 @@
 
 use agentcore::domain::activity::{Action, ActivityQuery, NewActivity};
 use agentcore::domain::agent::{
-    Agent, AgentFilter, AgentId, AgentName, AgentStatus, ChannelName, ModelName, NewAgent,
-    RolePrompt, ThrottleSeconds, Workspace,
+    Agent, AgentFilter, AgentId, AgentName, AgentStatus, AgentSummary, ChannelName, ModelName,
+    NewAgent, RolePrompt, ThrottleSeconds, Workspace,
 };
 use agentcore::domain::task::{NewTask, Priority, Task, TaskDescription, TaskStatus, TaskTitle};
 use agentcore::domain::user::UserId;
@@ -188,11 +188,14 @@ async fn an_agent_update_writes_the_decided_change_with_its_activity(store: Test
         .update_agent(&owner.id, &id("worker"), &|current| {
             Ok(Some(AgentChange {
                 agent: Agent {
-                    status: AgentStatus::Vacation,
+                    summary: AgentSummary {
+                        status: AgentStatus::Vacation,
+                        name: "Renamed".into(),
+                        model: None,
+                        updated_at: agentcore::domain::now(),
+                        ..current.summary.clone()
+                    },
                     status_before_vacation: Some(AgentStatus::Active),
-                    name: "Renamed".into(),
-                    model: None,
-                    updated_at: agentcore::domain::now(),
                     ..current.clone()
                 },
                 activity: vec![NewActivity::new(Action::VacationStarted, "off")],

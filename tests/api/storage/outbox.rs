@@ -50,7 +50,10 @@ async fn queued(s: &std::sync::Arc<dyn agentcore::store::Store>, count: usize) -
     for i in 0..count {
         s.update_agent(&owner.id, &id("a"), &|current| {
             Ok(Some(AgentChange {
-                agent: Agent { name: format!("n{i}"), ..current.clone() },
+                agent: Agent {
+                    summary: AgentSummary { name: format!("n{i}"), ..current.summary.clone() },
+                    ..current.clone()
+                },
                 activity: vec![],
                 post: Some(NewPost::new(MessageBody::new(Some(format!("post {i}")), None))),
             }))

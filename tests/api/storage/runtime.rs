@@ -27,7 +27,10 @@ async fn active(s: &dyn Store, priorities: &[i32]) -> (UserRecord, AgentKey, Vec
     .unwrap();
     s.update_agent(&owner.id, &id("r"), &|current| {
         Ok(Some(AgentChange {
-            agent: Agent { status: AgentStatus::Active, ..current.clone() },
+            agent: Agent {
+                summary: AgentSummary { status: AgentStatus::Active, ..current.summary.clone() },
+                ..current.clone()
+            },
             activity: vec![],
             post: None,
         }))
@@ -210,7 +213,14 @@ async fn status_of(s: &dyn Store, owner: &UserRecord, task: &Task) -> TaskStatus
 async fn set_agent(s: &dyn Store, owner: &UserRecord, status: AgentStatus, throttle: f64) {
     s.update_agent(&owner.id, &id("r"), &|current| {
         Ok(Some(AgentChange {
-            agent: Agent { status, throttle_seconds: throttle, ..current.clone() },
+            agent: Agent {
+                summary: AgentSummary {
+                    status,
+                    throttle_seconds: throttle,
+                    ..current.summary.clone()
+                },
+                ..current.clone()
+            },
             activity: vec![],
             post: None,
         }))

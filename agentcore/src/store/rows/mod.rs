@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 
 use crate::domain::activity::ActivityEntry;
-use crate::domain::agent::{Agent, AgentId, AgentStatus};
+use crate::domain::agent::{Agent, AgentId, AgentStatus, AgentSummary};
 use crate::domain::mcp::McpServerSet;
 use crate::domain::steps::{Step, StepKind};
 use crate::domain::task::{BacklogSummary, CreatedBy, Task, TaskId, TaskStatus, Usage};
@@ -72,17 +72,11 @@ impl TryFrom<AgentRow> for Agent {
     type Error = Error;
 
     fn try_from(row: AgentRow) -> Result<Self> {
-        Ok(Agent {
+        let summary = AgentSummary {
             id: AgentId::parse(&row.id).map_err(corrupt("agents.id"))?,
             name: row.name,
             status: row.status.parse().map_err(corrupt("agents.status"))?,
-            status_before_vacation: row
-                .status_before_vacation
-                .map(|s| s.parse::<AgentStatus>())
-                .transpose()
-                .map_err(corrupt("agents.status_before_vacation"))?,
             channel: row.channel,
-            role_prompt: row.role_prompt,
             throttle_seconds: row.throttle_seconds,
             workspace: row.workspace,
             model: row.model,
@@ -102,7 +96,13 @@ impl TryFrom<AgentRow> for Agent {
                 complete: row.complete,
                 failed: row.failed,
             },
-        })
+        };
+        let status_before_vacation = row
+            .status_before_vacation
+            .map(|s| s.parse::<AgentStatus>())
+            .transpose()
+            .map_err(corrupt("agents.status_before_vacation"))?;
+        Ok(Agent { summary, role_prompt: row.role_prompt, status_before_vacation })
     }
 }
 
