@@ -21,6 +21,7 @@ use axum::http::request::Parts;
 use axum::http::{Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
+use cookie::{Cookie, SameSite};
 
 use agentcore::Principal;
 
@@ -115,12 +116,8 @@ pub(super) async fn guard(State(state): State<AppState>, request: Request, next:
     let mut response = next.run(request).await;
     let headers = response.headers_mut();
     if bound.is_none() && !had_cookie && !existing_cookie_in(headers, secure) {
-        let value = format!(
-            "{}={token}; Path=/; HttpOnly; SameSite=Strict{}",
-            name(CSRF_COOKIE, secure),
-            if secure { "; Secure" } else { "" }
-        );
-        if let Ok(value) = HeaderValue::from_str(&value) {
+        let value = set_cookie(name(CSRF_COOKIE, secure), token.clone(), SameSite::Strict, secure);
+        if let Ok(value) = HeaderValue::from_str(&value.to_string()) {
             headers.append(header::SET_COOKIE, value);
         }
     }
@@ -172,19 +169,27 @@ fn secure_headers(headers: &mut HeaderMap) {
 /// planted before sign-in is not kept).
 pub(super) fn sign_in_cookies(state: &AppState, headers: &HeaderMap, token: &str) -> [String; 2] {
     let https = is_secure(state, headers);
-    let secure = if https { "; Secure" } else { "" };
-    let (session, csrf) = (name(SESSION_COOKIE, https), name(CSRF_COOKIE, https));
-    [
-        format!("{session}={token}; Path=/; HttpOnly; SameSite=Lax{secure}"),
-        format!("{csrf}={}; Path=/; HttpOnly; SameSite=Strict{secure}", new_token()),
-    ]
+    let session = set_cookie(name(SESSION_COOKIE, https), token.to_owned(), SameSite::Lax, https);
+    let csrf = set_cookie(name(CSRF_COOKIE, https), new_token(), SameSite::Strict, https);
+    [session.to_string(), csrf.to_string()]
 }
 
 /// The `Set-Cookie` value that removes the session.
 pub(super) fn sign_out_cookie(state: &AppState, headers: &HeaderMap) -> String {
     let https = is_secure(state, headers);
-    let secure = if https { "; Secure" } else { "" };
-    format!("{}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0{secure}", name(SESSION_COOKIE, https))
+    let mut gone = set_cookie(name(SESSION_COOKIE, https), String::new(), SameSite::Lax, https);
+    gone.set_max_age(cookie::time::Duration::ZERO);
+    gone.to_string()
+}
+
+/// A cookie for the whole site that scripts cannot read, `Secure` over https.
+fn set_cookie(name: String, value: String, same_site: SameSite, secure: bool) -> Cookie<'static> {
+    Cookie::build((name, value))
+        .path("/")
+        .http_only(true)
+        .same_site(same_site)
+        .secure(secure)
+        .build()
 }
 
 /// The session's bearer token, from the cookie of this scheme's name.
@@ -206,15 +211,16 @@ fn is_secure(state: &AppState, headers: &HeaderMap) -> bool {
             .is_some_and(|f| f.to_ascii_lowercase().contains("proto=https"))
 }
 
+/// The value of the request's cookie `name`, unless empty.
 pub(super) fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(key, _)| *key == name)
-        .map(|(_, value)| value.to_owned())
+        .flat_map(Cookie::split_parse)
+        .filter_map(Result::ok)
+        .find(|cookie| cookie.name() == name)
+        .map(|cookie| cookie.value().to_owned())
         .filter(|value| !value.is_empty())
 }
 
