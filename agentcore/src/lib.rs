@@ -23,7 +23,6 @@
 pub mod api;
 mod auth;
 pub mod backup;
-pub mod clock;
 mod core;
 pub mod crypto;
 pub mod discord;
@@ -32,6 +31,7 @@ pub mod error;
 pub mod mcp;
 pub mod models;
 pub mod scrub;
+mod settings;
 pub mod store;
 pub mod stripe;
 pub mod sync;

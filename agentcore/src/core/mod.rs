@@ -11,6 +11,7 @@ mod backlog;
 mod billing;
 mod budget;
 mod chat;
+pub(crate) mod clock;
 mod interactions;
 mod mcp;
 mod metrics;
@@ -20,6 +21,7 @@ mod schedules;
 mod signing;
 mod tokens;
 mod tools;
+mod workers;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -46,6 +48,8 @@ use crate::wakeups::Wakeups;
 pub use accounts::Session;
 pub use chat::{Connected, OauthUrl, Sent};
 pub use interactions::InteractionEndpoint;
+
+pub use crate::settings::{OutboxConfig, RetentionConfig, RuntimeConfig, ScheduleConfig};
 
 /// What the library needs to run. `agentd` and `agentctl` fill it from their configuration.
 #[derive(Debug, Clone)]
@@ -155,29 +159,6 @@ pub struct BillingConfig {
     pub plan_quotas: std::collections::BTreeMap<String, crate::domain::quota::PlanQuotas>,
 }
 
-/// How the outbox retries.
-#[derive(Debug, Clone, Copy)]
-pub struct OutboxConfig {
-    /// The first retry's delay; each later one doubles it, up to `max_backoff`.
-    pub base_backoff: Duration,
-    pub max_backoff: Duration,
-    /// How long a node holds a post it is sending before another node may take it.
-    pub lease: Duration,
-    /// How often channels are checked for posts when no wake-up came.
-    pub poll: Duration,
-}
-
-impl Default for OutboxConfig {
-    fn default() -> Self {
-        Self {
-            base_backoff: Duration::from_secs(1),
-            max_backoff: Duration::from_secs(300),
-            lease: Duration::from_secs(30),
-            poll: Duration::from_secs(5),
-        }
-    }
-}
-
 /// The platform's data directory for the service (`~/.local/share/agentd` on Linux).
 pub fn default_data_dir() -> Option<PathBuf> {
     directories::ProjectDirs::from("", "", "agentd").map(|dirs| dirs.data_dir().to_path_buf())
@@ -193,78 +174,6 @@ pub struct Principal {
 #[derive(Debug, Clone)]
 pub struct Core {
     inner: Arc<Inner>,
-}
-
-/// How the runtime runs. `agentd` fills it from `runtime.*`.
-#[derive(Debug, Clone, Copy)]
-pub struct RuntimeConfig {
-    /// Model calls in flight at once on this node, across all agents.
-    pub max_concurrent_calls: usize,
-    /// How long a node's claim on an agent or task lasts without renewal: a dead node's work
-    /// moves to another node after at most this long.
-    pub lease: Duration,
-    /// How long shutdown waits for tasks in progress before giving them back to the queue.
-    pub shutdown_grace: Duration,
-    /// The fallback look at the database when no wake-up came.
-    pub poll: Duration,
-    /// The first retry's delay after a transient failure; doubled for the next.
-    pub retry_base: Duration,
-    /// The longest wait between attempts, whatever the provider's `Retry-After` says.
-    pub retry_max: Duration,
-    /// Runs of one task that may be cut off (the process killed, the lease lost) before the
-    /// claim that finds this many fails it instead of running it again: a task that crashes
-    /// its node every time is not requeued forever.
-    pub max_attempts: usize,
-    /// The longest a task's run may take, across its steps (and across resumes).
-    pub task_timeout: Duration,
-    /// How long a tool call waits for a person's approval before it counts as denied.
-    pub approval_timeout: Duration,
-}
-
-impl Default for RuntimeConfig {
-    fn default() -> Self {
-        Self {
-            max_concurrent_calls: 64,
-            lease: Duration::from_secs(30),
-            shutdown_grace: Duration::from_secs(30),
-            poll: Duration::from_secs(5),
-            retry_base: Duration::from_secs(2),
-            retry_max: Duration::from_secs(120),
-            max_attempts: 5,
-            task_timeout: Duration::from_secs(600),
-            approval_timeout: Duration::from_secs(24 * 3600),
-        }
-    }
-}
-
-/// What the service forgets, and when (`retention.*`).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct RetentionConfig {
-    /// Finished tasks and activity older than this many days are deleted; `None` keeps them.
-    pub finished_days: Option<u32>,
-}
-
-/// How schedules fire.
-#[derive(Debug, Clone)]
-pub struct ScheduleConfig {
-    /// How often each node looks for due schedules.
-    pub poll: Duration,
-    /// A fire time older than this when a node first sees it was missed (no node was
-    /// running): `catch_up` decides what happens to it.
-    pub missed_after: Duration,
-    /// Whether expressions may have a sixth, leading seconds field (for tests and demos;
-    /// off by default, so a schedule fires at most once a minute).
-    pub seconds_field: bool,
-}
-
-impl Default for ScheduleConfig {
-    fn default() -> Self {
-        Self {
-            poll: Duration::from_secs(1),
-            missed_after: Duration::from_secs(60),
-            seconds_field: false,
-        }
-    }
 }
 
 #[derive(Debug)]
@@ -376,22 +285,6 @@ impl Core {
         &self.inner.discord
     }
 
-    pub(crate) fn outbox_config(&self) -> OutboxConfig {
-        self.inner.outbox
-    }
-
-    pub(crate) fn runtime_config(&self) -> RuntimeConfig {
-        self.inner.runtime
-    }
-
-    pub(crate) fn schedule_config(&self) -> &ScheduleConfig {
-        &self.inner.schedules
-    }
-
-    pub(crate) fn retention_config(&self) -> RetentionConfig {
-        self.inner.retention
-    }
-
     pub(crate) fn http_fetch(&self) -> &HttpFetch {
         &self.inner.http_fetch
     }
@@ -429,7 +322,8 @@ impl Core {
         self.wake_agent(owner, agent);
     }
 
-    pub(crate) fn store(&self) -> &dyn Store {
+    /// The whole store: the facade's own (workers get narrow views: `workers.rs`).
+    pub(in crate::core) fn store(&self) -> &dyn Store {
         self.inner.store.as_ref()
     }
 

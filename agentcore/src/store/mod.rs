@@ -168,16 +168,12 @@ pub trait Store:
     UserStore
     + AgentStore
     + TaskStore
-    + ChatStore
-    + OutboxStore
-    + RuntimeStore
     + BillingStore
-    + StepStore
     + McpStore
     + ScheduleStore
-    + BudgetStore
-    + ApprovalStore
     + RetentionStore
+    + RunStore
+    + DeliveryStore
     + Send
     + Sync
     + fmt::Debug
@@ -212,6 +208,19 @@ pub trait Store:
         stop: tokio::sync::watch::Receiver<bool>,
     ) -> Option<tokio::task::JoinHandle<()>>;
 }
+
+/// The store as the agent runtime uses it: claims and leases, a run's steps and memory, the
+/// approvals of its calls and its budget's reservations. The runtime is given this, not the
+/// whole [`Store`].
+pub trait RunStore: RuntimeStore + StepStore + ApprovalStore + BudgetStore {}
+
+impl<T: RuntimeStore + StepStore + ApprovalStore + BudgetStore + ?Sized> RunStore for T {}
+
+/// The store as the outbox's delivery uses it: the posts, and the connections they go out
+/// through.
+pub trait DeliveryStore: OutboxStore + ChatStore {}
+
+impl<T: OutboxStore + ChatStore + ?Sized> DeliveryStore for T {}
 
 /// Receives signals: see [`Signal`].
 pub type Wake = Arc<dyn Fn(Signal) + Send + Sync>;

@@ -40,6 +40,9 @@ impl Prunable {
 pub trait RetentionStore: Send + Sync {
     /// Deletes up to `batch` rows of `what` older than `before`; returns how many.
     async fn prune(&self, what: Prunable, before: DateTime<Utc>, batch: i64) -> Result<u64>;
+    /// Forgets the schedules' fire times before `before` (seconds since the epoch); returns
+    /// how many.
+    async fn prune_schedule_fires(&self, before: i64) -> Result<u64>;
 }
 
 #[async_trait::async_trait]
@@ -55,6 +58,14 @@ impl<S: SqlStore> RetentionStore for S {
             let mut tx = self.begin_write().await?;
             let done = query(statement).bind(before).bind(batch).execute(&mut tx).await?;
             tx.commit().await?;
+            Ok(done.rows_affected())
+        })
+        .await
+    }
+
+    async fn prune_schedule_fires(&self, before: i64) -> Result<u64> {
+        housekeeping(self.storage_health(), async {
+            let done = query(sql::PRUNE_FIRES).bind(before).execute(self.writer()).await?;
             Ok(done.rows_affected())
         })
         .await
@@ -80,4 +91,7 @@ pub(super) mod sql {
     /// Through `billing_events_received`.
     pub(crate) const PRUNE_BILLING_EVENTS: &str = "DELETE FROM billing_events WHERE id IN \
         (SELECT id FROM billing_events WHERE received_at < $1 ORDER BY received_at LIMIT $2)";
+    /// The schedules' fire times (`$1` seconds since the epoch), all at once: one row per
+    /// schedule and minute at most.
+    pub(crate) const PRUNE_FIRES: &str = "DELETE FROM schedule_fires WHERE fire_at < $1";
 }

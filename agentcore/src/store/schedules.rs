@@ -17,8 +17,7 @@ use crate::domain::user::UserId;
 use crate::error::{Error, Resource, Result};
 use crate::store::db::{SqlStore, Tx, query, query_as, query_scalar};
 use crate::store::shared::{
-    housekeeping, insert_activity, lock_agent, notify, nth_instant, require_agent, watched,
-    watched_if,
+    insert_activity, lock_agent, notify, nth_instant, require_agent, watched, watched_if,
 };
 use crate::store::tasks::write_task;
 
@@ -63,8 +62,6 @@ pub trait ScheduleStore: Send + Sync {
         id: &ScheduleId,
         decide: FireDecision<'_>,
     ) -> Result<Option<usize>>;
-    /// Forgets the fire times before `before` (seconds since the epoch); returns how many.
-    async fn prune_schedule_fires(&self, before: i64) -> Result<u64>;
     /// How many schedules the owner has on `agent`, and on all their agents (for quotas).
     async fn schedule_counts(&self, owner: &UserId, agent: &AgentId) -> Result<(i64, i64)>;
 }
@@ -390,14 +387,6 @@ impl<S: SqlStore> ScheduleStore for S {
         )
         .await
     }
-
-    async fn prune_schedule_fires(&self, before: i64) -> Result<u64> {
-        housekeeping(self.storage_health(), async {
-            let done = query(sql::PRUNE_FIRES).bind(before).execute(self.writer()).await?;
-            Ok(done.rows_affected())
-        })
-        .await
-    }
 }
 
 /// The statements of this area, the same on both backends.
@@ -432,5 +421,4 @@ pub(super) mod sql {
         "SELECT 1 FROM tasks WHERE id = $1 AND status IN ('queued', 'in_progress')";
     pub(crate) const INSERT_FIRE: &str = "INSERT INTO schedule_fires (schedule_id, fire_at, \
         task_id, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT (schedule_id, fire_at) DO NOTHING";
-    pub(crate) const PRUNE_FIRES: &str = "DELETE FROM schedule_fires WHERE fire_at < $1";
 }

@@ -64,7 +64,7 @@ async fn dispatch(core: Core, mut stop: watch::Receiver<bool>) {
             super::retention::prune_all(&core).await;
             pruned_at = Some(tokio::time::Instant::now());
         }
-        match core.store().outbox_lanes().await {
+        match core.delivery_store().outbox_lanes().await {
             Ok(waiting) => {
                 for queue in waiting {
                     if lock(&lanes).insert(queue.clone()) {
@@ -89,31 +89,32 @@ async fn lane(core: Core, queue: OutboxLane, lanes: Lanes, mut stop: watch::Rece
     let channel = queue.channel_id.as_str();
     let config = core.outbox_config();
     while !*stop.borrow() {
-        let wait = match core.store().claim_post(&queue, core.node_id(), config.lease).await {
-            Ok(Some(post)) => {
-                deliver(&core, post).await;
-                continue;
-            }
-            Ok(None) => match core.store().next_post_due(&queue).await {
-                Ok(Some(due)) => due.min(config.poll),
-                Ok(None) => {
-                    // Leave, unless a post arrived between the check and leaving.
-                    lock(&lanes).remove(&queue);
-                    match core.store().next_post_due(&queue).await {
-                        Ok(Some(_)) if lock(&lanes).insert(queue.clone()) => continue,
-                        _ => return,
-                    }
+        let wait =
+            match core.delivery_store().claim_post(&queue, core.node_id(), config.lease).await {
+                Ok(Some(post)) => {
+                    deliver(&core, post).await;
+                    continue;
                 }
+                Ok(None) => match core.delivery_store().next_post_due(&queue).await {
+                    Ok(Some(due)) => due.min(config.poll),
+                    Ok(None) => {
+                        // Leave, unless a post arrived between the check and leaving.
+                        lock(&lanes).remove(&queue);
+                        match core.delivery_store().next_post_due(&queue).await {
+                            Ok(Some(_)) if lock(&lanes).insert(queue.clone()) => continue,
+                            _ => return,
+                        }
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, channel, "cannot read the outbox");
+                        config.poll
+                    }
+                },
                 Err(error) => {
-                    tracing::warn!(%error, channel, "cannot read the outbox");
+                    tracing::warn!(%error, channel, "cannot claim a post");
                     config.poll
                 }
-            },
-            Err(error) => {
-                tracing::warn!(%error, channel, "cannot claim a post");
-                config.poll
-            }
-        };
+            };
         tokio::select! {
             () = tokio::time::sleep(wait) => {}
             _ = stop.changed() => {}
@@ -123,7 +124,7 @@ async fn lane(core: Core, queue: OutboxLane, lanes: Lanes, mut stop: watch::Rece
 }
 
 async fn deliver(core: &Core, post: OutboxPost) {
-    let store = core.store();
+    let store = core.delivery_store();
     let node = core.node_id();
     let owner = UserId::from_trusted(post.owner_id.clone());
     let token = match store.connection(&owner, &post.guild_id).await {
@@ -184,7 +185,7 @@ async fn keeping_lease<T>(core: &Core, post_id: i64, send: impl Future<Output = 
         tokio::select! {
             sent = &mut send => return sent,
             _ = renew.tick() => {
-                match core.store().renew_post_lease(post_id, core.node_id(), lease).await {
+                match core.delivery_store().renew_post_lease(post_id, core.node_id(), lease).await {
                     Ok(true) => {}
                     // Taken over after all (this node stalled past the lease): the nonce still
                     // keeps Discord from posting it twice.

@@ -39,7 +39,7 @@ pub(crate) async fn prune_all(core: &Core) {
         }
     }
     let before = (now() - Days::days(KEEP_FIRES_DAYS)).timestamp();
-    match core.store().prune_schedule_fires(before).await {
+    match core.retention_store().prune_schedule_fires(before).await {
         Ok(0) => {}
         Ok(count) => tracing::debug!(count, "old schedule fire records pruned"),
         Err(error) => tracing::warn!(%error, "cannot prune old schedule fire records"),
@@ -51,7 +51,7 @@ async fn prune(core: &Core, what: Prunable, keep: Days) -> Result<u64> {
     let before = now() - keep;
     let mut total = 0;
     loop {
-        let count = core.store().prune(what, before, BATCH).await?;
+        let count = core.retention_store().prune(what, before, BATCH).await?;
         total += count;
         if count < BATCH as u64 {
             return Ok(total);

@@ -33,7 +33,7 @@ pub(super) async fn gate(
     call: &StepCall,
     asked: &mut Option<Step>,
 ) -> Gate {
-    let store = node.core.store();
+    let store = node.core.run_store();
     match store.approval_of_call(run.task, &call.id).await {
         Ok(Some(approval)) => match approval.status {
             ApprovalStatus::Approved => Gate::Run,
@@ -79,7 +79,7 @@ async fn park(
     let post = request_post(&approval, &claimed.task.title, &call.arguments, &duration(timeout));
     let parked = node
         .core
-        .store()
+        .run_store()
         .park_task(run, asked.as_ref(), &approval, timeout.as_secs_f64(), &post)
         .await;
     match parked {

@@ -16,9 +16,9 @@ use crate::wakeups::Worker;
 
 /// The node's main loop: heartbeats, fair-share claims, and the end of it all at shutdown.
 pub(super) async fn dispatch(node: Arc<Node>, mut stop: watch::Receiver<bool>) {
-    let store = node.core.store();
+    let store = node.core.run_store();
     let wakeups = node.core.clone();
-    let listener = store.listen(
+    let listener = node.core.listen(
         Arc::new(move |signal| match signal {
             Signal::Agent(agent) => wakeups.wakeups().agent(&agent),
             Signal::Claimable => wakeups.wakeups().claimable(),
@@ -41,7 +41,7 @@ pub(super) async fn dispatch(node: Arc<Node>, mut stop: watch::Receiver<bool>) {
             if let Err(error) = node.core.check_clock().await {
                 tracing::warn!(%error, "cannot read the database's clock");
             }
-            next_clock_check = Instant::now() + crate::clock::CHECK_EVERY;
+            next_clock_check = Instant::now() + crate::core::clock::CHECK_EVERY;
         }
         if Instant::now() >= next_heartbeat {
             heartbeat(&node, &mut workers).await;
@@ -85,7 +85,7 @@ pub(super) async fn dispatch(node: Arc<Node>, mut stop: watch::Receiver<bool>) {
 /// Renews this node's leases, lets go of agents it lost, adopts agents it holds without a
 /// worker, requeues tasks of dead nodes and wakes agents with work nobody told them about.
 async fn heartbeat(node: &Arc<Node>, workers: &mut JoinSet<()>) {
-    let store = node.core.store();
+    let store = node.core.run_store();
     {
         let _membership = node.membership.lock().await;
         match store.heartbeat(node.id(), node.config.lease).await {
@@ -121,7 +121,7 @@ async fn heartbeat(node: &Arc<Node>, workers: &mut JoinSet<()>) {
 
 /// Claims agents up to this node's fair share, or lets go of those above it.
 async fn balance(node: &Arc<Node>, workers: &mut JoinSet<()>) {
-    let store = node.core.store();
+    let store = node.core.run_store();
     let _membership = node.membership.lock().await;
     let share = match store.runtime_load().await {
         Ok(load) => load.fair_share(),

@@ -48,7 +48,8 @@ pub(super) async fn run_task(node: &Node, agent: &AgentKey, claimed: &ClaimedTas
     // `echo` reads no prompt: the recent tasks would be a query for nothing.
     let recent = if kind == ModelKind::Echo { 0 } else { crate::domain::steps::RECENT_TASKS };
     let task = &claimed.task;
-    let context = match node.core.store().run_context(agent, &task.id, task.steps, recent).await {
+    let context = match node.core.run_store().run_context(agent, &task.id, task.steps, recent).await
+    {
         Ok(context) => context,
         Err(error) => {
             let error = format!("cannot read the task's steps: {}", error.public_message());
@@ -388,7 +389,7 @@ impl Run<'_> {
         let run = RunRef { agent: self.agent, task: &self.claimed.task.id, node: self.node.id() };
         let asked = self.asked.take();
         for attempt in 1..=super::FINISH_TRIES {
-            let store = self.node.core.store();
+            let store = self.node.core.run_store();
             match store.record_step(run, asked.as_ref(), step, effect).await {
                 Ok(Some(stored)) => {
                     self.counts.seq = stored.seq;

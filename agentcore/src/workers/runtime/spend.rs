@@ -34,7 +34,7 @@ pub(super) async fn reserve(
     }
     let (name, price) = node.core.models().price(model);
     let worst = price.map_or(0, |p| p.worst_case(request.text_bytes(), request.max_tokens));
-    match node.core.store().reserve(run, worst).await {
+    match node.core.run_store().reserve(run, worst).await {
         Ok(Ok(held)) => Ok(Some(Reserved { model: name.to_owned(), price, worst, held })),
         Ok(Err(refusal)) => {
             let error = refusal.message();
@@ -63,7 +63,7 @@ pub(super) async fn settle(
         return cost;
     }
     for attempt in 1..=FINISH_TRIES {
-        match node.core.store().settle(run, &cost).await {
+        match node.core.run_store().settle(run, &cost).await {
             Ok(()) => break,
             Err(error) if attempt < FINISH_TRIES => {
                 tracing::warn!(%error, task = %run.task, "cannot settle a model call's cost; retrying");

@@ -86,7 +86,7 @@ pub(super) fn work(call: &StepCall, own: &AgentId, agent: &AgentRun, mcp: &McpTo
 
 /// `memory` with `action: read`.
 pub(super) async fn read_memory(node: &Node, owner: &UserId, own: &AgentId) -> ToolResult {
-    match node.core.store().memory(owner, own).await {
+    match node.core.run_store().memory(owner, own).await {
         Ok(memory) => Ok(memory::read_answer(memory)),
         Err(error) => {
             Err(ToolError::failed(format!("could not read memory: {}", error.public_message())))

@@ -13,7 +13,7 @@ use crate::wakeups::Worker;
 
 /// Runs one agent's tasks until it stops being this node's to run.
 pub(super) async fn work(node: Arc<Node>, agent: AgentKey, worker: Arc<Worker>) {
-    let store = node.core.store();
+    let store = node.core.run_store();
     // The claim a finished task's transaction made already, if any.
     let mut held: Option<Claim> = None;
     loop {
@@ -82,7 +82,7 @@ async fn run_task(
             return None;
         }
     };
-    let store = node.core.store();
+    let store = node.core.run_store();
     let mut next_claim = None;
     for attempt in 1..=FINISH_TRIES {
         let next = if worker.is_leaving() || node.stopping() {

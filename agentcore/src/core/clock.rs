@@ -10,12 +10,12 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 
-use crate::core::Core;
+use super::Core;
 
 /// How often the runtime compares the clocks.
-pub const CHECK_EVERY: Duration = Duration::from_secs(300);
+pub(crate) const CHECK_EVERY: Duration = Duration::from_secs(300);
 /// A difference beyond this is logged as a warning.
-pub const WARN_BEYOND: Duration = Duration::from_secs(5);
+pub(crate) const WARN_BEYOND: Duration = Duration::from_secs(5);
 
 impl Core {
     /// Reads the database's clock and records how far this node's is from it: positive when
