@@ -10,6 +10,7 @@ use axum::http::Method;
 use ed25519_dalek::{Signer, SigningKey};
 
 use super::commands::{check_items, invalid_form};
+use super::messages::check_message;
 use super::*;
 
 /// Seed of the Ed25519 key of the service's application (its id is [`CLIENT_ID`]).
