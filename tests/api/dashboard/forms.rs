@@ -252,7 +252,9 @@ async fn discord_forms_connect_map_test_unmap_install_and_disconnect(app: TestAp
     assert_eq!(planted.status, 200);
     assert!(planted.body.contains("class=\"notice\""), "{}", planted.body);
     let connections = api(&app, &dana, "/api/chat/connections").await["connections"].clone();
-    assert!(!connections.to_string().contains("555"), "{connections}");
+    let guilds: Vec<&str> =
+        connections.as_array().unwrap().iter().filter_map(|c| c["guild_id"].as_str()).collect();
+    assert!(!guilds.contains(&"555"), "{connections}");
 
     assert_eq!(
         dana.post("/discord/111/disconnect", &[]).await.location.as_deref(),
