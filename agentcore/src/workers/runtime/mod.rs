@@ -38,8 +38,33 @@ use crate::wakeups::Wakeups;
 pub const ATTEMPTS_PER_CALL: i32 = 3;
 /// Agents claimed in one statement.
 pub(super) const CLAIM_BATCH: usize = 500;
-/// Tries at writing a task's outcome before leaving it to lease expiry.
+/// Tries at writing a task's outcome (or a step, or a cost) before leaving it to lease expiry.
 pub(super) const FINISH_TRIES: u32 = 5;
+
+/// Runs a write of a task's run (a step, a call's cost, the outcome) up to [`FINISH_TRIES`]
+/// times, waiting longer after each failure; `None`, logged, when every try failed (the lease
+/// then runs out and the task resumes from what was stored).
+pub(super) async fn write_retrying<T, Written>(
+    node: &Node,
+    task: &crate::domain::task::TaskId,
+    what: &str,
+    mut write: impl FnMut() -> Written,
+) -> Option<T>
+where
+    Written: Future<Output = crate::Result<T>>,
+{
+    for attempt in 1..=FINISH_TRIES {
+        match write().await {
+            Ok(written) => return Some(written),
+            Err(error) if attempt < FINISH_TRIES => {
+                tracing::warn!(%error, %task, "cannot {what}; retrying");
+                tokio::time::sleep(node.config.retry_base * attempt).await;
+            }
+            Err(error) => tracing::error!(%error, %task, "cannot {what}"),
+        }
+    }
+    None
+}
 
 #[derive(Debug)]
 pub struct Runtime {

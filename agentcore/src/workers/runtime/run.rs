@@ -388,28 +388,20 @@ impl Run<'_> {
     async fn store(&mut self, step: &Step, effect: Option<&Effect>) -> Result<Step, Halt> {
         let run = RunRef { agent: self.agent, task: &self.claimed.task.id, node: self.node.id() };
         let asked = self.asked.take();
-        for attempt in 1..=super::FINISH_TRIES {
-            let store = self.node.core.run_store();
-            match store.record_step(run, asked.as_ref(), step, effect).await {
-                Ok(Some(stored)) => {
-                    self.counts.seq = stored.seq;
-                    return Ok(stored);
-                }
-                Ok(None) => {
-                    tracing::info!(task = %run.task, "run stopped: the task, its agent or its lease is gone");
-                    return Err(Halt::LeaseLost);
-                }
-                Err(error) if attempt < super::FINISH_TRIES => {
-                    tracing::warn!(%error, task = %run.task, "cannot store a step; retrying");
-                    tokio::time::sleep(self.node.config.retry_base * attempt).await;
-                }
-                Err(error) => {
-                    // The lease runs out and the run resumes from its last stored step.
-                    tracing::error!(%error, task = %run.task, "cannot store a step");
-                }
+        let node = self.node;
+        let record = || node.core.run_store().record_step(run, asked.as_ref(), step, effect);
+        match super::write_retrying(node, run.task, "store a step", record).await {
+            Some(Some(stored)) => {
+                self.counts.seq = stored.seq;
+                Ok(stored)
             }
+            Some(None) => {
+                tracing::info!(task = %run.task, "run stopped: the task, its agent or its lease is gone");
+                Err(Halt::LeaseLost)
+            }
+            // The lease runs out and the run resumes from its last stored step.
+            None => Err(Halt::LeaseLost),
         }
-        Err(Halt::LeaseLost)
     }
 
     fn push_result(&mut self, step: &Step) {

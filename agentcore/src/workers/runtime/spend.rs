@@ -2,7 +2,7 @@
 //! budgets of its agent and owner (a call that could cross one is not sent, and the run ends
 //! `budget_exhausted`); after it answers, its cost is settled into the month's spend.
 
-use super::{FINISH_TRIES, Node};
+use super::Node;
 use crate::domain::budget::{Price, StepCost};
 use crate::domain::runtime::Outcome;
 use crate::domain::task::Usage;
@@ -62,17 +62,9 @@ pub(super) async fn settle(
     if !reserved.held && cost.cost_micros == 0 {
         return cost;
     }
-    for attempt in 1..=FINISH_TRIES {
-        match node.core.run_store().settle(run, &cost).await {
-            Ok(()) => break,
-            Err(error) if attempt < FINISH_TRIES => {
-                tracing::warn!(%error, task = %run.task, "cannot settle a model call's cost; retrying");
-                tokio::time::sleep(node.config.retry_base * attempt).await;
-            }
-            Err(error) => {
-                tracing::error!(%error, task = %run.task, cost = cost.cost_micros, "cannot settle a model call's cost");
-            }
-        }
+    let settle = || node.core.run_store().settle(run, &cost);
+    if super::write_retrying(node, run.task, "settle a model call's cost", settle).await.is_none() {
+        tracing::error!(task = %run.task, cost = cost.cost_micros, "a model call's cost is not settled");
     }
     cost
 }

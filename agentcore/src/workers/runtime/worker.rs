@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use super::Node;
 use super::run::Ran;
-use super::{FINISH_TRIES, Node};
 use crate::domain::runtime::{AgentKey, Claim, ClaimedTask, Outcome};
 use crate::store::NextClaim;
 use crate::sync::lock;
@@ -83,50 +83,35 @@ async fn run_task(
         }
     };
     let store = node.core.run_store();
-    let mut next_claim = None;
-    for attempt in 1..=FINISH_TRIES {
+    let finish = || {
         let next = if worker.is_leaving() || node.stopping() {
             NextClaim::None
         } else {
             let max_attempts = i32::try_from(node.config.max_attempts).unwrap_or(i32::MAX);
             NextClaim::Leased { lease: node.config.lease, max_attempts }
         };
-        let finished = store.finish_then_claim(
-            agent,
-            &task_id,
-            node.id(),
-            &outcome,
-            calls,
-            last.as_ref(),
-            next,
-        );
-        match finished.await {
-            Ok((true, claim)) => {
-                let counter = match outcome {
-                    Outcome::Complete { .. } => &node.core.counters().completed,
-                    Outcome::Failed { .. }
-                    | Outcome::Stopped { .. }
-                    | Outcome::BudgetExhausted { .. } => &node.core.counters().failed,
-                };
-                counter.fetch_add(1, Ordering::Relaxed);
-                next_claim = claim;
-                break;
-            }
-            Ok((false, _)) => {
-                tracing::info!(agent = %agent.agent_id, task = %task_id, "result dropped: the task, its agent or its lease is gone");
-                node.core.counters().dropped.fetch_add(1, Ordering::Relaxed);
-                break;
-            }
-            Err(error) if attempt < FINISH_TRIES => {
-                tracing::warn!(%error, task = %task_id, "cannot write a task's outcome; retrying");
-                tokio::time::sleep(node.config.retry_base * attempt).await;
-            }
-            Err(error) => {
-                // The lease runs out and the task runs again, on this node or another.
-                tracing::error!(%error, task = %task_id, "cannot write a task's outcome");
-            }
+        store.finish_then_claim(agent, &task_id, node.id(), &outcome, calls, last.as_ref(), next)
+    };
+    // Not written at all: the lease runs out and the task runs again, here or elsewhere.
+    let finished = super::write_retrying(node, &task_id, "write a task's outcome", finish).await;
+    let next_claim = match finished {
+        Some((true, claim)) => {
+            let counter = match outcome {
+                Outcome::Complete { .. } => &node.core.counters().completed,
+                Outcome::Failed { .. }
+                | Outcome::Stopped { .. }
+                | Outcome::BudgetExhausted { .. } => &node.core.counters().failed,
+            };
+            counter.fetch_add(1, Ordering::Relaxed);
+            claim
         }
-    }
+        Some((false, _)) => {
+            tracing::info!(agent = %agent.agent_id, task = %task_id, "result dropped: the task, its agent or its lease is gone");
+            node.core.counters().dropped.fetch_add(1, Ordering::Relaxed);
+            None
+        }
+        None => None,
+    };
     node.core.wake_outbox();
     next_claim
 }
