@@ -1,4 +1,4 @@
-//! Each command as the request it makes and the view its answer takes.
+//! Each command as the request it makes; its typed answer says how it looks as a table.
 
 use std::io::IsTerminal;
 
@@ -10,10 +10,10 @@ use agentcore::{Core, Session};
 
 use crate::api::{ActivityQuery, AgentQuery, Reply};
 use crate::cli::{AgentsCommand, Cli, Command, Global, Output, TasksCommand};
-use crate::client::{Answer, Client, Transport};
+use crate::client::{Client, Transport};
 use crate::failure::{Failure, Kind};
 use crate::profile::{Profile, Profiles};
-use crate::render::View;
+use crate::render::Render;
 
 mod chat;
 mod onboard;
@@ -73,11 +73,16 @@ impl Context {
         Ok(Client { transport, token: self.profile.as_ref().map(|p| p.token.clone()) })
     }
 
-    /// Prints an answer: the service's JSON as it came, or its table.
-    pub(crate) fn emit(&self, answer: &Answer, view: View) -> Result<(), Failure> {
+    /// Prints an answer: the service's JSON as it came, or the typed body's table.
+    pub(crate) fn emit<T: Render>(&self, reply: &Reply<T>) -> Result<(), Failure> {
+        self.show(&reply.answer.raw, &reply.body)
+    }
+
+    /// Prints `raw` for `--output json`, else `body`'s table.
+    fn show(&self, raw: &str, body: &impl Render) -> Result<(), Failure> {
         match self.global.output {
-            Output::Json => print_out(&answer.raw),
-            Output::Table => print_out(&view.render(&answer.value)),
+            Output::Json => print_out(raw),
+            Output::Table => print_out(&body.render()),
         }
         Ok(())
     }
@@ -93,7 +98,7 @@ impl Context {
         if let Some(object) = shown.as_object_mut() {
             object.remove("access_token");
         }
-        self.emit(&Answer { raw: shown.to_string(), value: shown }, View::Session)
+        self.show(&shown.to_string(), &session.body)
     }
 
     /// Saves a fresh session's token as the profile; returns the token.
@@ -196,32 +201,32 @@ async fn dispatch(cx: &mut Context, client: &Client, command: Command) -> Result
             cx.keep_session(&session, &email)
         }
         Command::Logout => logout(cx, client).await,
-        Command::Whoami => cx.emit(&client.me().await?.answer, View::Fields),
+        Command::Whoami => cx.emit(&client.me().await?),
         Command::Agents(command) => agents(cx, client, command).await,
         Command::Tasks(command) => tasks(cx, client, command).await,
         Command::Schedules(command) => schedules::run(cx, client, command).await,
         Command::Chat(command) => chat::chat(cx, client, command).await,
-        Command::Billing => cx.emit(&client.billing().await?.answer, View::Fields),
+        Command::Billing => cx.emit(&client.billing().await?),
         Command::Budget { set, clear } => {
-            let answer = match (set, clear) {
+            let reply = match (set, clear) {
                 (Some(usd), _) => {
                     let request = BudgetRequest { monthly_usd: Some(Some(usd)) };
-                    client.set_budget(&request).await?.answer
+                    client.set_budget(&request).await?
                 }
                 (None, true) => {
-                    client.set_budget(&BudgetRequest { monthly_usd: Some(None) }).await?.answer
+                    client.set_budget(&BudgetRequest { monthly_usd: Some(None) }).await?
                 }
-                (None, false) => client.budget().await?.answer,
+                (None, false) => client.budget().await?,
             };
-            cx.emit(&answer, View::Fields)
+            cx.emit(&reply)
         }
         Command::Usage { from, to, agent, group_by } => {
             let params = UsageParams { from, to, agent_id: agent, group_by: Some(group_by) };
-            cx.emit(&client.usage(&params).await?.answer, View::Usage)
+            cx.emit(&client.usage(&params).await?)
         }
-        Command::Tools => cx.emit(&client.tools().await?.answer, View::Tools),
+        Command::Tools => cx.emit(&client.tools().await?),
         Command::Mcp(command) => chat::mcp(cx, client, command).await,
-        Command::Templates => cx.emit(&client.templates().await?.answer, View::Templates),
+        Command::Templates => cx.emit(&client.templates().await?),
         Command::Onboard(args) => onboard::run(cx, client, args).await,
         Command::Completions { .. } | Command::Run => Ok(()),
     }
@@ -231,7 +236,7 @@ async fn logout(cx: &mut Context, client: &Client) -> Result<(), Failure> {
     let reply = client.logout().await;
     cx.profiles.remove(&cx.global.profile)?;
     match reply {
-        Ok(reply) => cx.emit(&reply.answer, View::Fields),
+        Ok(reply) => cx.emit(&reply),
         // The token was revoked already: forgetting it is all that was left to do.
         Err(failure) if failure.kind == Kind::Auth => {
             eprintln!("The session had ended already; the login is forgotten.");
@@ -242,12 +247,12 @@ async fn logout(cx: &mut Context, client: &Client) -> Result<(), Failure> {
 }
 
 async fn agents(cx: &Context, client: &Client, command: AgentsCommand) -> Result<(), Failure> {
-    let (answer, view) = match command {
+    match command {
         AgentsCommand::List { workspace, status } => {
             let filter = AgentQuery { workspace, status };
-            (client.list_agents(&filter).await?.answer, View::Agents)
+            cx.emit(&client.list_agents(&filter).await?)
         }
-        AgentsCommand::Show { id } => (client.agent(&id).await?.answer, View::Agent),
+        AgentsCommand::Show { id } => cx.emit(&client.agent(&id).await?),
         AgentsCommand::Create { id, name, role_prompt, channel, settings } => {
             let settings = Settings::read(settings)?;
             let request = CreateAgentRequest {
@@ -264,7 +269,7 @@ async fn agents(cx: &Context, client: &Client, command: AgentsCommand) -> Result
                 budget_monthly_usd: settings.budget_monthly_usd.flatten(),
                 approval_tools: settings.approval_tools,
             };
-            (client.create_agent(&request).await?.answer, View::Agent)
+            cx.emit(&client.create_agent(&request).await?)
         }
         AgentsCommand::Update { id, name, role_prompt, channel, status, settings } => {
             let settings = Settings::read(settings)?;
@@ -287,17 +292,17 @@ async fn agents(cx: &Context, client: &Client, command: AgentsCommand) -> Result
                     "nothing to change: give at least one field, e.g. --name",
                 ));
             }
-            (client.update_agent(&id, &request).await?.answer, View::Agent)
+            cx.emit(&client.update_agent(&id, &request).await?)
         }
         AgentsCommand::Delete { id } => {
             cx.confirm(&format!("Delete agent '{id}' with its backlog and activity?"))?;
-            (client.delete_agent(&id).await?.answer, View::Fields)
+            cx.emit(&client.delete_agent(&id).await?)
         }
-        AgentsCommand::Start { id } => (client.start_agent(&id).await?.answer, View::Fields),
-        AgentsCommand::Stop { id } => (client.stop_agent(&id).await?.answer, View::Fields),
+        AgentsCommand::Start { id } => cx.emit(&client.start_agent(&id).await?),
+        AgentsCommand::Stop { id } => cx.emit(&client.stop_agent(&id).await?),
         AgentsCommand::Vacation { id, on, off } => {
             let request = (on || off).then_some(VacationRequest { enabled: Some(on) });
-            (client.vacation(&id, request.as_ref()).await?.answer, View::Fields)
+            cx.emit(&client.vacation(&id, request.as_ref()).await?)
         }
         AgentsCommand::Memory { id, set, clear } => {
             let memory = match (set, clear) {
@@ -312,28 +317,23 @@ async fn agents(cx: &Context, client: &Client, command: AgentsCommand) -> Result
                 }
                 None => client.memory(&id).await?,
             };
-            (reply.answer, View::Memory)
+            cx.emit(&reply)
         }
         AgentsCommand::Activity { id, limit, before } => {
             let page = ActivityQuery { limit, before };
-            (client.activity(&id, &page).await?.answer, View::Activity)
+            cx.emit(&client.activity(&id, &page).await?)
         }
-    };
-    cx.emit(&answer, view)
+    }
 }
 
 async fn tasks(cx: &Context, client: &Client, command: TasksCommand) -> Result<(), Failure> {
-    let (answer, view) = match command {
+    match command {
         TasksCommand::Add { agent, title, description, priority } => {
             let request = CreateTaskRequest { title: Some(title), description, priority };
-            (client.add_task(&agent, &request).await?.answer, View::Fields)
+            cx.emit(&client.add_task(&agent, &request).await?)
         }
-        TasksCommand::List { agent, status } => {
-            (client.tasks(&agent, status).await?.answer, View::Tasks)
-        }
-        TasksCommand::Show { agent, task } => {
-            (client.task(&agent, &task).await?.answer, View::Fields)
-        }
+        TasksCommand::List { agent, status } => cx.emit(&client.tasks(&agent, status).await?),
+        TasksCommand::Show { agent, task } => cx.emit(&client.task(&agent, &task).await?),
         TasksCommand::Update { agent, task, title, description, priority } => {
             let request =
                 UpdateTaskRequest { title, description: description.map(clearable), priority };
@@ -342,25 +342,18 @@ async fn tasks(cx: &Context, client: &Client, command: TasksCommand) -> Result<(
                     "nothing to change: give --title, --description or --priority",
                 ));
             }
-            (client.update_task(&agent, &task, &request).await?.answer, View::Fields)
+            cx.emit(&client.update_task(&agent, &task, &request).await?)
         }
-        TasksCommand::Delete { agent, task } => {
-            (client.delete_task(&agent, &task).await?.answer, View::Fields)
-        }
-        TasksCommand::Retry { agent, task } => {
-            (client.retry_task(&agent, &task).await?.answer, View::Fields)
-        }
+        TasksCommand::Delete { agent, task } => cx.emit(&client.delete_task(&agent, &task).await?),
+        TasksCommand::Retry { agent, task } => cx.emit(&client.retry_task(&agent, &task).await?),
         TasksCommand::Approve { agent, task } => {
-            (client.decide_task(&agent, &task, "approve").await?.answer, View::Fields)
+            cx.emit(&client.decide_task(&agent, &task, "approve").await?)
         }
         TasksCommand::Deny { agent, task } => {
-            (client.decide_task(&agent, &task, "deny").await?.answer, View::Fields)
+            cx.emit(&client.decide_task(&agent, &task, "deny").await?)
         }
-        TasksCommand::Steps { agent, task } => {
-            (client.steps(&agent, &task).await?.answer, View::Steps)
-        }
-    };
-    cx.emit(&answer, view)
+        TasksCommand::Steps { agent, task } => cx.emit(&client.steps(&agent, &task).await?),
+    }
 }
 
 /// `agentctl run`: this process runs the agents and delivers their posts, like a server

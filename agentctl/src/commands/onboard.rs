@@ -14,7 +14,6 @@ use super::{Context, interactive, password};
 use crate::cli::OnboardArgs;
 use crate::client::Client;
 use crate::failure::{Failure, Kind};
-use crate::render::View;
 
 pub(crate) async fn run(
     cx: &mut Context,
@@ -80,7 +79,7 @@ pub(crate) async fn run(
         eprintln!("Started {agent}.");
     }
 
-    cx.emit(&onboarded.answer, View::Onboarded)?;
+    cx.emit(&onboarded)?;
     eprintln!("\nNext:");
     eprintln!("  agentctl agents show {agent}        # the agent and its backlog");
     eprintln!("  agentctl agents activity {agent}    # what it did");

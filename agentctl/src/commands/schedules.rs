@@ -7,14 +7,13 @@ use super::Context;
 use crate::cli::SchedulesCommand;
 use crate::client::Client;
 use crate::failure::Failure;
-use crate::render::View;
 
 pub(crate) async fn run(
     cx: &Context,
     client: &Client,
     command: SchedulesCommand,
 ) -> Result<(), Failure> {
-    let (answer, view) = match command {
+    match command {
         SchedulesCommand::Add {
             agent,
             cron,
@@ -36,13 +35,11 @@ pub(crate) async fn run(
                 overlap,
                 enabled: Some(!disabled),
             };
-            (client.add_schedule(&agent, &request).await?.answer, View::Schedule)
+            cx.emit(&client.add_schedule(&agent, &request).await?)
         }
-        SchedulesCommand::List { agent } => {
-            (client.schedules(&agent).await?.answer, View::Schedules)
-        }
+        SchedulesCommand::List { agent } => cx.emit(&client.schedules(&agent).await?),
         SchedulesCommand::Show { agent, schedule } => {
-            (client.schedule(&agent, &schedule).await?.answer, View::Schedule)
+            cx.emit(&client.schedule(&agent, &schedule).await?)
         }
         SchedulesCommand::Update {
             agent,
@@ -71,12 +68,11 @@ pub(crate) async fn run(
                     _ => None,
                 },
             };
-            (client.update_schedule(&agent, &schedule, &request).await?.answer, View::Schedule)
+            cx.emit(&client.update_schedule(&agent, &schedule, &request).await?)
         }
         SchedulesCommand::Delete { agent, schedule } => {
             cx.confirm(&format!("Delete schedule {schedule}? Tasks it queued stay."))?;
-            (client.delete_schedule(&agent, &schedule).await?.answer, View::Fields)
+            cx.emit(&client.delete_schedule(&agent, &schedule).await?)
         }
-    };
-    cx.emit(&answer, view)
+    }
 }

@@ -1,0 +1,147 @@
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use agentcore::Session;
+use agentcore::api::{AgentList, ScheduleList, StepList, TaskList};
+use agentcore::domain::agent::{Agent, AgentDetail};
+use agentcore::domain::billing::Billing;
+use agentcore::domain::mcp::McpServerTools;
+use agentcore::domain::onboarding::Onboarded;
+use agentcore::domain::schedule::Schedule;
+use agentcore::domain::tools::Memory;
+
+use super::*;
+
+/// A typed answer read from the JSON the service sends, as the client reads it.
+fn typed<T: DeserializeOwned>(json: Value) -> T {
+    serde_json::from_value(json).expect("a well-formed answer")
+}
+
+fn agent_json() -> Value {
+    json!({
+        "id": "writer", "name": "Writer", "status": "idle", "channel": "news",
+        "throttle_seconds": 1.5, "workspace": null, "model": "gpt-x", "tools": ["memory"],
+        "max_steps": 12, "mcp_servers": [], "budget_monthly_usd": null,
+        "approval_tools": ["http_fetch"], "created_at": "2026-01-02T03:04:05.678Z",
+        "updated_at": "2026-01-02T03:04:05Z", "role_prompt": "Write.",
+        "backlog_summary": {"queued": 2, "in_progress": 0, "awaiting_approval": 0, "complete": 1, "failed": 0},
+    })
+}
+
+fn task_json() -> Value {
+    json!({
+        "id": "0190a8b4-0000-7000-8000-000000000001", "agent_id": "writer",
+        "title": "Write a haiku", "description": null, "priority": 5, "status": "queued",
+        "result": null, "error": null, "attempts": 0, "created_at": "2026-01-02T03:04:05Z",
+        "updated_at": "2026-01-02T03:04:05Z", "started_at": null, "completed_at": null,
+        "usage": {"input_tokens": 10, "output_tokens": 3}, "steps": 0,
+        "created_by": {"type": "user"}, "depth": 0,
+    })
+}
+
+fn schedule_json(next_runs: Value) -> Value {
+    json!({
+        "id": "0190a8b4-0000-7000-8000-000000000002", "agent_id": "writer", "cron": "0 9 * * *",
+        "timezone": "America/New_York", "title": "Daily brief", "description": null,
+        "priority": 0, "catch_up": "run_once", "overlap": "skip_if_active", "enabled": true,
+        "next_runs": next_runs, "last_fired_at": null, "created_at": "2026-01-02T03:04:05Z",
+        "updated_at": "2026-01-02T03:04:05Z",
+    })
+}
+
+#[test]
+fn lists_render_their_columns_and_empty_ones_say_so() {
+    let agents: AgentList = typed(json!({"agents": [agent_json()]}));
+    let table = agents.render();
+    for expected in ["ID", "QUEUED", "writer", "Writer", "idle", "news", "2"] {
+        assert!(table.contains(expected), "{expected} missing from\n{table}");
+    }
+    assert_eq!(typed::<TaskList>(json!({"tasks": []})).render(), "(none)");
+    let billing: Billing = typed(
+        json!({"plan": "free", "agent_limit": 3, "agents_used": 1, "subscription_status": null}),
+    );
+    assert!(billing.render().contains("agent_limit"));
+}
+
+#[test]
+fn an_agent_shows_its_fields_in_key_order_then_its_backlog() {
+    let agent: Agent = typed(agent_json());
+    let shown = agent.render();
+    let keys: Vec<&str> = shown
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|word| word.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+        .collect();
+    let mut sorted = keys.clone();
+    sorted.sort_unstable();
+    assert_eq!(keys, sorted, "{shown}");
+    for expected in ["1.5", "[\"http_fetch\"]", "2026-01-02T03:04:05.678Z", "workspace"] {
+        assert!(shown.contains(expected), "{expected} missing from\n{shown}");
+    }
+    assert!(!shown.contains("backlog_summary") && !shown.contains("next_cursor"), "{shown}");
+    assert!(shown.ends_with("\nBacklog:\n(none)"), "{shown}");
+
+    let mut detail = agent_json();
+    detail["backlog"] = json!([task_json()]);
+    detail["next_cursor"] = json!("page-2");
+    let detail: AgentDetail = typed(detail);
+    let shown = detail.render();
+    assert!(shown.contains("next_cursor") && shown.contains("page-2"), "{shown}");
+    assert!(shown.contains("Write a haiku") && shown.contains("PRIORITY"), "{shown}");
+}
+
+#[test]
+fn texts_read_their_typed_fields() {
+    let memory: Memory =
+        typed(json!({"agent_id": "keeper", "memory": "Standup at 9.", "chars": 13, "limit": 8000}));
+    assert_eq!(memory.render(), "Standup at 9.\n(13 of 8000 characters)");
+    let empty = Memory { memory: String::new(), chars: 0, ..memory };
+    assert_eq!(empty.render(), "(empty) (0 of 8000 characters)");
+
+    let session: Session = typed(json!({"access_token": "secret", "token_type": "Bearer",
+        "user": {"id": "u1", "email": "ada@example.com", "name": "Ada"}}));
+    assert_eq!(session.render(), "Logged in as Ada <ada@example.com> (u1).");
+
+    let onboarded: Onboarded = typed(json!({"task": task_json(), "agent": {"id": "support-lead",
+        "name": "Support", "status": "active", "channel": "support", "created_at": "2026-01-02T03:04:05Z"}}));
+    assert_eq!(
+        onboarded.render(),
+        "Created agent support-lead (Support, active) posting to #support, with its first task \
+         queued: Write a haiku (0190a8b4-0000-7000-8000-000000000001)."
+    );
+
+    let unreachable: McpServerTools =
+        typed(json!({"server": "calc", "origin": "user", "tools": [], "error": "refused"}));
+    assert_eq!(unreachable.render(), "MCP server calc (user): unreachable: refused");
+}
+
+#[test]
+fn schedules_show_their_next_run_or_off() {
+    let runs = json!([{"at": "2026-01-02T14:00:00Z", "local": "2026-01-02T09:00:00-05:00"}]);
+    let listed: ScheduleList =
+        typed(json!({"schedules": [schedule_json(runs.clone()), schedule_json(json!([]))]}));
+    let table = listed.render();
+    assert!(table.contains("2026-01-02T09:00:00-05:00") && table.contains("(off)"), "{table}");
+    let shown: Schedule = typed(schedule_json(runs));
+    let shown = shown.render();
+    for expected in ["catch_up", "run_once", "NEXT RUNS (LOCAL)", "2026-01-02T14:00:00Z"] {
+        assert!(shown.contains(expected), "{expected} missing from\n{shown}");
+    }
+}
+
+#[test]
+fn steps_show_calls_results_and_tokens() {
+    let steps: StepList = typed(json!({"steps": [
+        {"seq": 1, "kind": "model", "tool": null, "call_id": null, "arguments": null,
+         "output": "", "tool_calls": [{"id": "c1", "name": "memory", "arguments": "{}"}],
+         "error": null, "duration_ms": 120, "usage": {"input_tokens": 10, "output_tokens": 3},
+         "created_at": "2026-01-02T03:04:05Z"},
+        {"seq": 2, "kind": "tool", "tool": "memory", "call_id": "c1", "arguments": "{\"text\":\"x\"}",
+         "output": null, "tool_calls": [], "error": "too long\nreally", "duration_ms": 4,
+         "usage": null, "created_at": "2026-01-02T03:04:06Z"},
+    ]}));
+    let table = steps.render();
+    for expected in ["→ memory", "10/3", "memory({\"text\":\"x\"})", "error: too long…"] {
+        assert!(table.contains(expected), "{expected} missing from\n{table}");
+    }
+}
