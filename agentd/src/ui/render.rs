@@ -41,6 +41,7 @@ static TEMPLATE_SET: LazyLock<Environment<'static>> = LazyLock::new(|| {
             tracing::error!(template = name, %error, "a dashboard template does not parse");
         }
     }
+    env.set_formatter(escape);
     env.add_filter("markdown", |text: Option<String>| {
         Value::from_safe_string(markdown(&text.unwrap_or_default()))
     });
@@ -58,6 +59,37 @@ static TEMPLATE_SET: LazyLock<Environment<'static>> = LazyLock::new(|| {
     env.add_global("style_path", Value::from_safe_string(assets::STYLE.path()));
     env
 });
+
+/// HTML escaping of `& < > " '` only: minijinja's own also escapes `/`, which is harmless but
+/// makes every URL in an attribute unreadable in the page source.
+fn escape(
+    out: &mut minijinja::Output<'_>,
+    state: &minijinja::State<'_, '_>,
+    value: &Value,
+) -> Result<(), minijinja::Error> {
+    if value.is_safe()
+        || value.is_undefined()
+        || value.is_none()
+        || !matches!(state.auto_escape(), minijinja::AutoEscape::Html)
+    {
+        return minijinja::escape_formatter(out, state, value);
+    }
+    let text = value.to_string();
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => escaped.push_str("&amp;"),
+            '<' => escaped.push_str("&lt;"),
+            '>' => escaped.push_str("&gt;"),
+            '"' => escaped.push_str("&quot;"),
+            '\'' => escaped.push_str("&#39;"),
+            c => escaped.push(c),
+        }
+    }
+    out.write_str(&escaped).map_err(|_| {
+        minijinja::Error::new(minijinja::ErrorKind::WriteFailure, "the page could not be written")
+    })
+}
 
 /// A page (or a fragment of one) and its status.
 #[derive(Debug)]
@@ -176,11 +208,11 @@ mod tests {
     }
 
     #[test]
-    fn values_in_pages_are_escaped() {
+    fn values_in_pages_are_escaped_but_urls_stay_readable() {
         let source = "<a href=\"/agents/{{ id }}\" title=\"{{ t }}\">{{ t }}</a>";
         let template = TEMPLATE_SET.template_from_named_str("probe.html", source).unwrap();
         let page = template.render(context! { id => "a-b", t => "<b>\"x\" & 'y'</b>" }).unwrap();
-        let text = "&lt;b&gt;&quot;x&quot; &amp; &#x27;y&#x27;&lt;&#x2f;b&gt;";
+        let text = "&lt;b&gt;&quot;x&quot; &amp; &#39;y&#39;&lt;/b&gt;";
         assert_eq!(page, format!("<a href=\"/agents/a-b\" title=\"{text}\">{text}</a>"));
     }
 

@@ -181,14 +181,14 @@ async fn activity_pages_go_back_in_time(app: TestApp) {
         app.add_task(&dana.api_user(), "writer", &format!("Task {n}"), 0).await;
     }
     let first = dana.get("/agents/writer").await.body;
-    assert!(first.contains("Task &#x27;Task 34&#x27; added"), "newest first");
-    assert!(!first.contains("Agent &#x27;Writer&#x27; created."), "the oldest is on a later page");
+    assert!(first.contains("Task &#39;Task 34&#39; added"), "newest first");
+    assert!(!first.contains("Agent &#39;Writer&#39; created."), "the oldest is on a later page");
     let older =
         first.split("href=\"/agents/writer?before=").nth(1).expect("a link to older entries");
     let before = older.split('"').next().unwrap().replace("&amp;", "&");
     let second = dana.get(&format!("/agents/writer?before={before}")).await;
     assert_eq!(second.status, 200, "{}", second.body);
-    assert!(second.body.contains("Agent &#x27;Writer&#x27; created."), "{}", second.body);
+    assert!(second.body.contains("Agent &#39;Writer&#39; created."), "{}", second.body);
     assert!(
         !second.body.contains("href=\"/agents/writer?before="),
         "nothing older than the first entry"

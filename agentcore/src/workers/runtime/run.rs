@@ -304,7 +304,7 @@ impl Run<'_> {
             // The model is offered the new list from its next call on.
             let kind = self.model.kind;
             let offer = offered(self.node, self.agent, self.claimed, kind, Some(&server)).await;
-            self.mcp = McpTools::new(offer.mcp);
+            self.mcp.relisted(offer.mcp);
             self.model.request.tools = offer.tools;
         }
         let own = &self.claimed.task.agent_id;

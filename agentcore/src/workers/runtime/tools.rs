@@ -29,6 +29,11 @@ impl McpTools {
         Self { by_name, listed_again: HashSet::new() }
     }
 
+    /// The tools as listed again; the servers listed again so far stay counted.
+    pub(super) fn relisted(&mut self, by_name: HashMap<String, (ServerRef, String)>) {
+        self.by_name = by_name;
+    }
+
     /// The agent's server whose tool `name` would be (`<server>__<tool>`) when no offered tool
     /// has that name, to be listed again: the server may have added the tool and said so in a
     /// `tools/list_changed` not handled yet. Once per server and run, so a model inventing
