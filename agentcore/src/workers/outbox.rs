@@ -123,6 +123,19 @@ async fn lane(core: Core, queue: OutboxLane, lanes: Lanes, mut stop: watch::Rece
     lock(&lanes).remove(&queue);
 }
 
+/// What came of one try at sending a post.
+enum Delivery {
+    Sent {
+        message_id: String,
+    },
+    /// A failure that may pass (Discord's 5xx, a rate limit, a setting to fix): the post is
+    /// tried again after its back-off.
+    RetryLater(String),
+    /// A failure that will not pass (the server gone, a refused message): the post is dropped,
+    /// with an activity entry saying why.
+    Undeliverable(String),
+}
+
 async fn deliver(core: &Core, post: OutboxPost) {
     let store = core.delivery_store();
     let node = core.node_id();
@@ -135,31 +148,37 @@ async fn deliver(core: &Core, post: OutboxPost) {
         Ok(token) => {
             let body = post.body.clone().with_nonce(post.nonce.clone());
             let send = core.discord().create_message(&token, &post.channel_id, &body);
-            keeping_lease(core, post.id, send).await.map(|message| message.id).map_err(|e| {
-                let permanent = !e.is_transient();
-                (e.to_string(), permanent)
-            })
+            match keeping_lease(core, post.id, send).await {
+                Ok(message) => Delivery::Sent { message_id: message.id },
+                Err(e) if e.is_transient() => Delivery::RetryLater(e.to_string()),
+                Err(e) => Delivery::Undeliverable(e.to_string()),
+            }
         }
-        Err(Error::NotFound { .. }) => Err(("the server is no longer connected".to_owned(), true)),
+        Err(Error::NotFound { .. }) => {
+            Delivery::Undeliverable("the server is no longer connected".to_owned())
+        }
         // The stored token cannot be opened (the server key changed): it never will be.
-        Err(error @ Error::Internal(_)) => Err((error.public_message(), true)),
+        Err(error @ Error::Internal(_)) => Delivery::Undeliverable(error.public_message()),
         // A missing setting (the service's bot token) may be fixed by the operator.
-        Err(error) => Err((error.to_string(), false)),
+        Err(error) => Delivery::RetryLater(error.to_string()),
     };
     let written = match outcome {
-        Ok(message_id) => store.finish_post(post.id, node, &message_id).await.map(|held| {
-            if !held {
-                // The lease ran out during the send; whoever takes the post next sends it with
-                // the same nonce, and Discord answers with this message instead of a new one.
-                tracing::warn!(post_id = post.id, "delivered a post after its lease ran out");
-            }
-        }),
-        Err((reason, false)) => {
+        Delivery::Sent { message_id } => {
+            store.finish_post(post.id, node, &message_id).await.map(|held| {
+                if !held {
+                    // The lease ran out during the send; whoever takes the post next sends it
+                    // with the same nonce, and Discord answers with this message instead of a
+                    // new one.
+                    tracing::warn!(post_id = post.id, "delivered a post after its lease ran out");
+                }
+            })
+        }
+        Delivery::RetryLater(reason) => {
             let delay = backoff(core, post.attempts);
             tracing::info!(channel = %post.channel_id, attempts = post.attempts + 1, ?delay, %reason, "post will be retried");
             store.retry_post(post.id, node, delay, &reason).await
         }
-        Err((reason, true)) => {
+        Delivery::Undeliverable(reason) => {
             tracing::warn!(channel = %post.channel_id, agent_id = %post.agent_id, %reason, "post dropped");
             let details = format!(
                 "A post to channel {} could not be delivered and was dropped: {reason}.",
