@@ -1,5 +1,5 @@
 //! Discord interaction signatures (`agentcore::discord::signature`) and the decoding of an
-//! interaction's body (`agentcore::domain::interaction`).
+//! interaction's body (`agentcore::discord::interaction`).
 //!
 //! Input layout: `<timestamp>\n<signature hex>\n<body>`. Without newlines the whole input is
 //! the body, with the fixture timestamp and no signature given. The timestamp and signature
@@ -16,7 +16,8 @@
 #![no_main]
 
 use agentcore::discord::signature::{PublicKey, SignatureError, TOLERANCE_SECONDS};
-use agentcore::domain::interaction::{self, Interaction, MAX_CONTENT, Request};
+use agentcore::discord::interaction::{Interaction, MAX_CONTENT, wire};
+use agentcore::domain::interaction::{Reply, Request};
 use ed25519_dalek::{Signer, SigningKey};
 use libfuzzer_sys::fuzz_target;
 
@@ -85,7 +86,7 @@ fuzz_target!(|data: &[u8]| {
         if let Some(member) = &parsed.member {
             let _ = member.may_change(&[]);
             let name = member.display_name();
-            let answer = interaction::message(&name.repeat(3), true);
+            let answer = wire(&Reply::private(name.repeat(3)));
             let content = answer["data"]["content"].as_str().unwrap();
             assert!(content.chars().count() <= MAX_CONTENT);
         }
