@@ -63,8 +63,8 @@ pub(super) async fn settle(
         return cost;
     }
     let settle = || node.core.run_store().settle(run, &cost);
-    if super::write_retrying(node, run.task, "settle a model call's cost", settle).await.is_none() {
-        tracing::error!(task = %run.task, cost = cost.cost_micros, "a model call's cost is not settled");
-    }
+    let what = format!("settle a model call's cost ({} micro-dollars)", cost.cost_micros);
+    // A cost not settled is logged, with its amount, by the retry loop; its hold stays.
+    let _ = super::write_retrying(node, run.task, &what, settle).await;
     cost
 }
