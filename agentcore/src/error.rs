@@ -109,6 +109,10 @@ pub enum Conflict {
     McpServerExists,
     /// The task waits for no approval (never did, or it was decided already).
     NotAwaitingApproval,
+    /// The task ended (complete or failed): there is nothing to cancel.
+    TaskFinished,
+    /// The task was cancelled already.
+    TaskAlreadyCancelled,
 }
 
 impl Conflict {
@@ -120,6 +124,8 @@ impl Conflict {
             Conflict::TaskNotEditable => "task_not_editable",
             Conflict::McpServerExists => "mcp_server_exists",
             Conflict::NotAwaitingApproval => "not_awaiting_approval",
+            Conflict::TaskFinished => "task_finished",
+            Conflict::TaskAlreadyCancelled => "task_already_cancelled",
         }
     }
 }

@@ -100,6 +100,7 @@ async fn rate_limits_server_errors_and_timeouts_are_transient() {
             reason: "the OpenAI-compatible provider answered 429 Too Many Requests: scripted 429"
                 .into(),
             retry_after: Some(Duration::from_secs(7)),
+            status: Some(429),
         }
     );
     assert!(matches!(

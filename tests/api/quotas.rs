@@ -26,6 +26,7 @@ fn small() -> Quotas {
         queued_tasks_per_agent: 3,
         queued_tasks_per_user: 4,
         mcp_servers_per_user: 2,
+        streams_per_user: 16,
     }
 }
 

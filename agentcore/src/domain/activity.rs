@@ -25,6 +25,8 @@ pub enum Action {
     TaskStarted,
     TaskCompleted,
     TaskFailed,
+    /// A person cancelled the task (who, in the details).
+    TaskCancelled,
     AgentError,
     MessageSent,
     PostFailed,
@@ -45,7 +47,7 @@ pub enum Action {
 }
 
 impl Action {
-    pub const ALL: [Action; 26] = [
+    pub const ALL: [Action; 27] = [
         Action::AgentCreated,
         Action::AgentUpdated,
         Action::AgentStarted,
@@ -60,6 +62,7 @@ impl Action {
         Action::TaskStarted,
         Action::TaskCompleted,
         Action::TaskFailed,
+        Action::TaskCancelled,
         Action::AgentError,
         Action::MessageSent,
         Action::PostFailed,
@@ -90,6 +93,7 @@ impl Action {
             Action::TaskStarted => "task_started",
             Action::TaskCompleted => "task_completed",
             Action::TaskFailed => "task_failed",
+            Action::TaskCancelled => "task_cancelled",
             Action::AgentError => "agent_error",
             Action::MessageSent => "message_sent",
             Action::PostFailed => "post_failed",

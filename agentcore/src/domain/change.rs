@@ -26,11 +26,13 @@ pub enum TaskWrite {
     Delete,
 }
 
-/// A task's change and the activity that tells of it.
+/// A task's change, the activity that tells of it, and what to post to the agent's channel
+/// (queued only when the agent is mapped).
 #[derive(Debug, Clone)]
 pub struct TaskChange {
     pub write: TaskWrite,
     pub activity: Vec<NewActivity>,
+    pub post: Option<NewPost>,
 }
 
 /// The agent after `patch`, with an `agent_updated` entry naming the changed fields and a

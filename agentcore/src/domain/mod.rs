@@ -40,6 +40,7 @@ pub mod billing;
 pub mod budget;
 pub mod change;
 pub mod chat;
+pub mod event;
 pub mod interaction;
 pub mod mcp;
 pub mod message;

@@ -16,6 +16,8 @@ pub enum Quota {
     QueuedTasksPerAgent,
     QueuedTasksPerUser,
     McpServersPerUser,
+    /// Event streams (`GET /api/events`) a user has open on one node.
+    StreamsPerUser,
 }
 
 impl Quota {
@@ -28,6 +30,7 @@ impl Quota {
             Quota::QueuedTasksPerAgent => "queued_tasks_per_agent",
             Quota::QueuedTasksPerUser => "queued_tasks_per_user",
             Quota::McpServersPerUser => "mcp_servers_per_user",
+            Quota::StreamsPerUser => "streams_per_user",
         }
     }
 
@@ -41,6 +44,7 @@ impl Quota {
             Quota::QueuedTasksPerAgent => "queued tasks on one agent",
             Quota::QueuedTasksPerUser => "queued tasks across all agents",
             Quota::McpServersPerUser => "MCP servers",
+            Quota::StreamsPerUser => "open event streams on one server",
         }
     }
 }
@@ -59,6 +63,8 @@ pub struct Quotas {
     pub queued_tasks_per_agent: u32,
     pub queued_tasks_per_user: u32,
     pub mcp_servers_per_user: u32,
+    /// Event streams one user has open on one node at a time.
+    pub streams_per_user: u32,
 }
 
 impl Default for Quotas {
@@ -71,6 +77,7 @@ impl Default for Quotas {
             queued_tasks_per_agent: 1_000,
             queued_tasks_per_user: 5_000,
             mcp_servers_per_user: 20,
+            streams_per_user: 16,
         }
     }
 }
@@ -100,6 +107,8 @@ impl Quotas {
                 .unwrap_or(self.queued_tasks_per_agent),
             queued_tasks_per_user: plan.queued_tasks_per_user.unwrap_or(self.queued_tasks_per_user),
             mcp_servers_per_user: plan.mcp_servers_per_user.unwrap_or(self.mcp_servers_per_user),
+            // A node's open streams are the operator's bound, not a plan's.
+            streams_per_user: self.streams_per_user,
         }
     }
 

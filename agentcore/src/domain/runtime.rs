@@ -227,6 +227,11 @@ fn task_post(title: &str, text: &str, color: u32) -> NewPost {
     NewPost::new(MessageBody::new(None, Some(embed)))
 }
 
+/// A cancelled task, posted in the agent's channel: who stopped it, and what stays done.
+pub fn cancel_post(title: &str, text: &str) -> NewPost {
+    task_post(&format!("Cancelled: {title}"), text, 0x95_A5_A6)
+}
+
 /// A budget's warning, posted in the agent's channel.
 pub fn budget_post(text: &str) -> NewPost {
     let embed = Embed {
@@ -309,6 +314,7 @@ mod tests {
             steps: 1,
             created_by: crate::domain::task::CreatedBy::User,
             depth: 0,
+            cancelled_by: None,
         }
     }
 

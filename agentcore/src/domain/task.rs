@@ -24,6 +24,8 @@ pub enum TaskStatus {
     AwaitingApproval,
     Complete,
     Failed,
+    /// A person stopped it before it ended (`cancelled_by` says who).
+    Cancelled,
 }
 
 impl TaskStatus {
@@ -34,7 +36,13 @@ impl TaskStatus {
             TaskStatus::AwaitingApproval => "awaiting_approval",
             TaskStatus::Complete => "complete",
             TaskStatus::Failed => "failed",
+            TaskStatus::Cancelled => "cancelled",
         }
+    }
+
+    /// Whether the task ended (complete, failed or cancelled): nothing more happens to it.
+    pub fn is_finished(self) -> bool {
+        matches!(self, TaskStatus::Complete | TaskStatus::Failed | TaskStatus::Cancelled)
     }
 }
 
@@ -54,10 +62,11 @@ impl FromStr for TaskStatus {
             "awaiting_approval" => Ok(TaskStatus::AwaitingApproval),
             "complete" => Ok(TaskStatus::Complete),
             "failed" => Ok(TaskStatus::Failed),
-            _ => {
-                Err("must be one of queued, in_progress, awaiting_approval, complete, failed"
-                    .into())
-            }
+            "cancelled" => Ok(TaskStatus::Cancelled),
+            _ => Err(
+                "must be one of queued, in_progress, awaiting_approval, complete, failed, cancelled"
+                    .into(),
+            ),
         }
     }
 }
@@ -135,6 +144,9 @@ pub struct Task {
     pub created_by: CreatedBy,
     /// 0 for a person's task; one more than its creator's for a task an agent created.
     pub depth: i32,
+    /// Who cancelled it: a person's email, or `discord:<user>` for a Discord button.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancelled_by: Option<String>,
 }
 
 /// Who added a task: a person, or an agent while it ran one of its tasks (delegation).
@@ -170,6 +182,7 @@ impl Task {
             steps: 0,
             created_by: CreatedBy::User,
             depth: 0,
+            cancelled_by: None,
         }
     }
 
@@ -202,6 +215,7 @@ pub struct BacklogSummary {
     pub awaiting_approval: i64,
     pub complete: i64,
     pub failed: i64,
+    pub cancelled: i64,
 }
 
 /// In progress first, then those awaiting approval (oldest first), then queued in run order
@@ -211,7 +225,7 @@ pub fn sort_backlog(tasks: &mut [Task]) {
         TaskStatus::InProgress => 0,
         TaskStatus::AwaitingApproval => 1,
         TaskStatus::Queued => 2,
-        TaskStatus::Complete | TaskStatus::Failed => 3,
+        TaskStatus::Complete | TaskStatus::Failed | TaskStatus::Cancelled => 3,
     };
     tasks.sort_by(|a, b| {
         rank(a).cmp(&rank(b)).then_with(|| match a.status {
@@ -223,7 +237,7 @@ pub fn sort_backlog(tasks: &mut [Task]) {
                 .cmp(&a.priority)
                 .then(a.created_at.cmp(&b.created_at))
                 .then_with(|| a.id.cmp(&b.id)),
-            TaskStatus::Complete | TaskStatus::Failed => {
+            TaskStatus::Complete | TaskStatus::Failed | TaskStatus::Cancelled => {
                 b.completed_at.cmp(&a.completed_at).then(b.created_at.cmp(&a.created_at))
             }
         })

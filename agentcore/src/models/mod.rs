@@ -144,9 +144,9 @@ pub struct Completion {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ModelError {
     /// Try again later: a timeout, a dropped connection, 429, 5xx. `retry_after` is the
-    /// provider's own advice, when it gave one.
+    /// provider's own advice, when it gave one; `status` its HTTP status, when it answered.
     #[error("{reason}")]
-    Transient { reason: String, retry_after: Option<Duration> },
+    Transient { reason: String, retry_after: Option<Duration>, status: Option<u16> },
     /// This will never work as configured: a bad key, an unknown model, a refused request.
     #[error("{reason}")]
     Permanent { reason: String },
@@ -154,7 +154,7 @@ pub enum ModelError {
 
 impl ModelError {
     pub fn transient(reason: impl Into<String>) -> Self {
-        ModelError::Transient { reason: reason.into(), retry_after: None }
+        ModelError::Transient { reason: reason.into(), retry_after: None, status: None }
     }
 
     pub fn permanent(reason: impl Into<String>) -> Self {
@@ -215,10 +215,12 @@ pub(crate) fn classify(
         408 | 409 | 425 | 429 => ModelError::Transient {
             reason: format!("{provider} answered {status}{detail}"),
             retry_after,
+            status: Some(status.as_u16()),
         },
         s if s >= 500 => ModelError::Transient {
             reason: format!("{provider} answered {status}{detail}"),
             retry_after,
+            status: Some(status.as_u16()),
         },
         _ => ModelError::permanent(format!("{provider} refused the request ({status}){detail}")),
     }
@@ -253,7 +255,8 @@ mod tests {
             limited,
             ModelError::Transient {
                 reason: "p answered 429 Too Many Requests".into(),
-                retry_after: Some(Duration::from_secs(3))
+                retry_after: Some(Duration::from_secs(3)),
+                status: Some(429),
             }
         );
         assert!(matches!(

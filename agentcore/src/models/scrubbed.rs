@@ -27,8 +27,8 @@ impl ModelProvider for Scrubbed {
         self.inner.complete(request).await.map_err(|error| {
             let clean = |reason: &str| cut(&self.scrubber.scrub(reason), MAX_REASON_CHARS);
             match error {
-                ModelError::Transient { reason, retry_after } => {
-                    ModelError::Transient { reason: clean(&reason), retry_after }
+                ModelError::Transient { reason, retry_after, status } => {
+                    ModelError::Transient { reason: clean(&reason), retry_after, status }
                 }
                 ModelError::Permanent { reason } => {
                     ModelError::Permanent { reason: clean(&reason) }

@@ -378,7 +378,8 @@ pub(super) mod sql {
         a.max_steps, a.mcp_servers, a.budget_micros, a.approval_tools, a.created_at, a.updated_at, \
         COALESCE(c.queued, 0) AS queued, COALESCE(c.in_progress, 0) AS in_progress, \
         COALESCE(c.awaiting_approval, 0) AS awaiting_approval, \
-        COALESCE(c.complete, 0) AS complete, COALESCE(c.failed, 0) AS failed";
+        COALESCE(c.complete, 0) AS complete, COALESCE(c.failed, 0) AS failed, \
+        COALESCE(c.cancelled, 0) AS cancelled";
     const AGENT_FROM: &str = "FROM agents a \
         LEFT JOIN backlog_counts c ON c.owner_id = a.owner_id AND c.agent_id = a.id";
     pub(crate) fn select_agents() -> String {
@@ -419,7 +420,8 @@ pub(super) mod sql {
              t.output_tokens AS t_output_tokens, t.created_at AS t_created_at, \
              t.updated_at AS t_updated_at, t.started_at AS t_started_at, \
              t.completed_at AS t_completed_at, t.steps AS t_steps, t.depth AS t_depth, \
-             t.created_by_agent AS t_created_by_agent, t.created_by_task AS t_created_by_task \
+             t.created_by_agent AS t_created_by_agent, t.created_by_task AS t_created_by_task, \
+             t.cancelled_by AS t_cancelled_by \
              {AGENT_FROM} LEFT JOIN {tasks} WHERE a.owner_id = $1 AND a.id = $2{order}"
         )
     }

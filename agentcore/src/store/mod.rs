@@ -15,6 +15,7 @@ mod budget;
 mod chat;
 mod db;
 mod dialect;
+mod events;
 #[cfg(test)]
 mod explain;
 mod health;
@@ -51,6 +52,7 @@ pub use approvals::{ApprovalRef, ApprovalStore, Decided};
 pub use billing::{BillingStore, UserPlan};
 pub use budget::{BudgetStore, UserBudget};
 pub use chat::{ChatStore, ConnectionRecord};
+pub use events::{EventBounds, EventStore};
 pub use health::{StorageFaultCounts, StorageHealth};
 pub use mcp::{McpServerRecord, McpStore};
 pub use outbox::OutboxStore;
@@ -172,6 +174,7 @@ pub trait Store:
     + McpStore
     + ScheduleStore
     + RetentionStore
+    + EventStore
     + RunStore
     + DeliveryStore
     + Send
@@ -212,9 +215,12 @@ pub trait Store:
 /// The store as the agent runtime uses it: claims and leases, a run's steps and memory, the
 /// approvals of its calls and its budget's reservations. The runtime is given this, not the
 /// whole [`Store`].
-pub trait RunStore: RuntimeStore + StepStore + ApprovalStore + BudgetStore {}
+pub trait RunStore: RuntimeStore + StepStore + ApprovalStore + BudgetStore + EventStore {}
 
-impl<T: RuntimeStore + StepStore + ApprovalStore + BudgetStore + ?Sized> RunStore for T {}
+impl<T: RuntimeStore + StepStore + ApprovalStore + BudgetStore + EventStore + ?Sized> RunStore
+    for T
+{
+}
 
 /// The store as the outbox's delivery uses it: the posts, and the connections they go out
 /// through.
@@ -234,6 +240,8 @@ pub enum Signal {
     Claimable,
     /// Every token of this user was revoked (a logout).
     Revoked(UserId),
+    /// This user's events grew (PostgreSQL's `record_event` sends it at commit).
+    Events(UserId),
     /// The listener is (again) connected: what was sent meanwhile is lost.
     Connected,
     /// The listener lost its connection.
@@ -250,9 +258,13 @@ pub enum Notice {
     Claimable,
     /// Every token of this user was revoked: `revoked:<user>`.
     Revoked(UserId),
+    /// This user's events grew: `events:<user>` (sent by the database itself, see
+    /// `record_event` in the migrations).
+    Events(UserId),
 }
 
 const REVOKED: &str = "revoked:";
+const EVENTS: &str = "events:";
 const CLAIMABLE: &str = "claimable";
 
 impl Notice {
@@ -262,6 +274,7 @@ impl Notice {
             Notice::Agent(agent) => format!("{}/{}", agent.owner_id, agent.agent_id),
             Notice::Claimable => CLAIMABLE.to_owned(),
             Notice::Revoked(user) => format!("{REVOKED}{user}"),
+            Notice::Events(user) => format!("{EVENTS}{user}"),
         }
     }
 
@@ -271,6 +284,9 @@ impl Notice {
     pub fn from_payload(payload: &str) -> Self {
         if let Some(user) = payload.strip_prefix(REVOKED) {
             return Notice::Revoked(UserId::from_trusted(user.to_owned()));
+        }
+        if let Some(user) = payload.strip_prefix(EVENTS) {
+            return Notice::Events(UserId::from_trusted(user.to_owned()));
         }
         match payload.split_once('/') {
             Some((owner, agent)) if !owner.is_empty() && !agent.is_empty() => {
@@ -287,6 +303,7 @@ impl From<Notice> for Signal {
             Notice::Agent(agent) => Signal::Agent(agent),
             Notice::Claimable => Signal::Claimable,
             Notice::Revoked(user) => Signal::Revoked(user),
+            Notice::Events(user) => Signal::Events(user),
         }
     }
 }
@@ -301,6 +318,7 @@ mod notice_tests {
             Notice::Agent(AgentKey::new("u_1", "writer")),
             Notice::Claimable,
             Notice::Revoked(UserId::from_trusted("u_1".to_owned())),
+            Notice::Events(UserId::from_trusted("u_1".to_owned())),
         ];
         for notice in notices {
             assert_eq!(Notice::from_payload(&notice.to_payload()), notice);

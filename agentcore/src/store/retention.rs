@@ -23,6 +23,9 @@ pub enum Prunable {
     /// Stripe events received before the time (their order is kept on each subscription, and
     /// a replayed old event fails its signature's age check first).
     BillingEvents,
+    /// Events (`GET /api/events`) written before the time: a client that reconnects later
+    /// gets `resync`.
+    Events,
 }
 
 impl Prunable {
@@ -32,6 +35,7 @@ impl Prunable {
             Prunable::Activity => "activity",
             Prunable::DeliveredPosts => "delivered posts",
             Prunable::BillingEvents => "billing events",
+            Prunable::Events => "events",
         }
     }
 }
@@ -54,6 +58,7 @@ impl<S: SqlStore> RetentionStore for S {
                 Prunable::Activity => sql::PRUNE_ACTIVITY,
                 Prunable::DeliveredPosts => sql::PRUNE_DELIVERED,
                 Prunable::BillingEvents => sql::PRUNE_BILLING_EVENTS,
+                Prunable::Events => sql::PRUNE_EVENTS,
             };
             let mut tx = self.begin_write().await?;
             let done = query(statement).bind(before).bind(batch).execute(&mut tx).await?;
@@ -77,7 +82,8 @@ impl<S: SqlStore> RetentionStore for S {
 pub(super) mod sql {
     /// Through `tasks_finished_at`.
     pub(crate) const PRUNE_FINISHED_TASKS: &str = "DELETE FROM tasks WHERE id IN \
-        (SELECT id FROM tasks WHERE status IN ('complete', 'failed') AND completed_at < $1 \
+        (SELECT id FROM tasks WHERE status IN ('complete', 'failed', 'cancelled') \
+        AND completed_at < $1 \
         ORDER BY completed_at LIMIT $2)";
     /// Activity has no index by time: its ids grow as it is written, so the oldest entries are
     /// the first ids. A batch looks at the `$2` oldest entries only and deletes those written
@@ -91,6 +97,9 @@ pub(super) mod sql {
     /// Through `billing_events_received`.
     pub(crate) const PRUNE_BILLING_EVENTS: &str = "DELETE FROM billing_events WHERE id IN \
         (SELECT id FROM billing_events WHERE received_at < $1 ORDER BY received_at LIMIT $2)";
+    /// Through `events_by_age`.
+    pub(crate) const PRUNE_EVENTS: &str = "DELETE FROM events WHERE (owner_id, seq) IN \
+        (SELECT owner_id, seq FROM events WHERE created_at < $1 ORDER BY created_at LIMIT $2)";
     /// The schedules' fire times (`$1` seconds since the epoch), all at once: one row per
     /// schedule and minute at most.
     pub(crate) const PRUNE_FIRES: &str = "DELETE FROM schedule_fires WHERE fire_at < $1";

@@ -13,7 +13,7 @@ use crate::store::db::{SqlStore, Tx, query, query_as, query_scalar};
 use crate::store::rows::{self, TaskRow};
 use crate::store::script::Scripts;
 use crate::store::shared::{
-    insert_activity, lock_agent, notify, nth_instant, require_agent, watched,
+    insert_activity, lock_agent, notify, nth_instant, queue_post, require_agent, watched,
 };
 
 /// Tasks, each scoped to its owner and agent.
@@ -215,13 +215,24 @@ impl<S: SqlStore> TaskStore for S {
                         .bind(task.started_at)
                         .bind(task.completed_at)
                         .bind(task.steps)
+                        .bind(&task.cancelled_by)
                         .execute(&mut tx)
                         .await?;
+                    if task.status == TaskStatus::Cancelled {
+                        // A call it waited on can no longer be approved.
+                        query(sql::CLOSE_APPROVALS)
+                            .bind(id.as_str())
+                            .bind(&task.cancelled_by)
+                            .bind(at)
+                            .execute(&mut tx)
+                            .await?;
+                    }
                     if task.steps == 0 {
                         // A retry starts its run afresh.
                         query(sql::DELETE_STEPS).bind(id.as_str()).execute(&mut tx).await?;
                     }
-                    if task.status == TaskStatus::Queued {
+                    // Queued: a worker may claim it; cancelled: the one running it stops.
+                    if matches!(task.status, TaskStatus::Queued | TaskStatus::Cancelled) {
                         notify(&mut tx, &AgentKey::new(owner.as_str(), agent.as_str())).await?;
                     }
                     *task
@@ -229,6 +240,9 @@ impl<S: SqlStore> TaskStore for S {
             };
             for (nth, entry) in change.activity.iter().enumerate() {
                 insert_activity(&mut tx, owner, agent, entry, nth_instant(at, nth)).await?;
+            }
+            if let Some(post) = &change.post {
+                queue_post(&mut tx, owner.as_str(), agent.as_str(), post, at).await?;
             }
             tx.commit().await?;
             Ok(written)
@@ -319,7 +333,7 @@ pub(super) mod sql {
         CAST(COALESCE(SUM(queued), 0) AS BIGINT) FROM backlog_counts WHERE owner_id = $1";
     pub(crate) const TASK_COLUMNS: &str = "SELECT id, agent_id, title, description, priority, status, result, \
         error, attempts, input_tokens, output_tokens, created_at, updated_at, started_at, \
-        completed_at, steps, depth, created_by_agent, created_by_task FROM tasks";
+        completed_at, steps, depth, created_by_agent, created_by_task, cancelled_by FROM tasks";
     pub(crate) const INSERT_TASK: &str = "INSERT INTO tasks \
         (id, owner_id, agent_id, title, description, priority, status, attempts, created_at, \
         updated_at, depth, created_by_agent, created_by_task) \
@@ -393,15 +407,21 @@ pub(super) mod sql {
         }
     }
     /// The condition of the `tasks_by_agent_finished` index, as a query must spell it.
-    pub(crate) const FINISHED: &str = "AND status IN ('complete', 'failed')";
+    pub(crate) const FINISHED: &str = "AND status IN ('complete', 'failed', 'cancelled')";
     pub(crate) fn select_task(lock: &str) -> String {
         format!("{TASK_COLUMNS} WHERE owner_id = $1 AND agent_id = $2 AND id = $3{lock}")
     }
     pub(crate) const UPDATE_TASK: &str = "UPDATE tasks SET title = $4, description = $5, \
         priority = $6, status = $7, result = $8, error = $9, attempts = $10, input_tokens = $11, \
-        output_tokens = $12, updated_at = $13, started_at = $14, completed_at = $15, steps = $16 \
+        output_tokens = $12, updated_at = $13, started_at = $14, completed_at = $15, steps = $16, \
+        cancelled_by = $17, \
+        lease_owner = CASE WHEN $7 = 'cancelled' THEN NULL ELSE lease_owner END, \
+        lease_until = CASE WHEN $7 = 'cancelled' THEN NULL ELSE lease_until END \
         WHERE owner_id = $1 AND agent_id = $2 AND id = $3";
     pub(crate) const DELETE_STEPS: &str = "DELETE FROM task_steps WHERE task_id = $1";
+    /// A cancelled task's pending approvals, denied by whoever cancelled it (`$2`) at `$3`.
+    pub(crate) const CLOSE_APPROVALS: &str = "UPDATE approvals SET status = 'denied', \
+        decided_by = $2, decided_at = $3 WHERE task_id = $1 AND status = 'pending'";
     pub(crate) const DELETE_TASK: &str =
         "DELETE FROM tasks WHERE owner_id = $1 AND agent_id = $2 AND id = $3";
     /// The agent's status, locking the row when `lock` is the backend's row-lock suffix.

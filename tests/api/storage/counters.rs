@@ -56,11 +56,13 @@ enum Op {
     Approve,
     Deny,
     DeleteAgent,
+    /// A person cancels a queued, waiting or running task.
+    Cancel,
 }
 
 /// The kinds of change; each step draws one of those that have something to act on, as
 /// often as it is listed.
-const OPS: [Op; 19] = [
+const OPS: [Op; 20] = [
     Op::Add,
     Op::Add,
     Op::Delete,
@@ -80,6 +82,7 @@ const OPS: [Op; 19] = [
     Op::Park,
     Op::Approve,
     Op::Deny,
+    Op::Cancel,
 ];
 
 /// One agent under test: its owner and id. Two owners share the id `a`.
@@ -189,6 +192,7 @@ fn applies(op: Op, has: &[TaskStatus]) -> bool {
         Op::Run => any(TaskStatus::Queued) && !any(TaskStatus::InProgress),
         Op::Complete | Op::Fail | Op::Park => any(TaskStatus::InProgress),
         Op::Approve | Op::Deny => any(TaskStatus::AwaitingApproval),
+        Op::Cancel => has.iter().any(|s| !s.is_finished()),
         Op::Add | Op::Crash | Op::CrashThenClaim | Op::ReleaseNode | Op::DeleteAgent => true,
     }
 }
@@ -220,7 +224,7 @@ async fn counts(s: &dyn Store, subject: &Subject) -> (BacklogSummary, BacklogSum
     assert_eq!(viewed, shown, "the view's agent is the agent");
     assert_eq!(view_tasks, tasks, "the view's tasks are the agent's tasks");
     // Paged: every unfinished task, and the finished ones up to the limit.
-    let finished = |t: &Task| matches!(t.status, TaskStatus::Complete | TaskStatus::Failed);
+    let finished = |t: &Task| t.status.is_finished();
     let (paged_agent, mut paged) = view(Some((2, None))).await.unwrap();
     paged.sort_by(|a, b| a.id.cmp(&b.id));
     assert_eq!(paged_agent, shown, "the paged view's agent is the agent");
@@ -237,6 +241,7 @@ async fn counts(s: &dyn Store, subject: &Subject) -> (BacklogSummary, BacklogSum
             TaskStatus::AwaitingApproval => &mut counted.awaiting_approval,
             TaskStatus::Complete => &mut counted.complete,
             TaskStatus::Failed => &mut counted.failed,
+            TaskStatus::Cancelled => &mut counted.cancelled,
         } += 1;
     }
     (shown.backlog_summary, counted)
@@ -296,7 +301,7 @@ async fn apply(store: &TestStore, subject: &Subject, op: Op, rng: &mut Rng) {
             tasks.retain(|t| t.status != TaskStatus::InProgress);
             if let Some(task) = pick(rng, &tasks) {
                 s.update_task(&subject.owner, &subject.id, &task.id, &|_| {
-                    Ok(TaskChange { write: TaskWrite::Delete, activity: vec![] })
+                    Ok(TaskChange { write: TaskWrite::Delete, activity: vec![], post: None })
                 })
                 .await
                 .unwrap();
@@ -312,7 +317,32 @@ async fn apply(store: &TestStore, subject: &Subject, op: Op, rng: &mut Rng) {
                         completed_at: None,
                         ..current.clone()
                     };
-                    Ok(TaskChange { write: TaskWrite::Update(Box::new(next)), activity: vec![] })
+                    Ok(TaskChange {
+                        write: TaskWrite::Update(Box::new(next)),
+                        activity: vec![],
+                        post: None,
+                    })
+                })
+                .await
+                .unwrap();
+            }
+        }
+        Op::Cancel => {
+            let mut tasks = s.tasks(&subject.owner, &subject.id, None).await.unwrap();
+            tasks.retain(|t| !t.status.is_finished());
+            if let Some(task) = pick(rng, &tasks) {
+                s.update_task(&subject.owner, &subject.id, &task.id, &|current| {
+                    let next = Task {
+                        status: TaskStatus::Cancelled,
+                        cancelled_by: Some("ada@example.com".into()),
+                        completed_at: Some(agentcore::domain::now()),
+                        ..current.clone()
+                    };
+                    Ok(TaskChange {
+                        write: TaskWrite::Update(Box::new(next)),
+                        activity: vec![],
+                        post: None,
+                    })
                 })
                 .await
                 .unwrap();

@@ -269,6 +269,7 @@ async fn tasks_round_trip_and_are_scoped_to_owner_and_agent(store: TestStore) {
                     current.id.as_str(),
                     "done",
                 )],
+                post: None,
             })
         })
         .await
@@ -277,7 +278,7 @@ async fn tasks_round_trip_and_are_scoped_to_owner_and_agent(store: TestStore) {
     assert_eq!(s.agent(&owner.id, &id("a")).await.unwrap().backlog_summary.complete, 1);
 
     s.update_task(&owner.id, &id("a"), &t.id, &|_| {
-        Ok(TaskChange { write: TaskWrite::Delete, activity: vec![] })
+        Ok(TaskChange { write: TaskWrite::Delete, activity: vec![], post: None })
     })
     .await
     .unwrap();

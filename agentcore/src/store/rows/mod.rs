@@ -66,6 +66,7 @@ pub(super) struct AgentRow {
     awaiting_approval: i64,
     complete: i64,
     failed: i64,
+    cancelled: i64,
 }
 
 impl TryFrom<AgentRow> for Agent {
@@ -95,6 +96,7 @@ impl TryFrom<AgentRow> for Agent {
                 awaiting_approval: row.awaiting_approval,
                 complete: row.complete,
                 failed: row.failed,
+                cancelled: row.cancelled,
             },
         };
         let status_before_vacation = row
@@ -127,6 +129,7 @@ pub(super) struct TaskRow {
     depth: i32,
     created_by_agent: Option<String>,
     created_by_task: Option<String>,
+    cancelled_by: Option<String>,
 }
 
 impl TryFrom<TaskRow> for Task {
@@ -160,6 +163,7 @@ impl TryFrom<TaskRow> for Task {
                 _ => CreatedBy::User,
             },
             depth: row.depth,
+            cancelled_by: row.cancelled_by,
         })
     }
 }
@@ -234,6 +238,8 @@ pub(super) struct ViewTaskRow {
     created_by_agent: Option<String>,
     #[sqlx(rename = "t_created_by_task")]
     created_by_task: Option<String>,
+    #[sqlx(rename = "t_cancelled_by")]
+    cancelled_by: Option<String>,
 }
 
 impl ViewTaskRow {
@@ -261,6 +267,7 @@ impl ViewTaskRow {
             depth: self.depth.ok_or_else(missing("tasks.depth"))?,
             created_by_agent: self.created_by_agent,
             created_by_task: self.created_by_task,
+            cancelled_by: self.cancelled_by,
         })
         .map(Some)
     }

@@ -90,6 +90,8 @@ pub trait RuntimeStore: Send + Sync {
     ) -> Result<(bool, Option<Claim>)>;
     /// Active agents `node` holds that have a queued task and may run it now.
     async fn agents_with_work(&self, node: &str) -> Result<Vec<AgentKey>>;
+    /// Whether a person cancelled the task (its run stops at once).
+    async fn task_cancelled(&self, task: &TaskId) -> Result<bool>;
 }
 
 /// What the claim after a finished task asks for: no claim, or one leased for `lease` with
@@ -323,6 +325,14 @@ impl<S: SqlStore> RuntimeStore for S {
             .fetch_all(&mut self.read().await?)
             .await?;
         Ok(rows.into_iter().map(AgentKey::from).collect())
+    }
+
+    async fn task_cancelled(&self, task: &TaskId) -> Result<bool> {
+        let found: Option<i32> = query_scalar(sql::TASK_CANCELLED)
+            .bind(task.as_str())
+            .fetch_optional(&mut self.read().await?)
+            .await?;
+        Ok(found.is_some())
     }
 }
 

@@ -116,3 +116,7 @@ pub(crate) fn agents_with_work(clock: Clock) -> String {
         clock.now
     )
 }
+
+/// A task a person cancelled (`$1` its id).
+pub(crate) const TASK_CANCELLED: &str =
+    "SELECT 1 FROM tasks WHERE id = $1 AND status = 'cancelled'";
