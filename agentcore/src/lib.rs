@@ -28,6 +28,7 @@ pub mod crypto;
 pub mod discord;
 pub mod domain;
 pub mod error;
+mod event_hub;
 pub mod mcp;
 pub mod models;
 pub mod scrub;
@@ -42,7 +43,8 @@ mod wakeups;
 pub mod workers;
 
 pub use crate::core::{
-    BillingConfig, Connected, Core, CoreConfig, DiscordConfig, InteractionEndpoint, OauthUrl,
+    BillingConfig, Connected, Core, CoreConfig, DiscordConfig, EventStream, InteractionEndpoint,
+    OauthUrl,
     OutboxConfig, Principal, RetentionConfig, RuntimeConfig, ScheduleConfig, Sent, Session,
     ToolsConfig, default_data_dir,
 };

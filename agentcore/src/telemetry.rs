@@ -155,6 +155,8 @@ pub struct RuntimeStats {
     pub tasks_failed: u64,
     /// Outcomes not written: the task, its agent or the lease was gone when the call ended.
     pub results_dropped: u64,
+    /// Runs stopped because a person cancelled their task.
+    pub tasks_cancelled: u64,
     /// Agents this node runs now.
     pub agents_running: u64,
 }
@@ -165,6 +167,7 @@ pub(crate) struct Counters {
     pub(crate) completed: AtomicU64,
     pub(crate) failed: AtomicU64,
     pub(crate) dropped: AtomicU64,
+    pub(crate) cancelled: AtomicU64,
     /// Per provider of the registry, in its order.
     pub(crate) models: Vec<(String, ProviderCalls)>,
     /// Per priced model, then `unpriced`: calls and micro-dollars.
@@ -188,6 +191,7 @@ impl Counters {
             completed: AtomicU64::default(),
             failed: AtomicU64::default(),
             dropped: AtomicU64::default(),
+            cancelled: AtomicU64::default(),
             models: providers.map(|name| (name.to_owned(), ProviderCalls::default())).collect(),
             skew: Skew::default(),
         }

@@ -163,6 +163,7 @@ pub async fn serve(
     let outbox = agentcore::OutboxWorker::start(&state.core);
     let runtime = agentcore::Runtime::start(&state.core);
     let header_timeout = state.http.config.request_timeout;
+    let core = state.core.clone();
     let app = router(state);
     let connections = hyper_util::server::graceful::GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
@@ -199,6 +200,8 @@ pub async fn serve(
     }
     runtime.stopper().stop();
     drop(listener);
+    // Event streams never end by themselves: they end here, so the drain below does not wait.
+    core.close_event_streams();
     connections.shutdown().await;
     runtime.shutdown().await;
     outbox.shutdown().await;

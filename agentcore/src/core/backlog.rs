@@ -4,6 +4,9 @@ use super::{Core, Principal};
 use crate::domain::activity::{Action, ActivityEntry, ActivityQuery, NewActivity};
 use crate::domain::agent::{AgentId, AgentStatus};
 use crate::domain::now;
+use crate::domain::runtime::cancel_post;
+use crate::domain::steps::StepKind;
+use crate::domain::user::UserId;
 use crate::domain::paging::{TaskPage, TasksPage};
 use crate::domain::task::{NewTask, Task, TaskId, TaskPatch, TaskStatus};
 use crate::error::{Conflict, Error, Result};
@@ -91,6 +94,7 @@ impl Core {
                 Ok(TaskChange {
                     write: TaskWrite::Update(Box::new(next)),
                     activity: vec![activity],
+                    post: None,
                 })
             })
             .await
@@ -113,7 +117,7 @@ impl Core {
                     id.as_str(),
                     format!("Task '{}' deleted.", current.title),
                 );
-                Ok(TaskChange { write: TaskWrite::Delete, activity: vec![activity] })
+                Ok(TaskChange { write: TaskWrite::Delete, activity: vec![activity], post: None })
             })
             .await?;
         Ok(())
@@ -145,10 +149,82 @@ impl Core {
                 Ok(TaskChange {
                     write: TaskWrite::Update(Box::new(next)),
                     activity: vec![activity],
+                    post: None,
                 })
             })
             .await?;
         self.wake_agent(&who.user_id, agent);
+        Ok(task)
+    }
+
+    /// Cancels a queued, waiting or running task, as the caller. A running one stops at once
+    /// on whichever node runs it: its model call in flight is dropped and no further tool
+    /// runs; what its tools did already stays done, and the activity entry and the post list
+    /// it. A finished task is `task_finished`; a cancelled one `task_already_cancelled`.
+    pub async fn cancel_task(&self, who: &Principal, agent: &AgentId, id: &TaskId) -> Result<Task> {
+        let by = self.me(who).await?.email;
+        self.cancel_task_as(&who.user_id, agent, id, &by).await
+    }
+
+    /// [`Core::cancel_task`], by `by` (an email, or `discord:<user>`).
+    pub(super) async fn cancel_task_as(
+        &self,
+        owner: &UserId,
+        agent: &AgentId,
+        id: &TaskId,
+        by: &str,
+    ) -> Result<Task> {
+        // The steps a run stored before the cancel: what it did stays done, and is listed.
+        let done: Vec<String> = self
+            .store()
+            .steps(owner, agent, id)
+            .await?
+            .into_iter()
+            .filter(|step| step.kind == StepKind::Tool && step.error.is_none())
+            .filter_map(|step| step.tool)
+            .collect();
+        let task = self
+            .store()
+            .update_task(owner, agent, id, &|current| {
+                match current.status {
+                    TaskStatus::Cancelled => {
+                        return Err(Error::conflict(
+                            Conflict::TaskAlreadyCancelled,
+                            format!("Task '{id}' was cancelled already."),
+                        ));
+                    }
+                    status if status.is_finished() => {
+                        return Err(Error::conflict(
+                            Conflict::TaskFinished,
+                            format!("Task '{id}' is {status}: there is nothing to cancel."),
+                        ));
+                    }
+                    _ => {}
+                }
+                let at = now();
+                let next = Task {
+                    status: TaskStatus::Cancelled,
+                    cancelled_by: Some(by.to_owned()),
+                    completed_at: Some(at),
+                    updated_at: at,
+                    ..current.clone()
+                };
+                let kept = if done.is_empty() {
+                    String::new()
+                } else {
+                    format!(" Already done, and kept: {}.", done.join(", "))
+                };
+                let details = format!("Task '{}' cancelled by {by}.{kept}", current.title);
+                let post = cancel_post(&current.title, &format!("Cancelled by {by}.{kept}"));
+                Ok(TaskChange {
+                    write: TaskWrite::Update(Box::new(next)),
+                    activity: vec![NewActivity::for_task(Action::TaskCancelled, id.as_str(), details)],
+                    post: Some(post),
+                })
+            })
+            .await?;
+        // The worker running it (here, or elsewhere through the store's notification) looks.
+        self.after_agent_change(owner, agent);
         Ok(task)
     }
 

@@ -51,6 +51,7 @@ impl Core {
             tasks_completed: counters.completed.load(Ordering::Relaxed),
             tasks_failed: counters.failed.load(Ordering::Relaxed),
             results_dropped: counters.dropped.load(Ordering::Relaxed),
+            tasks_cancelled: counters.cancelled.load(Ordering::Relaxed),
             agents_running: self.wakeups().running() as u64,
         }
     }

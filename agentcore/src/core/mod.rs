@@ -12,6 +12,7 @@ mod billing;
 mod budget;
 mod chat;
 pub(crate) mod clock;
+mod events;
 mod interactions;
 mod mcp;
 mod metrics;
@@ -47,6 +48,7 @@ use crate::wakeups::Wakeups;
 
 pub use accounts::Session;
 pub use chat::{Connected, OauthUrl, Sent};
+pub use events::EventStream;
 pub use interactions::InteractionEndpoint;
 
 pub use crate::settings::{OutboxConfig, RetentionConfig, RuntimeConfig, ScheduleConfig};
@@ -195,6 +197,12 @@ struct Inner {
     mcp: McpClients,
     /// Routes "this agent has work" to its worker, or to the runtime's dispatcher.
     wakeups: Wakeups,
+    /// The event streams open on this node, by owner.
+    events: Arc<crate::event_hub::EventHub>,
+    /// Set once the poll for other processes' events runs.
+    event_poll: std::sync::OnceLock<()>,
+    /// Stops that poll and its listener.
+    events_stop: tokio::sync::watch::Sender<bool>,
     counters: Counters,
     /// Users' token versions as this node last read them.
     token_versions: tokens::TokenVersions,
@@ -248,6 +256,9 @@ impl Core {
             http_fetch,
             mcp,
             wakeups: Wakeups::default(),
+            events: Arc::default(),
+            event_poll: std::sync::OnceLock::new(),
+            events_stop: tokio::sync::watch::channel(false).0,
             counters,
             token_versions: tokens::TokenVersions::default(),
             node_id: uuid::Uuid::new_v4().to_string(),
@@ -273,6 +284,7 @@ impl Core {
     /// Closes the MCP connections (stdio servers are stopped, each within a bound) and the
     /// database pool. Later calls fail.
     pub async fn close(&self) {
+        self.close_event_streams();
         self.inner.mcp.close().await;
         self.inner.store.close().await;
     }
@@ -311,8 +323,10 @@ impl Core {
     }
 
     /// The agent has work (a task, a start, a retry): its worker looks at once.
+    /// Its owner's event streams on this node look too (the change wrote events).
     pub(crate) fn wake_agent(&self, owner: &UserId, agent: &AgentId) {
         self.inner.wakeups.agent(&AgentKey::new(owner.as_str(), agent.as_str()));
+        self.ring_events(owner);
     }
 
     /// After a change to an agent: its posts go out, and its worker (if this node runs it)

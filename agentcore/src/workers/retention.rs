@@ -1,5 +1,5 @@
 //! The node's housekeeping, all of it, once an hour on every node (the outbox worker's loop
-//! runs it): delivered posts after a week, Stripe events and the records of schedules' fire
+//! runs it): events after a day (`EVENT_WINDOW`), delivered posts after a week, Stripe events and the records of schedules' fire
 //! times after 30 days, and, when the operator set `retention.finished_days`, finished tasks
 //! and activity older than that. Each kind goes a bounded batch at a time, so other writes
 //! interleave with a large prune.
@@ -7,6 +7,7 @@
 use chrono::Duration as Days;
 
 use crate::core::Core;
+use crate::domain::event::EVENT_WINDOW;
 use crate::domain::now;
 use crate::error::Result;
 use crate::store::Prunable;
@@ -30,6 +31,7 @@ pub(crate) async fn prune_all(core: &Core) {
     due.extend([
         (Prunable::DeliveredPosts, Days::days(KEEP_DELIVERED_DAYS)),
         (Prunable::BillingEvents, Days::days(KEEP_BILLING_EVENTS_DAYS)),
+        (Prunable::Events, Days::from_std(EVENT_WINDOW).unwrap_or(Days::days(1))),
     ]);
     for (what, keep) in due {
         match prune(core, what, keep).await {

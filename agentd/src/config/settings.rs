@@ -83,6 +83,7 @@ settings! {
     "quotas.queued_tasks_per_agent": CountOrZero => quotas.queued_tasks_per_agent;
     "quotas.queued_tasks_per_user": CountOrZero => quotas.queued_tasks_per_user;
     "quotas.mcp_servers_per_user": CountOrZero => quotas.mcp_servers_per_user;
+    "quotas.streams_per_user": CountOrZero => quotas.streams_per_user;
 }
 
 /// Puts `value` under a dotted `key`, creating the tables on the way.

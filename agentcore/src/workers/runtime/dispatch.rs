@@ -23,6 +23,8 @@ pub(super) async fn dispatch(node: Arc<Node>, mut stop: watch::Receiver<bool>) {
             Signal::Agent(agent) => wakeups.wakeups().agent(&agent),
             Signal::Claimable => wakeups.wakeups().claimable(),
             Signal::Revoked(user) => wakeups.token_versions().forget(&user),
+            // The event streams' own listener (`core/events.rs`) takes these.
+            Signal::Events(_) => {}
             Signal::Connected => {
                 wakeups.token_versions().set_listening(true);
                 wakeups.wakeups().claimable();

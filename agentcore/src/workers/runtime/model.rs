@@ -7,8 +7,10 @@ use super::{ATTEMPTS_PER_CALL, Node};
 use crate::core::RuntimeConfig;
 use crate::domain::backoff::exponential;
 use crate::domain::runtime::Outcome;
-use crate::domain::task::TaskId;
+use crate::domain::event::Retry;
+use crate::domain::user::UserId;
 use crate::models::{Completion, CompletionRequest, ModelError, ModelProvider};
+use crate::store::RunRef;
 
 /// What a model call came to: the answer, or the outcome that ends the task; and how many
 /// attempts it took.
@@ -23,8 +25,9 @@ pub(super) async fn call_model(
     provider: &dyn ModelProvider,
     label: &str,
     request: &CompletionRequest,
-    task: &TaskId,
+    run: RunRef<'_>,
 ) -> Called {
+    let task = run.task;
     let mut attempts = 0;
     loop {
         attempts += 1;
@@ -53,12 +56,31 @@ pub(super) async fn call_model(
                 tracing::warn!(%task, attempt = attempts, %reason, "model call failed; no retry left");
                 return failed(reason, false);
             }
-            Err(ModelError::Transient { reason, retry_after }) => {
+            Err(ModelError::Transient { reason, retry_after, status }) => {
                 let delay = retry_delay(&node.config, attempts, retry_after);
                 tracing::info!(%task, attempt = attempts, ?delay, %reason, "model call failed; retrying");
+                let retry = Retry {
+                    attempt: u32::try_from(attempts).unwrap_or(0),
+                    status,
+                    reason,
+                    next_attempt_at: crate::domain::now()
+                        + chrono::Duration::from_std(delay).unwrap_or_default(),
+                };
+                tell_retry(node, run, &retry).await;
                 tokio::time::sleep(delay).await;
             }
         }
+    }
+}
+
+/// Records the retry as the task's event (a stream shows why the task waits); a store that
+/// fails here costs the event only.
+async fn tell_retry(node: &Node, run: RunRef<'_>, retry: &Retry) {
+    let owner = UserId::from_trusted(run.agent.owner_id.clone());
+    let Ok(agent) = crate::domain::agent::AgentId::parse(&run.agent.agent_id) else { return };
+    match node.core.run_store().record_retry(&owner, &agent, run.task, retry).await {
+        Ok(()) => node.core.ring_events(&owner),
+        Err(error) => tracing::debug!(%error, task = %run.task, "cannot record a retry's event"),
     }
 }
 

@@ -19,6 +19,7 @@ use super::offer::offered;
 use super::tools::{self, McpTools, Work};
 use crate::domain::approval::needs_approval;
 use crate::domain::budget::StepCost;
+use crate::domain::event::{Event, StepStarted};
 use crate::domain::runtime::{AgentKey, ClaimedTask, Outcome};
 use crate::domain::steps::{Effect, LoopGuard, Step, StepCall, StepKind, Stop};
 use crate::domain::steps::{summary_request, system_prompt};
@@ -270,7 +271,10 @@ impl Run<'_> {
         let model = self.claimed.agent.model.as_deref();
         let Model { provider, kind, request } = &self.model;
         let reserved = super::spend::reserve(self.node, run, model, *kind, request).await?;
-        let called = call_model(self.node, &**provider, kind.label(), request, run.task).await;
+        let kind_of_step =
+            if request.tool_choice == ToolChoice::None { StepKind::Summary } else { StepKind::Model };
+        self.started(kind_of_step, None);
+        let called = call_model(self.node, &**provider, kind.label(), request, run).await;
         self.counts.retries += (called.attempts - 1).max(0);
         let answer = called.answer?;
         let cost = match reserved {
@@ -299,6 +303,7 @@ impl Run<'_> {
                 Gate::Lost => return Err(Halt::LeaseLost),
             }
         }
+        self.started(StepKind::Tool, Some(&call.name));
         let started = Instant::now();
         if let Some(server) = self.mcp.server_to_list_again(&call.name, &self.claimed.agent) {
             // The model is offered the new list from its next call on.
@@ -368,6 +373,14 @@ impl Run<'_> {
         Ok(Outcome::Stopped { reason: stop.to_string(), summary })
     }
 
+    /// Tells the owner's streams on this node that the next step began (live only: a stream
+    /// elsewhere sees the step when it is stored).
+    fn started(&self, kind: StepKind, tool: Option<&str>) {
+        let started = StepStarted { seq: self.next_seq(), kind, tool: tool.map(str::to_owned) };
+        let event = Event::step_started(&self.agent.agent_id, self.claimed.task.id.as_str(), started);
+        self.node.core.live_event(&UserId::from_trusted(self.agent.owner_id.clone()), event);
+    }
+
     /// The number of the next step to store.
     fn next_seq(&self) -> i32 {
         self.counts.seq + if self.asked.is_some() { 2 } else { 1 }
@@ -393,6 +406,7 @@ impl Run<'_> {
         match super::write_retrying(node, run.task, "store a step", record).await {
             Some(Some(stored)) => {
                 self.counts.seq = stored.seq;
+                node.core.ring_events(&UserId::from_trusted(self.agent.owner_id.clone()));
                 Ok(stored)
             }
             Some(None) => {

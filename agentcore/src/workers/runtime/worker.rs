@@ -7,6 +7,8 @@ use std::sync::atomic::Ordering;
 use super::Node;
 use super::run::Ran;
 use crate::domain::runtime::{AgentKey, Claim, ClaimedTask, Outcome};
+use crate::domain::task::TaskId;
+use crate::domain::user::UserId;
 use crate::store::NextClaim;
 use crate::sync::lock;
 use crate::wakeups::Worker;
@@ -14,6 +16,7 @@ use crate::wakeups::Worker;
 /// Runs one agent's tasks until it stops being this node's to run.
 pub(super) async fn work(node: Arc<Node>, agent: AgentKey, worker: Arc<Worker>) {
     let store = node.core.run_store();
+    let owner = UserId::from_trusted(agent.owner_id.clone());
     // The claim a finished task's transaction made already, if any.
     let mut held: Option<Claim> = None;
     loop {
@@ -33,6 +36,7 @@ pub(super) async fn work(node: Arc<Node>, agent: AgentKey, worker: Arc<Worker>) 
         };
         let wait = match claim {
             Ok(Claim::Task(claimed)) => {
+                node.core.ring_events(&owner);
                 // Boxed: a run's state (the model loop, its tools and calls) is kilobytes, and
                 // an idle worker, most of them most of the time, should not carry it.
                 held = Box::pin(run_task(&node, &agent, *claimed, &worker)).await;
@@ -73,7 +77,17 @@ async fn run_task(
     worker: &Worker,
 ) -> Option<Claim> {
     let task_id = claimed.task.id.clone();
-    let (outcome, calls, last) = match super::run::run_task(node, agent, &claimed).await {
+    let ran = tokio::select! {
+        ran = super::run::run_task(node, agent, &claimed) => ran,
+        () = cancelled(node, &task_id, worker) => {
+            // The run is dropped where it waits: its model call in flight, its tool call.
+            // The cancel wrote the task's end, its activity and post already.
+            tracing::info!(agent = %agent.agent_id, task = %task_id, "run stopped: the task was cancelled");
+            node.core.counters().cancelled.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
+    };
+    let (outcome, calls, last) = match ran {
         Ran::Finished(outcome, calls, last) => (outcome, calls, last),
         Ran::Parked => return None,
         Ran::Lost => {
@@ -113,8 +127,29 @@ async fn run_task(
         None => None,
     };
     node.core.wake_outbox();
+    node.core.ring_events(&UserId::from_trusted(agent.owner_id.clone()));
     next_claim
 }
+
+/// Returns once a person cancelled the task: looks when the agent's worker is woken (the
+/// cancel wakes it, on this node directly, on another through the store's notification) and
+/// every [`CANCEL_POLL`] besides (a cancel from another process on the same SQLite file).
+async fn cancelled(node: &Node, task: &TaskId, worker: &Worker) {
+    loop {
+        tokio::select! {
+            () = worker.wake.notified() => {}
+            () = tokio::time::sleep(CANCEL_POLL) => {}
+        }
+        match node.core.run_store().task_cancelled(task).await {
+            Ok(true) => return,
+            Ok(false) => {}
+            Err(error) => tracing::debug!(%error, %task, "cannot look whether a task was cancelled"),
+        }
+    }
+}
+
+/// How often a running task's worker looks for a cancel nobody told it of.
+const CANCEL_POLL: std::time::Duration = std::time::Duration::from_secs(1);
 
 #[cfg(test)]
 mod tests {

@@ -1,0 +1,273 @@
+//! Following an owner's events as they happen (`GET /api/events`): a stream reads what the
+//! database holds after the client's last event, then waits for the owner's bell
+//! (`crate::event_hub`) and reads again.
+
+use std::pin::Pin;
+use std::sync::{Arc, Weak};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::sync::{broadcast, mpsc};
+
+use super::{Core, Principal};
+use crate::domain::event::{Event, EventFilter, MOST_REPLAYED};
+use crate::domain::quota::Quota;
+use crate::domain::user::UserId;
+use crate::error::{Error, Result};
+use crate::event_hub::{EventHub, Refused, Subscription};
+use crate::store::{Backend, Signal, Store};
+
+/// Events read from the database at a time.
+const BATCH: i64 = 100;
+/// Events waiting for a slow client before its stream stops reading.
+const BUFFER: usize = 64;
+
+/// An open stream of events; ends when the service stops or the stream is dropped.
+#[derive(Debug)]
+pub struct EventStream {
+    events: mpsc::Receiver<Event>,
+}
+
+impl futures_util::Stream for EventStream {
+    type Item = Event;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Event>> {
+        self.events.poll_recv(cx)
+    }
+}
+
+impl Core {
+    /// Follows the owner's events that `filter` admits: those after `last_event_id` first
+    /// (when the client had one), then each as it happens. A client whose last event is no
+    /// longer kept, or more than 1,000 behind, gets one `resync` first. At most
+    /// `quotas.streams_per_user` streams of one user are open on this node.
+    pub async fn events(
+        &self,
+        who: &Principal,
+        filter: EventFilter,
+        last_event_id: Option<i64>,
+    ) -> Result<EventStream> {
+        let owner = &who.user_id;
+        match (&filter.agent, &filter.task) {
+            (Some(agent), Some(task)) => drop(self.store().task(owner, agent, task).await?),
+            (Some(agent), None) => drop(self.store().agent(owner, agent).await?),
+            _ => {}
+        }
+        let limit = self.quotas().streams_per_user;
+        let subscription = match self.inner.events.subscribe(owner, limit) {
+            Ok(subscription) => subscription,
+            Err(Refused::Closed) => {
+                return Err(Error::Storage {
+                    fault: crate::error::StorageFault::Unavailable,
+                    cause: "the server is stopping".into(),
+                });
+            }
+            Err(Refused::Full(_)) => {
+                return Err(Error::QuotaExceeded {
+                    quota: Quota::StreamsPerUser,
+                    limit: u64::from(limit),
+                });
+            }
+        };
+        self.start_event_poll();
+        let bounds = self.store().event_bounds(owner).await?;
+        let (cursor, resync) = match last_event_id {
+            None => (bounds.latest, false),
+            Some(last) => {
+                let missed_pruned = last < bounds.latest && bounds.oldest.is_none_or(|o| o > last + 1);
+                let too_far = bounds.latest - last > MOST_REPLAYED;
+                if last > bounds.latest || missed_pruned || too_far {
+                    (bounds.latest, true)
+                } else {
+                    (last.max(0), false)
+                }
+            }
+        };
+        let (sender, events) = mpsc::channel(BUFFER);
+        if resync {
+            let _ = sender.try_send(Event::resync(bounds.latest));
+        }
+        let follower = Follower {
+            store: Arc::clone(&self.inner.store),
+            owner: owner.clone(),
+            filter,
+            cursor,
+            subscription,
+            sender,
+        };
+        tokio::spawn(follower.run());
+        Ok(EventStream { events })
+    }
+
+    /// The owner's events may have grown (this node wrote some): its streams here look.
+    pub(crate) fn ring_events(&self, owner: &UserId) {
+        self.inner.events.ring(owner);
+    }
+
+    /// Tells the owner's streams on this node of a live-only event.
+    pub(crate) fn live_event(&self, owner: &UserId, event: Event) {
+        self.inner.events.live(owner, event);
+    }
+
+    /// Ends every stream on this node and refuses new ones: the server is stopping.
+    pub fn close_event_streams(&self) {
+        self.inner.events.close();
+        self.inner.events_stop.send_replace(true);
+    }
+
+    /// Event streams open on this node.
+    pub fn open_event_streams(&self) -> usize {
+        self.inner.events.open()
+    }
+
+    /// Starts, once per node, what rings the bells of followed owners for events written
+    /// elsewhere: on PostgreSQL a listener for `events:<owner>` notifications (any node's
+    /// commits) with a slow poll under it, on SQLite a poll of the owners' latest event ids
+    /// every 250 ms (other processes on the same file). Both end with
+    /// [`Core::close_event_streams`].
+    fn start_event_poll(&self) {
+        if self.inner.event_poll.set(()).is_err() {
+            return;
+        }
+        let every = match self.backend() {
+            Backend::Sqlite => Duration::from_millis(250),
+            Backend::Postgres => Duration::from_secs(5),
+        };
+        let stop = self.inner.events_stop.subscribe();
+        let weak = Arc::downgrade(&self.inner.events);
+        let _listener = self.listen(
+            Arc::new(move |signal| {
+                let Some(hub) = weak.upgrade() else { return };
+                match signal {
+                    Signal::Events(owner) => hub.ring(&owner),
+                    // What was published while the listener was away is lost: everyone looks.
+                    Signal::Connected => hub.ring_all(),
+                    _ => {}
+                }
+            }),
+            stop.clone(),
+        );
+        let hub = Arc::downgrade(&self.inner.events);
+        let store = Arc::downgrade(&self.inner.store);
+        tokio::spawn(poll(hub, store, every, stop));
+    }
+}
+
+/// One stream's reader.
+struct Follower {
+    store: Arc<dyn Store>,
+    owner: UserId,
+    filter: EventFilter,
+    /// The last event id read (of any of the owner's events, sent or filtered out).
+    cursor: i64,
+    subscription: Subscription,
+    sender: mpsc::Sender<Event>,
+}
+
+impl Follower {
+    async fn run(mut self) {
+        loop {
+            self.subscription.bell.borrow_and_update();
+            // A live event was told before what it announces was stored (a step starts before
+            // it is written): those waiting go first, so a client never sees one after its end.
+            if !self.send_live().await {
+                return;
+            }
+            match self.catch_up().await {
+                Ok(true) => {}
+                Ok(false) => return,
+                Err(error) => {
+                    tracing::debug!(%error, "cannot read events; trying again at the next bell");
+                }
+            }
+            loop {
+                tokio::select! {
+                    rung = self.subscription.bell.changed() => {
+                        if rung.is_err() {
+                            return;
+                        }
+                        break;
+                    }
+                    live = self.subscription.live.recv() => match live {
+                        Ok(event) if self.filter.admits(&event) => {
+                            if self.sender.send(Event::clone(&event)).await.is_err() {
+                                return;
+                            }
+                        }
+                        Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                        Err(broadcast::error::RecvError::Closed) => return,
+                    },
+                    () = self.sender.closed() => return,
+                }
+            }
+        }
+    }
+
+    /// Sends the live events waiting; false once the client is gone.
+    async fn send_live(&mut self) -> bool {
+        loop {
+            match self.subscription.live.try_recv() {
+                Ok(event) if self.filter.admits(&event) => {
+                    if self.sender.send(Event::clone(&event)).await.is_err() {
+                        return false;
+                    }
+                }
+                Ok(_) | Err(broadcast::error::TryRecvError::Lagged(_)) => {}
+                Err(_) => return true,
+            }
+        }
+    }
+
+    /// Sends every event after the cursor; false once the client is gone.
+    async fn catch_up(&mut self) -> Result<bool> {
+        loop {
+            // Every event up to `latest` has committed, so the read below sees all of them:
+            // past the last one it returns, the cursor may skip to `latest`.
+            let owner = std::slice::from_ref(&self.owner);
+            let latest = self.store.latest_events(owner).await?.first().map_or(0, |(_, seq)| *seq);
+            let batch = self.store.events_after(&self.owner, self.cursor, &self.filter, BATCH).await?;
+            let full = i64::try_from(batch.len()).unwrap_or(i64::MAX) >= BATCH;
+            for event in batch {
+                if let Some(id) = event.id {
+                    self.cursor = self.cursor.max(id);
+                }
+                if self.sender.send(event).await.is_err() {
+                    return Ok(false);
+                }
+            }
+            if !full {
+                self.cursor = self.cursor.max(latest);
+                return Ok(true);
+            }
+        }
+    }
+}
+
+/// Every `every`, reads the latest event id of each followed owner and rings those that moved.
+async fn poll(
+    hub: Weak<EventHub>,
+    store: Weak<dyn Store>,
+    every: Duration,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    while !*stop.borrow() {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stop.changed() => return,
+        }
+        let (Some(hub), Some(store)) = (hub.upgrade(), store.upgrade()) else { return };
+        let owners = hub.followed();
+        for chunk in owners.chunks(100) {
+            match store.latest_events(chunk).await {
+                Ok(latest) => {
+                    for (owner, seq) in latest {
+                        hub.polled(&owner, seq);
+                    }
+                }
+                Err(error) => tracing::debug!(%error, "cannot poll for events"),
+            }
+        }
+    }
+}
