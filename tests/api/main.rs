@@ -24,6 +24,7 @@ mod billing;
 mod chat;
 mod cli;
 mod dashboard;
+mod events;
 mod faults;
 mod interactions;
 mod limits;

@@ -127,6 +127,18 @@ pub(super) async fn retry(
     Ok(Reply(state.core.retry_task(&who, &agent_id(&agent)?, &task_id(&task)?).await?))
 }
 
+#[utoipa::path(post, path = "/api/agents/{id}/backlog/{task_id}/cancel", operation_id = "cancel_task", tag = "backlog", security(("bearer" = [])),
+    params(("id" = String, Path, example = "alpha", description = "The agent's id."), ("task_id" = String, Path, description = "The task's id.")),
+    responses((status = 200, description = "The task, `cancelled` (with `cancelled_by`). A running one stops at once, wherever it runs; what its tools did already stays done.", body = Task),
+        (status = 409, description = "`task_finished`: the task is complete or failed; `task_already_cancelled`: it was cancelled already.", body = crate::error::ErrorBody)))]
+pub(super) async fn cancel(
+    State(state): State<AppState>,
+    Caller(who): Caller,
+    Path((agent, task)): Path<(String, String)>,
+) -> Result<Reply<Task>, ApiError> {
+    Ok(Reply(state.core.cancel_task(&who, &agent_id(&agent)?, &task_id(&task)?).await?))
+}
+
 #[utoipa::path(post, path = "/api/agents/{id}/backlog/{task_id}/approve", operation_id = "approve_task", tag = "backlog", security(("bearer" = [])),
     params(("id" = String, Path, example = "alpha", description = "The agent's id."), ("task_id" = String, Path, description = "The task's id.")),
     responses((status = 200, description = "The call the task waited on is approved; the task is queued and runs it.", body = ApprovalDecided)))]

@@ -9,6 +9,7 @@ mod backlog;
 mod billing;
 mod budget;
 mod chat;
+pub(crate) mod events;
 mod interactions;
 mod mcp;
 mod onboarding;
@@ -46,6 +47,9 @@ pub(crate) fn api() -> OpenApiRouter<AppState> {
         .routes(routes!(backlog::list, backlog::add))
         .routes(routes!(backlog::show, backlog::update, backlog::delete))
         .routes(routes!(backlog::retry))
+        .routes(routes!(backlog::cancel))
+        .routes(routes!(events::all))
+        .routes(routes!(events::agent))
         .routes(routes!(backlog::approve))
         .routes(routes!(backlog::deny))
         .routes(routes!(schedules::list, schedules::add))

@@ -1,0 +1,94 @@
+//! `/api/events` and `/api/agents/{id}/events`: a user's events as Server-Sent Events.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::sse::{self, KeepAlive, Sse};
+use futures_util::{Stream, StreamExt as _};
+use serde::Deserialize;
+
+use agentcore::domain::event::{Event, EventFilter};
+use agentcore::{EventStream, Principal};
+
+use crate::AppState;
+use crate::error::ApiError;
+use crate::extract::{Caller, Params, Path, agent_id, task_id};
+
+/// How often a comment line keeps an idle stream open through proxies.
+pub(crate) const HEARTBEAT: Duration = Duration::from_secs(15);
+
+/// The query of both routes.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct EventsQuery {
+    /// Only this task's events.
+    task: Option<String>,
+    /// Only this agent's events (`/api/events` only; the other route names it in its path).
+    agent: Option<String>,
+    /// The last event id the client saw, for a client that cannot send `Last-Event-ID`.
+    last_event_id: Option<i64>,
+}
+
+#[utoipa::path(get, path = "/api/events", operation_id = "events", tag = "events", security(("bearer" = [])),
+    params(EventsQuery, ("Last-Event-ID" = Option<i64>, Header, description = "The last event id the client saw: the events after it come first.")),
+    responses((status = 200, description = "The caller's events as Server-Sent Events: each message's `event` is the type, `id` the event's id (none for live-only events), `data` the event as JSON. A comment line every 15 s keeps it open.", content_type = "text/event-stream", body = Event),
+        (status = 429, description = "`quota_exceeded`: the user has `streams_per_user` streams open on this server.", body = crate::error::ErrorBody)))]
+pub(super) async fn all(
+    State(state): State<AppState>,
+    Caller(who): Caller,
+    headers: HeaderMap,
+    Params(query): Params<EventsQuery>,
+) -> Result<Sse<impl Stream<Item = Result<sse::Event, Infallible>>>, ApiError> {
+    let agent = query.agent.as_deref().map(agent_id).transpose()?;
+    follow(&state, &who, agent, &headers, query).await
+}
+
+#[utoipa::path(get, path = "/api/agents/{id}/events", operation_id = "agent_events", tag = "events", security(("bearer" = [])),
+    params(("id" = String, Path, example = "alpha", description = "The agent's id."), EventsQuery,
+        ("Last-Event-ID" = Option<i64>, Header, description = "The last event id the client saw: the events after it come first.")),
+    responses((status = 200, description = "The agent's events as Server-Sent Events (see `GET /api/events`).", content_type = "text/event-stream", body = Event),
+        (status = 429, description = "`quota_exceeded`: the user has `streams_per_user` streams open on this server.", body = crate::error::ErrorBody)))]
+pub(super) async fn agent(
+    State(state): State<AppState>,
+    Caller(who): Caller,
+    Path(agent): Path<String>,
+    headers: HeaderMap,
+    Params(query): Params<EventsQuery>,
+) -> Result<Sse<impl Stream<Item = Result<sse::Event, Infallible>>>, ApiError> {
+    let agent = agent_id(&agent)?;
+    follow(&state, &who, Some(agent), &headers, query).await
+}
+
+/// Opens the stream for `who` (the dashboard's pages use it with the session's caller).
+pub(crate) async fn follow(
+    state: &AppState,
+    who: &Principal,
+    agent: Option<agentcore::domain::agent::AgentId>,
+    headers: &HeaderMap,
+    query: EventsQuery,
+) -> Result<Sse<impl Stream<Item = Result<sse::Event, Infallible>> + use<>>, ApiError> {
+    let task = query.task.as_deref().map(task_id).transpose()?;
+    // A header that is not a number is a client's own id scheme: it starts afresh.
+    let last = headers
+        .get("last-event-id")
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.trim().parse::<i64>().ok())
+        .or(query.last_event_id);
+    let stream = state.core.events(who, EventFilter { agent, task }, last).await?;
+    Ok(to_sse(stream))
+}
+
+/// Each event as one SSE message, with a heartbeat.
+fn to_sse(stream: EventStream) -> Sse<impl Stream<Item = Result<sse::Event, Infallible>>> {
+    let messages = stream.map(|event| {
+        let mut message = sse::Event::default().event(event.kind.as_str());
+        if let Some(id) = event.id {
+            message = message.id(id.to_string());
+        }
+        let data = serde_json::to_string(&event).unwrap_or_else(|_| "{}".to_owned());
+        Ok(message.data(data))
+    });
+    Sse::new(messages).keep_alive(KeepAlive::new().interval(HEARTBEAT).text("keep-alive"))
+}
