@@ -75,15 +75,15 @@ CREATE INDEX events_by_age ON events (created_at);
 CREATE FUNCTION record_event(p_owner TEXT, p_agent TEXT, p_task TEXT, p_kind TEXT, p_ref BIGINT,
                              p_data TEXT, p_at TIMESTAMPTZ) RETURNS BIGINT LANGUAGE plpgsql AS $$
 DECLARE
-    next BIGINT;
+    numbered BIGINT;
 BEGIN
     INSERT INTO event_seqs AS s (owner_id, seq) VALUES (p_owner, 1)
         ON CONFLICT (owner_id) DO UPDATE SET seq = s.seq + 1
-        RETURNING s.seq INTO next;
+        RETURNING s.seq INTO numbered;
     INSERT INTO events (owner_id, seq, agent_id, task_id, kind, ref, data, created_at)
-        VALUES (p_owner, next, p_agent, p_task, p_kind, p_ref, p_data, p_at);
+        VALUES (p_owner, numbered, p_agent, p_task, p_kind, p_ref, p_data, p_at);
     PERFORM pg_notify('agentd_wake', 'events:' || p_owner);
-    RETURN next;
+    RETURN numbered;
 END
 $$;
 
