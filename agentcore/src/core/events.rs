@@ -94,6 +94,7 @@ impl Core {
             cursor,
             subscription,
             sender,
+            held: Vec::new(),
         };
         tokio::spawn(follower.run());
         Ok(EventStream { events })
@@ -162,17 +163,21 @@ struct Follower {
     cursor: i64,
     subscription: Subscription,
     sender: mpsc::Sender<Event>,
+    /// Live events waiting for the stored ones read with them (see [`Follower::run`]).
+    held: Vec<Event>,
 }
 
 impl Follower {
+    /// Sends what is stored after the cursor, then waits for the bell or a live event, and
+    /// again. Live events are told before what they announce is stored (a step starts before
+    /// it is written) and reach the stream on their own channel, so each wake-up merges:
+    /// the live events waiting are held, the stored events read, a held `step.started` sent
+    /// just before its own step's `step.finished`, and the rest after the stored events (which
+    /// committed before them: a step starts after its task's `task.started`).
     async fn run(mut self) {
         loop {
             self.subscription.bell.borrow_and_update();
-            // A live event was told before what it announces was stored (a step starts before
-            // it is written): those waiting go first, so a client never sees one after its end.
-            if !self.send_live().await {
-                return;
-            }
+            self.hold_live();
             match self.catch_up().await {
                 Ok(true) => {}
                 Ok(false) => return,
@@ -180,42 +185,52 @@ impl Follower {
                     tracing::debug!(%error, "cannot read events; trying again at the next bell");
                 }
             }
-            loop {
-                tokio::select! {
-                    rung = self.subscription.bell.changed() => {
-                        if rung.is_err() {
-                            return;
-                        }
-                        break;
-                    }
-                    live = self.subscription.live.recv() => match live {
-                        Ok(event) if self.filter.admits(&event) => {
-                            if self.sender.send(Event::clone(&event)).await.is_err() {
-                                return;
-                            }
-                        }
-                        Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
-                        Err(broadcast::error::RecvError::Closed) => return,
-                    },
-                    () = self.sender.closed() => return,
+            for event in std::mem::take(&mut self.held) {
+                if self.sender.send(event).await.is_err() {
+                    return;
                 }
+            }
+            tokio::select! {
+                rung = self.subscription.bell.changed() => {
+                    if rung.is_err() {
+                        return;
+                    }
+                }
+                live = self.subscription.live.recv() => match live {
+                    Ok(event) => self.hold(&event),
+                    Err(broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(broadcast::error::RecvError::Closed) => return,
+                },
+                () = self.sender.closed() => return,
             }
         }
     }
 
-    /// Sends the live events waiting; false once the client is gone.
-    async fn send_live(&mut self) -> bool {
+    /// Holds the live events waiting on the channel.
+    fn hold_live(&mut self) {
         loop {
             match self.subscription.live.try_recv() {
-                Ok(event) if self.filter.admits(&event) => {
-                    if self.sender.send(Event::clone(&event)).await.is_err() {
-                        return false;
-                    }
-                }
-                Ok(_) | Err(broadcast::error::TryRecvError::Lagged(_)) => {}
-                Err(_) => return true,
+                Ok(event) => self.hold(&event),
+                Err(broadcast::error::TryRecvError::Lagged(_)) => {}
+                Err(_) => return,
             }
         }
+    }
+
+    fn hold(&mut self, event: &Event) {
+        if self.filter.admits(event) {
+            self.held.push(Event::clone(event));
+        }
+    }
+
+    /// The held `step.started` of `finished`'s step, if any.
+    fn start_of(&mut self, finished: &Event) -> Option<Event> {
+        let step = finished.step.as_ref()?;
+        let index = self.held.iter().position(|held| {
+            held.task_id == finished.task_id
+                && held.started.as_ref().is_some_and(|started| started.seq == step.seq)
+        })?;
+        Some(self.held.remove(index))
     }
 
     /// Sends every event after the cursor; false once the client is gone.
@@ -230,6 +245,11 @@ impl Follower {
             for event in batch {
                 if let Some(id) = event.id {
                     self.cursor = self.cursor.max(id);
+                }
+                if let Some(start) = self.start_of(&event)
+                    && self.sender.send(start).await.is_err()
+                {
+                    return Ok(false);
                 }
                 if self.sender.send(event).await.is_err() {
                     return Ok(false);
