@@ -39,7 +39,8 @@ async fn creating_an_agent_answers_201_with_every_field(app: TestApp) {
     assert_eq!(agent["model"], "openai:gpt-4o-mini");
     assert_eq!(
         agent["backlog_summary"],
-        json!({"queued": 0, "in_progress": 0, "awaiting_approval": 0, "complete": 0, "failed": 0})
+        json!({"queued": 0, "in_progress": 0, "awaiting_approval": 0, "complete": 0, "failed": 0,
+            "cancelled": 0})
     );
     let created = agent["created_at"].as_str().unwrap();
     assert!(
@@ -174,7 +175,7 @@ async fn backlog_summary_counts_tasks_in_each_state(app: TestApp) {
     app.create_agent(&user, "counter").await;
     app.create_agent(&user, "empty").await;
     let mut ids = Vec::new();
-    for i in 0..7 {
+    for i in 0..8 {
         ids.push(
             app.add_task(&user, "counter", &format!("task {i}"), 0).await["id"]
                 .as_str()
@@ -187,14 +188,16 @@ async fn backlog_summary_counts_tasks_in_each_state(app: TestApp) {
     app.force_task_status(&ids[2], "complete").await;
     app.force_task_status(&ids[3], "failed").await;
     app.force_task_status(&ids[4], "awaiting_approval").await;
+    app.force_task_status(&ids[7], "cancelled").await;
 
-    let expected =
-        json!({"queued": 2, "in_progress": 1, "awaiting_approval": 1, "complete": 2, "failed": 1});
+    let expected = json!({"queued": 2, "in_progress": 1, "awaiting_approval": 1, "complete": 2,
+        "failed": 1, "cancelled": 1});
     let list = app.get("/api/agents", &user).await;
     assert_eq!(list.body["agents"][0]["backlog_summary"], expected);
     assert_eq!(
         list.body["agents"][1]["backlog_summary"],
-        json!({"queued": 0, "in_progress": 0, "awaiting_approval": 0, "complete": 0, "failed": 0})
+        json!({"queued": 0, "in_progress": 0, "awaiting_approval": 0, "complete": 0, "failed": 0,
+            "cancelled": 0})
     );
     assert_eq!(app.get("/api/agents/counter", &user).await.body["backlog_summary"], expected);
 }

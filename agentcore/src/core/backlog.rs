@@ -30,6 +30,8 @@ impl Core {
         let added = self.store().insert_task(&who.user_id, &task, &activity).await?;
         if added.agent_status == AgentStatus::Active {
             self.wake_agent(&who.user_id, agent);
+        } else {
+            self.ring_events(&who.user_id);
         }
         Ok(Task { created_at: added.created_at, updated_at: added.created_at, ..task })
     }
@@ -98,6 +100,7 @@ impl Core {
                 })
             })
             .await
+            .inspect(|_| self.ring_events(&who.user_id))
     }
 
     /// Removes a task that is not in progress.
@@ -120,6 +123,7 @@ impl Core {
                 Ok(TaskChange { write: TaskWrite::Delete, activity: vec![activity], post: None })
             })
             .await?;
+        self.ring_events(&who.user_id);
         Ok(())
     }
 

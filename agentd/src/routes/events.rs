@@ -19,16 +19,26 @@ use crate::extract::{Caller, Params, Path, agent_id, task_id};
 /// How often a comment line keeps an idle stream open through proxies.
 pub(crate) const HEARTBEAT: Duration = Duration::from_secs(15);
 
-/// The query of both routes.
+/// The query of `GET /api/events`.
 #[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub(crate) struct EventsQuery {
+    /// Only this agent's events.
+    agent: Option<String>,
     /// Only this task's events.
     task: Option<String>,
-    /// Only this agent's events (`/api/events` only; the other route names it in its path).
-    agent: Option<String>,
     /// The last event id the client saw, for a client that cannot send `Last-Event-ID`.
     last_event_id: Option<i64>,
+}
+
+/// The query of `GET /api/agents/{id}/events`.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct AgentEventsQuery {
+    /// Only this task's events.
+    pub(crate) task: Option<String>,
+    /// The last event id the client saw, for a client that cannot send `Last-Event-ID`.
+    pub(crate) last_event_id: Option<i64>,
 }
 
 #[utoipa::path(get, path = "/api/events", operation_id = "events", tag = "events", security(("bearer" = [])),
@@ -42,11 +52,12 @@ pub(super) async fn all(
     Params(query): Params<EventsQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<sse::Event, Infallible>>>, ApiError> {
     let agent = query.agent.as_deref().map(agent_id).transpose()?;
+    let query = AgentEventsQuery { task: query.task, last_event_id: query.last_event_id };
     follow(&state, &who, agent, &headers, query).await
 }
 
 #[utoipa::path(get, path = "/api/agents/{id}/events", operation_id = "agent_events", tag = "events", security(("bearer" = [])),
-    params(("id" = String, Path, example = "alpha", description = "The agent's id."), EventsQuery,
+    params(("id" = String, Path, example = "alpha", description = "The agent's id."), AgentEventsQuery,
         ("Last-Event-ID" = Option<i64>, Header, description = "The last event id the client saw: the events after it come first.")),
     responses((status = 200, description = "The agent's events as Server-Sent Events (see `GET /api/events`).", content_type = "text/event-stream", body = Event),
         (status = 429, description = "`quota_exceeded`: the user has `streams_per_user` streams open on this server.", body = crate::error::ErrorBody)))]
@@ -55,7 +66,7 @@ pub(super) async fn agent(
     Caller(who): Caller,
     Path(agent): Path<String>,
     headers: HeaderMap,
-    Params(query): Params<EventsQuery>,
+    Params(query): Params<AgentEventsQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<sse::Event, Infallible>>>, ApiError> {
     let agent = agent_id(&agent)?;
     follow(&state, &who, Some(agent), &headers, query).await
@@ -67,7 +78,7 @@ pub(crate) async fn follow(
     who: &Principal,
     agent: Option<agentcore::domain::agent::AgentId>,
     headers: &HeaderMap,
-    query: EventsQuery,
+    query: AgentEventsQuery,
 ) -> Result<Sse<impl Stream<Item = Result<sse::Event, Infallible>> + use<>>, ApiError> {
     let task = query.task.as_deref().map(task_id).transpose()?;
     // A header that is not a number is a client's own id scheme: it starts afresh.
