@@ -44,9 +44,8 @@ pub mod workers;
 
 pub use crate::core::{
     BillingConfig, Connected, Core, CoreConfig, DiscordConfig, EventStream, InteractionEndpoint,
-    OauthUrl,
-    OutboxConfig, Principal, RetentionConfig, RuntimeConfig, ScheduleConfig, Sent, Session,
-    ToolsConfig, default_data_dir,
+    OauthUrl, OutboxConfig, Principal, RetentionConfig, RuntimeConfig, ScheduleConfig, Sent,
+    Session, ToolsConfig, default_data_dir,
 };
 pub use error::{Conflict, Error, Refusal, Resource, Result, StorageFault, ValidationErrors};
 pub use telemetry::RuntimeStats;

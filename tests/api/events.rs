@@ -122,9 +122,7 @@ async fn a_stream_sees_every_step_of_a_three_call_tool_run_in_order_once(app: Te
     assert_eq!(completed.data["id"], completed.id.unwrap());
 }
 
-async fn a_client_that_reconnects_with_its_last_event_id_gets_exactly_what_it_missed(
-    app: TestApp,
-) {
+async fn a_client_that_reconnects_with_its_last_event_id_gets_exactly_what_it_missed(app: TestApp) {
     let user = agent(&app, "reconnect@example.com", "slowpoke", &["memory"]).await;
     app.options.models.set_latency_for("slowpoke", Duration::from_millis(300));
     app.options.models.script_for(
@@ -174,11 +172,18 @@ async fn a_retried_model_call_shows_its_retries_on_the_stream(app: TestApp) {
     let retries: Vec<&Value> =
         seen.iter().filter(|m| m.event == "task.retrying").map(|m| &m.data["retry"]).collect();
     assert_eq!(retries.len(), 2, "{seen:?}");
-    assert_eq!((retries[0]["attempt"].as_i64(), retries[0]["status"].as_i64()), (Some(1), Some(500)));
-    assert_eq!((retries[1]["attempt"].as_i64(), retries[1]["status"].as_i64()), (Some(2), Some(429)));
+    assert_eq!(
+        (retries[0]["attempt"].as_i64(), retries[0]["status"].as_i64()),
+        (Some(1), Some(500))
+    );
+    assert_eq!(
+        (retries[1]["attempt"].as_i64(), retries[1]["status"].as_i64()),
+        (Some(2), Some(429))
+    );
     assert!(retries[1]["reason"].as_str().unwrap().contains("429"), "{:?}", retries[1]);
     let at = |m: &Value| chrono::DateTime::parse_from_rfc3339(m.as_str().unwrap()).unwrap();
-    let retrying = seen.iter().find(|m| m.event == "task.retrying" && m.data["retry"]["attempt"] == 2);
+    let retrying =
+        seen.iter().find(|m| m.event == "task.retrying" && m.data["retry"]["attempt"] == 2);
     let retrying = retrying.unwrap();
     let wait = at(&retrying.data["retry"]["next_attempt_at"]) - at(&retrying.data["at"]);
     assert!(wait >= chrono::Duration::milliseconds(900), "Retry-After: 1 is the next try: {wait}");
@@ -202,8 +207,13 @@ async fn cancel_drops_the_model_call_in_flight_and_keeps_what_the_tools_did(app:
     let queued = app.add_task(&user, "worker", "Never mind this one", -1).await;
     let queued = queued["id"].as_str().unwrap().to_owned();
     start(&app, &user, "worker").await;
-    events.until(WAIT, "the tool step", |m| m.event == "step.finished" && m.data["step"]["kind"] == "tool").await;
-    let calls_of = || app.options.models.calls().into_iter().filter(|c| c.body["model"] == "worker").count();
+    events
+        .until(WAIT, "the tool step", |m| {
+            m.event == "step.finished" && m.data["step"]["kind"] == "tool"
+        })
+        .await;
+    let calls_of =
+        || app.options.models.calls().into_iter().filter(|c| c.body["model"] == "worker").count();
     eventually(WAIT, "the second model call is in flight", || async { calls_of() == 2 }).await;
 
     let cancel = |task: &str| {
@@ -265,7 +275,8 @@ async fn a_stream_on_another_node_follows_the_run_and_a_cancel_there_stops_it(ap
         [Script::Answer("First done.".into()), Script::Hang(Duration::from_secs(120))],
     );
     let other = agentcore::Core::open(app.options.core_config(&app.db)).await.unwrap();
-    let state = agentd::AppState::configured(other.clone(), app.options.http.clone(), app.options.limits);
+    let state =
+        agentd::AppState::configured(other.clone(), app.options.http.clone(), app.options.limits);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = format!("http://{}", listener.local_addr().unwrap());
     let service = agentd::router(state).into_make_service_with_connect_info::<SocketAddr>();
@@ -280,8 +291,13 @@ async fn a_stream_on_another_node_follows_the_run_and_a_cancel_there_stops_it(ap
     let seen = events.until(WAIT, "the first task's end", ends(&first)).await;
     assert!(seen.iter().any(|m| m.event == "step.finished"), "the run's step, written there");
     assert_eq!(seen.last().unwrap().event, "task.completed");
-    events.until(WAIT, "the slow task's start", |m| m.event == "task.started" && m.data["task_id"] == slow).await;
-    let calls = || app.options.models.calls().into_iter().filter(|c| c.body["model"] == "remote").count();
+    events
+        .until(WAIT, "the slow task's start", |m| {
+            m.event == "task.started" && m.data["task_id"] == slow
+        })
+        .await;
+    let calls =
+        || app.options.models.calls().into_iter().filter(|c| c.body["model"] == "remote").count();
     eventually(WAIT, "the slow call is in flight", || async { calls() == 2 }).await;
 
     let client = reqwest::Client::new();

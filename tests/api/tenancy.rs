@@ -75,7 +75,10 @@ fn against_a(
         // Refused before a stream opens; B's own stream never shows A's events
         // (events::streams_are_bounded_per_user_and_show_only_the_users_own_events).
         ("GET", "/api/agents/{id}/events") => {
-            vec![(format!("{agent}/events"), None), (format!("/api/agents/beta/events?task={task}"), None)]
+            vec![
+                (format!("{agent}/events"), None),
+                (format!("/api/agents/beta/events?task={task}"), None),
+            ]
         }
         ("GET", "/api/agents/{id}/backlog/{task_id}/steps") => {
             vec![(format!("{a_task}/steps"), None), (format!("{via_b}/steps"), None)]

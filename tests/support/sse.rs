@@ -24,7 +24,12 @@ pub struct Sse {
 impl Sse {
     /// Opens `path` on `address` with `token`, sending `Last-Event-ID` when given; panics unless
     /// the answer is 200 `text/event-stream`.
-    pub async fn connect(address: &str, path: &str, token: &str, last_event_id: Option<i64>) -> Sse {
+    pub async fn connect(
+        address: &str,
+        path: &str,
+        token: &str,
+        last_event_id: Option<i64>,
+    ) -> Sse {
         let response = Self::open(address, path, token, last_event_id).await;
         let status = response.status();
         assert_eq!(status, 200, "{path}: {}", response.text().await.unwrap_or_default());

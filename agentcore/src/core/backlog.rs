@@ -4,11 +4,11 @@ use super::{Core, Principal};
 use crate::domain::activity::{Action, ActivityEntry, ActivityQuery, NewActivity};
 use crate::domain::agent::{AgentId, AgentStatus};
 use crate::domain::now;
+use crate::domain::paging::{TaskPage, TasksPage};
 use crate::domain::runtime::cancel_post;
 use crate::domain::steps::StepKind;
-use crate::domain::user::UserId;
-use crate::domain::paging::{TaskPage, TasksPage};
 use crate::domain::task::{NewTask, Task, TaskId, TaskPatch, TaskStatus};
+use crate::domain::user::UserId;
 use crate::error::{Conflict, Error, Result};
 use crate::store::{TaskChange, TaskWrite};
 
@@ -222,7 +222,11 @@ impl Core {
                 let post = cancel_post(&current.title, &format!("Cancelled by {by}.{kept}"));
                 Ok(TaskChange {
                     write: TaskWrite::Update(Box::new(next)),
-                    activity: vec![NewActivity::for_task(Action::TaskCancelled, id.as_str(), details)],
+                    activity: vec![NewActivity::for_task(
+                        Action::TaskCancelled,
+                        id.as_str(),
+                        details,
+                    )],
                     post: Some(post),
                 })
             })

@@ -74,7 +74,8 @@ impl Core {
         let (cursor, resync) = match last_event_id {
             None => (bounds.latest, false),
             Some(last) => {
-                let missed_pruned = last < bounds.latest && bounds.oldest.is_none_or(|o| o > last + 1);
+                let missed_pruned =
+                    last < bounds.latest && bounds.oldest.is_none_or(|o| o > last + 1);
                 let too_far = bounds.latest - last > MOST_REPLAYED;
                 if last > bounds.latest || missed_pruned || too_far {
                     (bounds.latest, true)
@@ -240,7 +241,8 @@ impl Follower {
             // past the last one it returns, the cursor may skip to `latest`.
             let owner = std::slice::from_ref(&self.owner);
             let latest = self.store.latest_events(owner).await?.first().map_or(0, |(_, seq)| *seq);
-            let batch = self.store.events_after(&self.owner, self.cursor, &self.filter, BATCH).await?;
+            let batch =
+                self.store.events_after(&self.owner, self.cursor, &self.filter, BATCH).await?;
             let full = i64::try_from(batch.len()).unwrap_or(i64::MAX) >= BATCH;
             for event in batch {
                 if let Some(id) = event.id {

@@ -181,8 +181,10 @@ pub struct EventFilter {
 
 impl EventFilter {
     pub fn admits(&self, event: &Event) -> bool {
-        let agent_ok = self.agent.as_ref().is_none_or(|a| event.agent_id.as_deref() == Some(a.as_str()));
-        let task_ok = self.task.as_ref().is_none_or(|t| event.task_id.as_deref() == Some(t.as_str()));
+        let agent_ok =
+            self.agent.as_ref().is_none_or(|a| event.agent_id.as_deref() == Some(a.as_str()));
+        let task_ok =
+            self.task.as_ref().is_none_or(|t| event.task_id.as_deref() == Some(t.as_str()));
         agent_ok && task_ok
     }
 }

@@ -5,10 +5,10 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
+use super::Backend;
 use super::db::{SqlStore, query, query_as, query_scalar};
 use super::rows::{ActivityRow, StepRow};
 use super::shared::housekeeping;
-use super::Backend;
 use crate::domain::activity::ActivityEntry;
 use crate::domain::agent::AgentId;
 use crate::domain::event::{Event, EventFilter, Retry};
@@ -81,7 +81,8 @@ impl<S: SqlStore> EventStore for S {
                     Event::of_step(head.event_seq, head.agent_id, task, step)
                 }
                 "retry" => {
-                    let Some(retry) = head.data.as_deref().and_then(|d| serde_json::from_str(d).ok())
+                    let Some(retry) =
+                        head.data.as_deref().and_then(|d| serde_json::from_str(d).ok())
                     else {
                         continue;
                     };

@@ -271,8 +271,11 @@ impl Run<'_> {
         let model = self.claimed.agent.model.as_deref();
         let Model { provider, kind, request } = &self.model;
         let reserved = super::spend::reserve(self.node, run, model, *kind, request).await?;
-        let kind_of_step =
-            if request.tool_choice == ToolChoice::None { StepKind::Summary } else { StepKind::Model };
+        let kind_of_step = if request.tool_choice == ToolChoice::None {
+            StepKind::Summary
+        } else {
+            StepKind::Model
+        };
         self.started(kind_of_step, None);
         let called = call_model(self.node, &**provider, kind.label(), request, run).await;
         self.counts.retries += (called.attempts - 1).max(0);
@@ -377,7 +380,8 @@ impl Run<'_> {
     /// elsewhere sees the step when it is stored).
     fn started(&self, kind: StepKind, tool: Option<&str>) {
         let started = StepStarted { seq: self.next_seq(), kind, tool: tool.map(str::to_owned) };
-        let event = Event::step_started(&self.agent.agent_id, self.claimed.task.id.as_str(), started);
+        let event =
+            Event::step_started(&self.agent.agent_id, self.claimed.task.id.as_str(), started);
         self.node.core.live_event(&UserId::from_trusted(self.agent.owner_id.clone()), event);
     }
 

@@ -143,7 +143,9 @@ async fn cancelled(node: &Node, task: &TaskId, worker: &Worker) {
         match node.core.run_store().task_cancelled(task).await {
             Ok(true) => return,
             Ok(false) => {}
-            Err(error) => tracing::debug!(%error, %task, "cannot look whether a task was cancelled"),
+            Err(error) => {
+                tracing::debug!(%error, %task, "cannot look whether a task was cancelled")
+            }
         }
     }
 }
