@@ -1,5 +1,6 @@
 //! Discord interactions: what Discord POSTs to the interactions endpoint (a ping, a slash
-//! command, a click on an approval's button, an autocomplete), verified, read and answered.
+//! command, a click on an approval's button or on a task's Cancel, an autocomplete), verified,
+//! read and answered.
 //! Commands act as the connection's owner, on the agents mapped to a channel of the server.
 //! An answer that takes longer than Discord's three seconds is deferred and finished through
 //! the interaction's webhook.
@@ -11,9 +12,10 @@ use crate::discord::interaction::{Interaction, Member, message_data};
 use crate::discord::signature::PublicKey;
 use crate::domain::agent::{AgentId, AgentSummary};
 use crate::domain::approval::{Decider, Decision, decided_body};
-use crate::domain::interaction::{AgentAction, Command, Reply, Request};
+use crate::domain::interaction::{AgentAction, Command, Reply, Request, nothing_to_cancel};
 use crate::domain::now;
-use crate::domain::task::{NewTask, Priority, TaskDescription, TaskStatus, TaskTitle};
+use crate::domain::runtime::started_cancelled_body;
+use crate::domain::task::{NewTask, Priority, TaskDescription, TaskId, TaskStatus, TaskTitle};
 use crate::error::{Error, Result, ValidationErrors};
 use crate::store::{ApprovalRef, ConnectionRecord};
 
@@ -85,7 +87,7 @@ impl Core {
         };
         let changes = match &request {
             Request::Command(command) => command.changes(),
-            Request::Decide { .. } => true,
+            Request::Decide { .. } | Request::Cancel { .. } => true,
             _ => false,
         };
         if changes && !member.may_change(&context.allowed_roles) {
@@ -107,6 +109,12 @@ impl Core {
                     return Ok(Reply::private("This click was handled already."));
                 }
                 self.decide_by_button(&context, &member, decision, &approval_id).await
+            }
+            Request::Cancel { task_id } => {
+                if !self.store().claim_interaction(&interaction.id, now()).await? {
+                    return Ok(Reply::private("This click was handled already."));
+                }
+                self.cancel_by_button(&context, &member, &task_id).await
             }
             Request::Ping | Request::Unknown => {
                 Ok(Reply::private("This command is not known here (any more)."))
@@ -363,6 +371,58 @@ impl Core {
             Err(error @ Error::Conflict { .. }) => Ok(Reply::private(error.public_message())),
             Err(error) => Err(error),
         }
+    }
+
+    /// A click on a "Working on" post's Cancel: cancels the task as `discord:<member>` and
+    /// answers with the post updated to say who, without its button; a task that ended first
+    /// gets an answer only the member sees, saying how it ended.
+    async fn cancel_by_button(
+        &self,
+        context: &Context,
+        member: &Member,
+        task_id: &str,
+    ) -> Result<Reply> {
+        let Some((agent, id)) = self.guild_task(context, task_id).await? else {
+            return Ok(Reply::private("This task is not known here."));
+        };
+        let owner = &context.owner.user_id;
+        let name = member.display_name();
+        match self.cancel_task_as(owner, &agent, &id, &format!("discord:{name}")).await {
+            Ok(task) => Ok(Reply::Update(started_cancelled_body(&task.title, &name))),
+            Err(Error::Conflict { .. }) => {
+                let task = self.store().task(owner, &agent, &id).await?;
+                Ok(Reply::private(nothing_to_cancel(&task)))
+            }
+            Err(Error::NotFound { .. }) => Ok(Reply::private("This task is not known here.")),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// The agent of the task `task_id`, and the task's id, when the agent is one of the owner's
+    /// mapped to a channel of the server.
+    async fn guild_task(
+        &self,
+        context: &Context,
+        task_id: &str,
+    ) -> Result<Option<(AgentId, TaskId)>> {
+        let Ok(id) = TaskId::parse(task_id) else { return Ok(None) };
+        let owner = &context.owner.user_id;
+        let mappings = self.store().mappings(owner).await?;
+        let mut agents: Vec<AgentId> = mappings
+            .into_iter()
+            .filter(|m| m.guild_id == context.guild_id)
+            .map(|m| m.agent_id)
+            .collect();
+        agents.sort();
+        agents.dedup();
+        for agent in agents {
+            match self.store().task(owner, &agent, &id).await {
+                Ok(_) => return Ok(Some((agent, id))),
+                Err(Error::NotFound { .. }) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(None)
     }
 }
 

@@ -1,13 +1,13 @@
 //! Discord's interactions in its wire format: the payload Discord POSTs to the interactions
-//! endpoint (a ping, a slash command, a button click, an autocomplete), read into the domain's
-//! [`Request`]; the service's [`Reply`] written as Discord's interaction response; the slash
-//! commands the service registers; who may run what.
+//! endpoint (a ping, a slash command, a click on Approve, Deny or Cancel, an autocomplete), read
+//! into the domain's [`Request`]; the service's [`Reply`] written as Discord's interaction
+//! response; the slash commands the service registers; who may run what.
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::domain::approval::parse_custom_id;
-use crate::domain::interaction::{AgentAction, Command, Reply, Request};
+use crate::domain::interaction::{AgentAction, Command, Reply, Request, parse_cancel_custom_id};
 
 /// Interaction types.
 const PING: u8 = 1;
@@ -112,10 +112,16 @@ impl Interaction {
         match self.kind {
             PING => Request::Ping,
             APPLICATION_COMMAND => command(&data).map_or(Request::Unknown, Request::Command),
-            MESSAGE_COMPONENT => match data.custom_id.as_deref().and_then(parse_custom_id) {
-                Some((decision, id)) => Request::Decide { decision, approval_id: id.to_owned() },
-                None => Request::Unknown,
-            },
+            MESSAGE_COMPONENT => {
+                let custom_id = data.custom_id.as_deref().unwrap_or_default();
+                if let Some((decision, id)) = parse_custom_id(custom_id) {
+                    Request::Decide { decision, approval_id: id.to_owned() }
+                } else if let Some(task_id) = parse_cancel_custom_id(custom_id) {
+                    Request::Cancel { task_id: task_id.to_owned() }
+                } else {
+                    Request::Unknown
+                }
+            }
             AUTOCOMPLETE => {
                 let partial = focused(&data.options)
                     .and_then(|o| o.value.as_ref())
@@ -298,6 +304,14 @@ mod tests {
             click.request(),
             Request::Decide { decision: Decision::Approve, approval_id: "abc".into() }
         );
+        let cancel = interaction(
+            json!({"type": 3, "data": {"custom_id": "task:cancel:t-1", "component_type": 2}}),
+        );
+        assert_eq!(cancel.request(), Request::Cancel { task_id: "t-1".into() });
+        let other = interaction(
+            json!({"type": 3, "data": {"custom_id": "task:retry:t-1", "component_type": 2}}),
+        );
+        assert_eq!(other.request(), Request::Unknown);
         let typing = interaction(
             json!({"type": 4, "data": {"name": "task", "options": [{"type": 1,
             "name": "add", "options": [{"name": "agent", "type": 3, "value": "op", "focused": true}]}]}}),

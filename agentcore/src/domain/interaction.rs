@@ -1,10 +1,11 @@
 //! What a Discord interaction asks of the service (a slash command, a decision on an
-//! approval, an autocomplete) and what the service answers, in the service's words. The Discord
-//! adapter (`discord/interaction.rs`) reads Discord's payloads into these and writes the
+//! approval, a task's cancel, an autocomplete) and what the service answers, in the service's
+//! words. The Discord adapter (`discord/interaction.rs`) reads Discord's payloads into these and writes the
 //! answers in Discord's wire format.
 
 use super::approval::Decision;
 use super::message::MessageBody;
+use super::task::{Task, TaskStatus};
 
 /// What an interaction asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,6 +16,10 @@ pub enum Request {
     Decide {
         decision: Decision,
         approval_id: String,
+    },
+    /// A click on the Cancel button of a task's "Working on" post.
+    Cancel {
+        task_id: String,
     },
     /// Agent names that start with `partial`, for the option being typed.
     Autocomplete {
@@ -77,5 +82,91 @@ impl Reply {
     /// A message only the member who asked sees.
     pub fn private(content: impl Into<String>) -> Self {
         Reply::Message { content: content.into(), ephemeral: true }
+    }
+}
+
+/// The `custom_id` of the Cancel button on the task's "Working on" post.
+pub fn cancel_custom_id(task_id: &str) -> String {
+    format!("task:cancel:{task_id}")
+}
+
+/// The task of a Cancel button's `custom_id`.
+pub fn parse_cancel_custom_id(custom_id: &str) -> Option<&str> {
+    custom_id.strip_prefix("task:cancel:").filter(|id| !id.is_empty())
+}
+
+/// Who cancelled, as people read it: `discord:<name>` is `<name> (Discord)`.
+pub fn canceller(cancelled_by: &str) -> String {
+    match cancelled_by.strip_prefix("discord:") {
+        Some(name) => format!("{name} (Discord)"),
+        None => cancelled_by.to_owned(),
+    }
+}
+
+/// The answer to a Cancel click on a task that ended before it: how it ended.
+pub fn nothing_to_cancel(task: &Task) -> String {
+    let title = task.title.chars().take(200).collect::<String>();
+    match (task.status, task.cancelled_by.as_deref()) {
+        (TaskStatus::Cancelled, Some(by)) => {
+            format!("\"{title}\" was cancelled already, by {}.", canceller(by))
+        }
+        (TaskStatus::Cancelled, None) => format!("\"{title}\" was cancelled already."),
+        (TaskStatus::Failed, _) => {
+            format!("\"{title}\" failed already: there is nothing to cancel.")
+        }
+        (status, _) => format!("\"{title}\" is {status} already: there is nothing to cancel."),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cancel_custom_ids_round_trip_and_refuse_others() {
+        let id = cancel_custom_id("0190-abc");
+        assert_eq!(parse_cancel_custom_id(&id), Some("0190-abc"));
+        assert_eq!(parse_cancel_custom_id("task:cancel:"), None);
+        assert_eq!(parse_cancel_custom_id("approval:approve:1"), None);
+        // Discord's limit on a custom_id, with the longest id a task may have.
+        assert!(cancel_custom_id(&"x".repeat(64)).chars().count() <= 100);
+    }
+
+    #[test]
+    fn a_click_after_the_end_says_how_the_task_ended() {
+        let at = crate::domain::now();
+        let task = |status, cancelled_by: Option<&str>| Task {
+            id: crate::domain::task::TaskId::parse("t1").unwrap(),
+            agent_id: crate::domain::agent::AgentId::parse("ops").unwrap(),
+            title: "Rotate keys".into(),
+            description: None,
+            priority: 0,
+            status,
+            result: None,
+            error: None,
+            attempts: 1,
+            created_at: at,
+            updated_at: at,
+            started_at: None,
+            completed_at: None,
+            usage: None,
+            steps: 0,
+            created_by: crate::domain::task::CreatedBy::User,
+            depth: 0,
+            cancelled_by: cancelled_by.map(str::to_owned),
+        };
+        let said = |status, by| nothing_to_cancel(&task(status, by));
+        assert_eq!(
+            said(TaskStatus::Complete, None),
+            "\"Rotate keys\" is complete already: there is nothing to cancel."
+        );
+        assert!(said(TaskStatus::Failed, None).contains("failed already"));
+        assert_eq!(
+            said(TaskStatus::Cancelled, Some("discord:ana")),
+            "\"Rotate keys\" was cancelled already, by ana (Discord)."
+        );
+        assert!(
+            said(TaskStatus::Cancelled, Some("bo@example.com")).ends_with("by bo@example.com.")
+        );
     }
 }

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use super::activity::{Action, NewActivity};
 use super::agent::AgentStatus;
 use super::chat::NewPost;
-use super::message::{Embed, MessageBody};
+use super::message::{ActionRow, Button, Embed, MessageBody};
 use super::task::{Task, TaskStatus};
 
 /// Consecutive failed tasks that put an agent in `error`.
@@ -227,6 +227,38 @@ fn task_post(title: &str, text: &str, color: u32) -> NewPost {
     NewPost::new(MessageBody::new(None, Some(embed)))
 }
 
+/// Characters of a task's description shown under "Working on".
+const STARTED_DESCRIPTION_CHARS: usize = 300;
+
+/// The post announcing that `task` (as claimed, its attempt counted) started, with its Cancel
+/// button; only at its first start: `None` for a run that resumes (after a crash, its attempt
+/// is not the first; after an approval, it has stored steps).
+pub fn started_post(task: &Task) -> Option<NewPost> {
+    if task.attempts != 1 || task.steps != 0 {
+        return None;
+    }
+    let description = task.description.as_deref().map(str::trim).filter(|d| !d.is_empty());
+    let embed = Embed {
+        title: Some(cut(&format!("Working on: {}", task.title), EMBED_TITLE_CHARS)),
+        description: description.map(|d| cut(d, STARTED_DESCRIPTION_CHARS)),
+        color: Some(0x34_98_DB),
+    };
+    let mut body = MessageBody::new(None, Some(embed));
+    let cancel = super::interaction::cancel_custom_id(task.id.as_str());
+    body.components = vec![ActionRow::buttons(vec![Button::new(Button::DANGER, "Cancel", cancel)])];
+    Some(NewPost::new(body))
+}
+
+/// The "Working on" post once its Cancel button was clicked: who cancelled, no button.
+pub fn started_cancelled_body(title: &str, by: &str) -> MessageBody {
+    let embed = Embed {
+        title: Some(cut(&format!("Cancelled: {title}"), EMBED_TITLE_CHARS)),
+        description: Some(cut(&format!("Cancelled by {by}."), EMBED_DESCRIPTION_CHARS)),
+        color: Some(0x95_A5_A6),
+    };
+    MessageBody::new(None, Some(embed))
+}
+
 /// A cancelled task, posted in the agent's channel: who stopped it, and what stays done.
 pub fn cancel_post(title: &str, text: &str) -> NewPost {
     task_post(&format!("Cancelled: {title}"), text, 0x95_A5_A6)
@@ -370,6 +402,23 @@ mod tests {
         let stopped = finish(&agent(AgentStatus::Idle, 2), &task(), &failed(true), 1, at);
         assert_eq!(stopped.agent.status, AgentStatus::Idle);
         assert_eq!(actions(&stopped), [Action::TaskFailed]);
+    }
+
+    #[test]
+    fn only_a_first_start_posts_working_on_with_its_cancel_button() {
+        let first = started_post(&Task { steps: 0, ..task() }).expect("a first start posts");
+        let embed = &first.body.embeds[0];
+        assert_eq!(embed.title.as_deref(), Some("Working on: Weekly update"));
+        assert_eq!(embed.description, None);
+        let button = &first.body.components[0].components[0];
+        assert_eq!((button.label.as_str(), button.style), ("Cancel", Button::DANGER));
+        assert_eq!(button.custom_id, "task:cancel:t1");
+        let long = Task { steps: 0, description: Some("d".repeat(1000)), ..task() };
+        let shown = started_post(&long).unwrap().body.embeds[0].description.clone().unwrap();
+        assert_eq!(shown.chars().count(), STARTED_DESCRIPTION_CHARS);
+        // Re-claimed after a crash, or resumed after an approval: no second post.
+        assert_eq!(started_post(&Task { steps: 0, attempts: 2, ..task() }), None);
+        assert_eq!(started_post(&Task { steps: 2, attempts: 1, ..task() }), None);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Taking an agent's next task inside a write transaction that already holds the agent's row:
 //! a claim of its own (`claim_task`) or the one that follows a finished task in the finish's
-//! transaction (`finish_then_claim`). The caller commits.
+//! transaction (`finish_then_claim`). The caller commits. A task's first start queues its
+//! "Working on" post, with its Cancel button, in the same transaction.
 
 use std::time::Duration;
 
@@ -9,13 +10,15 @@ use chrono::{DateTime, Utc};
 use super::{sql, write_after_task};
 use crate::domain::activity::{Action, NewActivity};
 use crate::domain::agent::AgentStatus;
-use crate::domain::runtime::{AgentKey, AgentRun, Claim, ClaimedTask, Outcome, finish};
+use crate::domain::runtime::{
+    AgentKey, AgentRun, Claim, ClaimedTask, Outcome, finish, started_post,
+};
 use crate::domain::task::{Task, TaskStatus};
 use crate::domain::user::UserId;
 use crate::error::Result;
 use crate::store::db::{Tx, query, query_as};
 use crate::store::rows::TaskRow;
-use crate::store::shared::{chrono_duration, insert_activity};
+use crate::store::shared::{chrono_duration, insert_activity, queue_post};
 
 /// Takes the agent's next task for `node` (see `RuntimeStore::claim_task`), its
 /// run state `run` read under the agent's lock at the database's time `now`.
@@ -100,5 +103,8 @@ pub(super) async fn claim_in(
         format!("Task '{}' started.", task.title),
     );
     insert_activity(&mut *tx, &owner, &task.agent_id, &entry, now).await?;
+    if let Some(post) = started_post(&task) {
+        queue_post(&mut *tx, owner.as_str(), id, &post, now).await?;
+    }
     Ok(Claim::Task(Box::new(ClaimedTask { task, agent: run })))
 }
