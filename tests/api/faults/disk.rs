@@ -111,11 +111,13 @@ async fn a_full_disk_refuses_writes_with_507_and_they_work_again_once_space_is_f
     titles.sort();
     acknowledged.sort();
     assert_eq!(titles, acknowledged, "exactly the acknowledged writes are stored");
-    // Results only: the agent's status posts are titled "<name> is <status>".
+    // Results only: the agent's status posts are titled "<name> is <status>", and each task's
+    // start is a "Working on" post.
     let posted = || {
         let mut posted: Vec<String> = discord
             .messages_in("7771")
             .iter()
+            .filter(|m| !crate::process::is_working_on(m))
             .filter_map(|m| m.body["embeds"][0]["title"].as_str().map(str::to_owned))
             .filter(|t| !t.contains(" is "))
             .collect();

@@ -72,17 +72,37 @@ fn calls(app: &TestApp) -> Vec<Call> {
     app.options.models.calls().into_iter().filter(|c| c.body["model"] == MODEL).collect()
 }
 
+/// Whether `message` asks for an approval (the task's "Working on" post has a button too).
+fn asks_approval(message: &Posted) -> bool {
+    message.body["embeds"][0]["title"].as_str().is_some_and(|t| t.starts_with("Approval needed"))
+}
+
 /// The approval's message in the channel, once the outbox delivered it.
 async fn approval_message(app: &TestApp) -> Posted {
     eventually(WAIT, "the approval's message is posted", || async {
-        app.discord.messages_in(CHANNEL).iter().any(|m| m.body.get("components").is_some())
+        app.discord.messages_in(CHANNEL).iter().any(asks_approval)
     })
     .await;
+    app.discord.messages_in(CHANNEL).into_iter().find(asks_approval).unwrap()
+}
+
+/// Waits for the task's result in the channel: every post queued before it arrived too.
+async fn result_posted(app: &TestApp) {
+    eventually(WAIT, "the result is posted", || async {
+        let posted = app.discord.messages_in(CHANNEL);
+        posted.iter().any(|m| m.body["embeds"][0]["title"] == "Check the status page")
+    })
+    .await;
+}
+
+/// How many "Working on" posts the channel got.
+fn working_on_posts(app: &TestApp) -> usize {
+    let title = "Working on: Check the status page";
     app.discord
         .messages_in(CHANNEL)
-        .into_iter()
-        .find(|m| m.body.get("components").is_some())
-        .unwrap()
+        .iter()
+        .filter(|m| m.body["embeds"][0]["title"] == title)
+        .count()
 }
 
 /// The `custom_id` of the message's button labelled `label`.
@@ -126,6 +146,8 @@ async fn approve_resumes_the_run_and_the_fetch_happens_once(db: TestDb) {
     for action in ["approval_requested", "tool_approved", "task_completed"] {
         assert!(actions.contains(&action.to_owned()), "{action} in {actions:?}");
     }
+    result_posted(&app).await;
+    assert_eq!(working_on_posts(&app), 1, "the run resumed after the approval posts nothing");
     let deny = button(&button_id(&message, "Deny"), &message.id);
     let late = command(&app, &path, &Member::manager("hal"), deny).await;
     assert!(late["data"]["content"].as_str().unwrap().contains("approved already"), "{late}");
@@ -175,9 +197,16 @@ async fn a_restart_while_waiting_loses_nothing(db: TestDb) {
     let done = finished(&app, &user, &task).await;
     assert_eq!(done["status"], "complete", "{done}");
     assert_eq!((page.hits(), calls(&app).len()), (1, 2));
+    result_posted(&app).await;
+    // The request, edited since to say who decided: the other post with a button is the
+    // task's "Working on".
     let messages = app.discord.messages_in(CHANNEL);
-    let asked = messages.iter().filter(|m| m.body.get("components").is_some()).count();
+    let asked = messages
+        .iter()
+        .filter(|m| m.body.get("components").is_some() && !crate::process::is_working_on(m))
+        .count();
     assert_eq!(asked, 1, "asked once, across the restart");
+    assert_eq!(working_on_posts(&app), 1, "announced once, across the restart");
 }
 
 async fn an_unanswered_call_is_denied_at_the_timeout(db: TestDb) {

@@ -1,6 +1,7 @@
 //! Discord HTTP interactions against the fake Discord, which signs them with a test key pair
 //! and records command registrations, follow-ups and edits: signatures, slash commands, who
-//! may run them, deferral; and tool approvals (`approvals.rs`).
+//! may run them, deferral; tool approvals (`approvals.rs`); and a task's Cancel button
+//! (`cancel.rs`).
 
 use std::time::Duration;
 
@@ -12,6 +13,7 @@ use crate::fake_discord::{
 use crate::helpers::{TestApp, TestDb, User, app_with, backend_tests, eventually};
 
 pub(crate) mod approvals;
+pub(crate) mod cancel;
 
 const BOT: &str = "interactions-bot.1";
 const APP_ID: &str = "910000000000000001";

@@ -326,14 +326,20 @@ pub(crate) fn assert_one_call_at_a_time(models: &FakeModels, agents: usize) {
     }
 }
 
-/// How often each embed title containing `marker` was posted to `channel`.
+/// Whether `message` is a task's "Working on" post, the one with its Cancel button.
+pub(crate) fn is_working_on(message: &crate::fake_discord::Posted) -> bool {
+    message.body["embeds"][0]["title"].as_str().is_some_and(|t| t.starts_with("Working on: "))
+}
+
+/// How often each embed title containing `marker` was posted to `channel` (results and
+/// failures: not the tasks' "Working on" posts).
 pub(crate) fn posted_titles(
     discord: &FakeDiscord,
     channel: &str,
     marker: &str,
 ) -> std::collections::HashMap<String, usize> {
     let mut posted = std::collections::HashMap::new();
-    for message in discord.messages_in(channel) {
+    for message in discord.messages_in(channel).iter().filter(|m| !is_working_on(m)) {
         if let Some(title) =
             message.body["embeds"][0]["title"].as_str().filter(|t| t.contains(marker))
         {

@@ -68,11 +68,13 @@ async fn released(app: &TestApp) {
     .await;
 }
 
-/// The posts' embeds (title, description) in the channel, in order.
+/// The posts' embeds (title, description) in the channel, in order, except the tasks'
+/// "Working on" posts (see `interactions/cancel.rs`).
 fn posts(app: &TestApp) -> Vec<(String, String)> {
     app.discord
         .messages_in(CHANNEL)
         .iter()
+        .filter(|m| !crate::process::is_working_on(m))
         .map(|m| {
             let embed = &m.body["embeds"][0];
             (

@@ -164,7 +164,8 @@ fn check_limits(body: &Value) -> Result<(), Response> {
 }
 
 /// Discord's message limits: something to show; content 2,000; title 256; description 4,096;
-/// at most 5 action rows of at most 5 components each.
+/// at most 5 action rows of at most 5 buttons each, each with a style (1 to 4), a label of at
+/// most 80 characters and a `custom_id` of 1 to 100, unique in the message.
 pub(super) fn check_message(body: &Value) -> Result<(), Response> {
     let content = body["content"].as_str().unwrap_or("");
     let embeds = body["embeds"].as_array().cloned().unwrap_or_default();
@@ -175,10 +176,25 @@ pub(super) fn check_message(body: &Value) -> Result<(), Response> {
     let bad_row = |row: &Value| {
         row["type"] != 1 || row["components"].as_array().is_none_or(|c| c.is_empty() || c.len() > 5)
     };
-    if rows.len() > 5 || rows.iter().any(bad_row) {
+    let chars = |v: &Value| v.as_str().map_or(0, |s| s.chars().count());
+    let buttons: Vec<&Value> =
+        rows.iter().filter_map(|r| r["components"].as_array()).flatten().collect();
+    let bad_button = |b: &&Value| {
+        b["type"] != 2
+            || !(1..=4).contains(&b["style"].as_u64().unwrap_or(0))
+            || chars(&b["label"]) > 80
+            || !(1..=100).contains(&chars(&b["custom_id"]))
+    };
+    let mut ids: Vec<&str> = buttons.iter().filter_map(|b| b["custom_id"].as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    if rows.len() > 5
+        || rows.iter().any(bad_row)
+        || buttons.iter().any(bad_button)
+        || ids.len() != buttons.len()
+    {
         return Err(error(400, 50035, "Invalid Form Body"));
     }
-    let chars = |v: &Value| v.as_str().map_or(0, |s| s.chars().count());
     let too_long = content.chars().count() > 2000
         || embeds.len() > 10
         || embeds.iter().any(|e| chars(&e["title"]) > 256 || chars(&e["description"]) > 4096)
