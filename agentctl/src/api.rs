@@ -293,6 +293,27 @@ impl Client {
         self.delete_as(&format!("/api/mcp/servers/{}", segment(name))).await
     }
 
+    /// Stops a task: a queued one never runs, a running one stops where it is.
+    pub async fn cancel_task(&self, agent: &str, task: &str) -> Result<Reply<Task>, Failure> {
+        self.post_as(&task_path(agent, task, "/cancel"), None::<&()>).await
+    }
+
+    /// Opens the event stream of `agent` (all the user's agents without one), only `task`'s
+    /// events when given, after `last_event_id` when given.
+    pub async fn events(
+        &self,
+        agent: Option<&str>,
+        task: Option<&str>,
+        last_event_id: Option<i64>,
+    ) -> Result<crate::client::Incoming, Failure> {
+        let query = query(&[("task", task.map(str::to_owned))]);
+        let path = match agent {
+            Some(agent) => agent_path(agent, &format!("/events{query}")),
+            None => format!("/api/events{query}"),
+        };
+        self.stream(&path, last_event_id).await
+    }
+
     pub async fn retry_task(&self, agent: &str, task: &str) -> Result<Reply<Task>, Failure> {
         self.post_as(&task_path(agent, task, "/retry"), None::<&()>).await
     }

@@ -185,6 +185,8 @@ pub(crate) enum AgentsCommand {
         #[arg(long)]
         off: bool,
     },
+    /// Print the events of one agent, or all of yours, as they happen, until Ctrl-C
+    Watch { id: Option<String> },
     /// What the agent did, newest first
     Activity {
         id: String,
@@ -208,11 +210,14 @@ pub(crate) enum TasksCommand {
         /// Higher runs first [default: 0]
         #[arg(long, allow_negative_numbers = true)]
         priority: Option<i64>,
+        /// Then follow it as `tasks watch` does, exiting with its outcome
+        #[arg(long)]
+        watch: bool,
     },
     /// The agent's tasks in creation order
     List {
         agent: String,
-        /// queued, in_progress, awaiting_approval, complete or failed
+        /// queued, in_progress, awaiting_approval, complete, failed or cancelled
         #[arg(long)]
         status: Option<String>,
     },
@@ -256,6 +261,17 @@ pub(crate) enum TasksCommand {
     Steps {
         agent: String,
         task: String,
+    },
+    /// Stop a task: a queued one never runs, a running one stops where it is
+    Cancel {
+        agent: String,
+        task: String,
+    },
+    /// Print the agent's events as they happen; with a task, its events until it ends (exit
+    /// 0 complete, 7 failed, 8 cancelled)
+    Watch {
+        agent: String,
+        task: Option<String>,
     },
 }
 

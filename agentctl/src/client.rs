@@ -6,8 +6,9 @@
 
 use std::time::Duration;
 
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::http::{Method, Request, StatusCode, header};
+use futures_util::StreamExt as _;
 use serde_json::Value;
 use tower::ServiceExt;
 
@@ -18,20 +19,39 @@ use crate::failure::Failure;
 /// Bodies the in-process router may answer; far above anything the service sends.
 const MAX_LOCAL_BODY: usize = 64 * 1024 * 1024;
 
+/// A stream that sends nothing, not even its 15-second keep-alive, for this long is dead.
+const STREAM_SILENCE: Duration = Duration::from_secs(45);
+
 #[derive(Debug, Clone)]
 pub enum Transport {
-    Remote { base: String, http: reqwest::Client },
-    Local { core: Core, router: axum::Router },
+    Remote {
+        base: String,
+        http: reqwest::Client,
+        /// For event streams: no overall deadline, a deadline per read instead.
+        streams: reqwest::Client,
+    },
+    Local {
+        core: Core,
+        router: axum::Router,
+    },
 }
 
 impl Transport {
     pub fn remote(base: &str) -> Result<Self, Failure> {
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(60))
-            .user_agent(concat!("agentctl/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| Failure::network(format!("cannot build the HTTP client: {e}")))?;
-        Ok(Transport::Remote { base: base.trim_end_matches('/').to_owned(), http })
+        let user_agent = concat!("agentctl/", env!("CARGO_PKG_VERSION"));
+        let built = |builder: reqwest::ClientBuilder| {
+            builder
+                .user_agent(user_agent)
+                .build()
+                .map_err(|e| Failure::network(format!("cannot build the HTTP client: {e}")))
+        };
+        let http = built(reqwest::Client::builder().timeout(Duration::from_secs(60)))?;
+        let streams = built(
+            reqwest::Client::builder()
+                .connect_timeout(Duration::from_secs(10))
+                .read_timeout(STREAM_SILENCE),
+        )?;
+        Ok(Transport::Remote { base: base.trim_end_matches('/').to_owned(), http, streams })
     }
 
     pub fn local(core: Core) -> Self {
@@ -55,7 +75,7 @@ impl Transport {
         body: Option<&Value>,
     ) -> Result<(StatusCode, Vec<u8>), Failure> {
         match self {
-            Transport::Remote { base, http } => {
+            Transport::Remote { base, http, .. } => {
                 let method = reqwest::Method::from_bytes(method.as_str().as_bytes())
                     .map_err(|e| Failure::network(e.to_string()))?;
                 let mut request = http.request(method, format!("{base}{path}"));
@@ -102,6 +122,54 @@ impl Transport {
         }
     }
 
+    /// Opens a `GET` whose answer streams (Server-Sent Events), sending `Last-Event-ID` when
+    /// given: its status, and its body to read as it comes.
+    async fn open(
+        &self,
+        path: &str,
+        token: Option<&str>,
+        last_event_id: Option<i64>,
+    ) -> Result<(StatusCode, Incoming), Failure> {
+        match self {
+            Transport::Remote { base, streams, .. } => {
+                let mut request = streams
+                    .get(format!("{base}{path}"))
+                    .header(reqwest::header::ACCEPT, "text/event-stream");
+                if let Some(token) = token {
+                    request = request.bearer_auth(token);
+                }
+                if let Some(id) = last_event_id {
+                    request = request.header("Last-Event-ID", id.to_string());
+                }
+                let response = request.send().await.map_err(|e| {
+                    Failure::network(format!(
+                        "cannot reach the server at {base}: {}",
+                        root_cause(&e)
+                    ))
+                })?;
+                let status = StatusCode::from_u16(response.status().as_u16())
+                    .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+                Ok((status, Incoming::Remote(response)))
+            }
+            Transport::Local { router, .. } => {
+                let mut request = Request::builder()
+                    .method(Method::GET)
+                    .uri(path)
+                    .header(header::ACCEPT, "text/event-stream");
+                if let Some(token) = token {
+                    request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
+                }
+                if let Some(id) = last_event_id {
+                    request = request.header("last-event-id", id.to_string());
+                }
+                let request = request.body(Body::empty()).map_err(Failure::internal)?;
+                let response = router.clone().oneshot(request).await.map_err(Failure::internal)?;
+                let status = response.status();
+                Ok((status, Incoming::Local(response.into_body().into_data_stream())))
+            }
+        }
+    }
+
     /// Closes the local database pool; a no-op remotely.
     pub async fn close(&self) {
         if let Transport::Local { core, .. } = self {
@@ -128,20 +196,74 @@ impl Client {
     ) -> Result<Answer, Failure> {
         let (status, bytes) =
             self.transport.send(method, path, self.token.as_deref(), body.as_ref()).await?;
-        let value: Value = if bytes.is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_slice(&bytes).map_err(|_| {
-                Failure::network(format!(
-                    "{} answered {status} with a body that is not JSON; is it an agentd server?",
-                    self.transport.describe()
-                ))
-            })?
-        };
+        let value = self.json(status, &bytes)?;
         if !status.is_success() {
             return Err(Failure::from_response(status, &value));
         }
         Ok(Answer { raw: String::from_utf8_lossy(&bytes).into_owned(), value })
+    }
+
+    /// Opens an event stream at `path` (after `last_event_id`, when given); a refusal is the
+    /// failure its error body describes.
+    pub async fn stream(
+        &self,
+        path: &str,
+        last_event_id: Option<i64>,
+    ) -> Result<Incoming, Failure> {
+        let (status, mut incoming) =
+            self.transport.open(path, self.token.as_deref(), last_event_id).await?;
+        if status.is_success() {
+            return Ok(incoming);
+        }
+        let mut bytes = Vec::new();
+        while let Some(chunk) = incoming.chunk().await? {
+            bytes.extend_from_slice(&chunk);
+        }
+        Err(Failure::from_response(status, &self.json(status, &bytes)?))
+    }
+
+    fn json(&self, status: StatusCode, bytes: &[u8]) -> Result<Value, Failure> {
+        if bytes.is_empty() {
+            return Ok(Value::Null);
+        }
+        serde_json::from_slice(bytes).map_err(|_| {
+            Failure::network(format!(
+                "{} answered {status} with a body that is not JSON; is it an agentd server?",
+                self.transport.describe()
+            ))
+        })
+    }
+}
+
+/// A streaming answer's body, read as it arrives (never collected whole).
+pub enum Incoming {
+    Remote(reqwest::Response),
+    Local(axum::body::BodyDataStream),
+}
+
+impl std::fmt::Debug for Incoming {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Incoming::Remote(response) => f.debug_tuple("Remote").field(response).finish(),
+            Incoming::Local(_) => f.write_str("Local(..)"),
+        }
+    }
+}
+
+impl Incoming {
+    /// The next piece of the body; `None` once it ended.
+    pub async fn chunk(&mut self) -> Result<Option<Bytes>, Failure> {
+        match self {
+            Incoming::Remote(response) => response
+                .chunk()
+                .await
+                .map_err(|e| Failure::network(format!("the stream broke: {}", root_cause(&e)))),
+            Incoming::Local(body) => match body.next().await {
+                None => Ok(None),
+                Some(Ok(bytes)) => Ok(Some(bytes)),
+                Some(Err(e)) => Err(Failure::network(format!("the stream broke: {e}"))),
+            },
+        }
     }
 }
 

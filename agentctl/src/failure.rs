@@ -19,6 +19,12 @@ pub enum Kind {
     Conflict,
     /// 6: the server or the network failed.
     Failure,
+    /// 7: the task a command watched (`tasks watch <agent> <task>`, `tasks add --watch`) failed.
+    TaskFailed,
+    /// 8: the task a command watched was cancelled.
+    TaskCancelled,
+    /// 130: Ctrl-C stopped watching a task before it ended (the task goes on).
+    Interrupted,
 }
 
 impl Kind {
@@ -29,6 +35,9 @@ impl Kind {
             Kind::NotFound => 4,
             Kind::Conflict => 5,
             Kind::Failure => 6,
+            Kind::TaskFailed => 7,
+            Kind::TaskCancelled => 8,
+            Kind::Interrupted => 130,
         })
     }
 
@@ -72,6 +81,12 @@ impl Failure {
 
     pub fn network(message: impl Into<String>) -> Self {
         Self::new(Kind::Failure, message)
+    }
+
+    /// A watched task that ended other than complete (`TaskFailed`, `TaskCancelled`), or a
+    /// watch stopped before it ended (`Interrupted`).
+    pub fn watched(kind: Kind, message: impl Into<String>) -> Self {
+        Self::new(kind, message)
     }
 
     pub fn internal(error: impl fmt::Display) -> Self {

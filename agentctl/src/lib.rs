@@ -10,6 +10,7 @@ mod commands;
 pub mod failure;
 mod profile;
 mod render;
+pub mod sse;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;

@@ -18,6 +18,7 @@ use crate::render::Render;
 mod chat;
 mod onboard;
 mod schedules;
+mod watch;
 
 const DEFAULT_SERVER: &str = "http://127.0.0.1:8080";
 
@@ -319,6 +320,7 @@ async fn agents(cx: &Context, client: &Client, command: AgentsCommand) -> Result
             };
             cx.emit(&reply)
         }
+        AgentsCommand::Watch { id } => watch::agents(cx, client, id).await,
         AgentsCommand::Activity { id, limit, before } => {
             let page = ActivityQuery { limit, before };
             cx.emit(&client.activity(&id, &page).await?)
@@ -328,8 +330,11 @@ async fn agents(cx: &Context, client: &Client, command: AgentsCommand) -> Result
 
 async fn tasks(cx: &Context, client: &Client, command: TasksCommand) -> Result<(), Failure> {
     match command {
-        TasksCommand::Add { agent, title, description, priority } => {
+        TasksCommand::Add { agent, title, description, priority, watch } => {
             let request = CreateTaskRequest { title: Some(title), description, priority };
+            if watch {
+                return watch::add(cx, client, agent, &request).await;
+            }
             cx.emit(&client.add_task(&agent, &request).await?)
         }
         TasksCommand::List { agent, status } => cx.emit(&client.tasks(&agent, status).await?),
@@ -353,6 +358,11 @@ async fn tasks(cx: &Context, client: &Client, command: TasksCommand) -> Result<(
             cx.emit(&client.decide_task(&agent, &task, "deny").await?)
         }
         TasksCommand::Steps { agent, task } => cx.emit(&client.steps(&agent, &task).await?),
+        TasksCommand::Cancel { agent, task } => cx.emit(&client.cancel_task(&agent, &task).await?),
+        TasksCommand::Watch { agent, task: Some(task) } => {
+            watch::task(cx, client, agent, task).await
+        }
+        TasksCommand::Watch { agent, task: None } => watch::agents(cx, client, Some(agent)).await,
     }
 }
 

@@ -27,6 +27,7 @@ use agentcore::{Connected, OauthUrl, Sent};
 
 mod account;
 mod agents;
+pub(crate) mod events;
 #[cfg(test)]
 mod tests;
 

@@ -24,7 +24,7 @@ fn agent_json() -> Value {
         "max_steps": 12, "mcp_servers": [], "budget_monthly_usd": null,
         "approval_tools": ["http_fetch"], "created_at": "2026-01-02T03:04:05.678Z",
         "updated_at": "2026-01-02T03:04:05Z", "role_prompt": "Write.",
-        "backlog_summary": {"queued": 2, "in_progress": 0, "awaiting_approval": 0, "complete": 1, "failed": 0},
+        "backlog_summary": {"queued": 2, "in_progress": 0, "awaiting_approval": 0, "complete": 1, "failed": 0, "cancelled": 0},
     })
 }
 

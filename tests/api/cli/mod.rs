@@ -18,6 +18,7 @@ mod approvals;
 mod budget;
 mod local;
 mod schedules;
+mod watch;
 mod wizard;
 
 /// One person's terminal: a config directory of their own and a way to reach the service.
