@@ -31,6 +31,13 @@ pub(crate) struct EventsQuery {
     last_event_id: Option<i64>,
 }
 
+impl EventsQuery {
+    /// The agent asked for, and the rest.
+    pub(crate) fn split(self) -> (Option<String>, AgentEventsQuery) {
+        (self.agent, AgentEventsQuery { task: self.task, last_event_id: self.last_event_id })
+    }
+}
+
 /// The query of `GET /api/agents/{id}/events`.
 #[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -51,8 +58,8 @@ pub(super) async fn all(
     headers: HeaderMap,
     Params(query): Params<EventsQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<sse::Event, Infallible>>>, ApiError> {
-    let agent = query.agent.as_deref().map(agent_id).transpose()?;
-    let query = AgentEventsQuery { task: query.task, last_event_id: query.last_event_id };
+    let (agent, query) = query.split();
+    let agent = agent.as_deref().map(agent_id).transpose()?;
     follow(&state, &who, agent, &headers, query).await
 }
 

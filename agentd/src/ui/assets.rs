@@ -1,5 +1,5 @@
-//! The dashboard's two static files, compiled in: htmx (vendored, unmodified, 0BSD) and the
-//! stylesheet. Each is served under a name carrying a hash of its content, so browsers may
+//! The dashboard's static files, compiled in: htmx (vendored, unmodified, 0BSD), `live.js`
+//! (ours: the live pages' event stream and refreshes) and the stylesheet. Each is served under a name carrying a hash of its content, so browsers may
 //! cache it for a year and still fetch a new build's file at once.
 
 use std::sync::LazyLock;
@@ -37,6 +37,15 @@ pub(super) static HTMX: LazyLock<Asset> = LazyLock::new(|| {
     )
 });
 
+pub(super) static LIVE: LazyLock<Asset> = LazyLock::new(|| {
+    Asset::new(
+        "live",
+        "js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../assets/live.js"),
+    )
+});
+
 pub(super) static STYLE: LazyLock<Asset> = LazyLock::new(|| {
     Asset::new("style", "css", "text/css; charset=utf-8", include_bytes!("../../assets/style.css"))
 });
@@ -44,7 +53,7 @@ pub(super) static STYLE: LazyLock<Asset> = LazyLock::new(|| {
 /// `GET /assets/{file}`: a file by its current name; an old or unknown name is 404.
 pub(super) async fn serve(Path(file): Path<String>) -> Response {
     let wanted = format!("/assets/{file}");
-    for asset in [&*HTMX, &*STYLE] {
+    for asset in [&*HTMX, &*LIVE, &*STYLE] {
         if asset.path == wanted {
             return (
                 [
@@ -70,6 +79,7 @@ mod tests {
     fn names_carry_the_content_hash() {
         assert!(HTMX.path().starts_with("/assets/htmx-2.0.11-"));
         assert!(STYLE.path().ends_with(".css"));
+        assert!(LIVE.path().starts_with("/assets/live-") && LIVE.path().ends_with(".js"));
         assert_ne!(HTMX.path(), STYLE.path());
     }
 }

@@ -1,8 +1,10 @@
 //! The web dashboard: server-rendered pages over the same facade as the API, at `/`.
 //!
 //! Pages are templates compiled into the binary (`render.rs`, `templates/`); htmx, vendored
-//! and served with the stylesheet under hashed names (`assets.rs`), refreshes parts of pages
-//! and submits forms in place, but every form also works without JavaScript. Signing in
+//! and served with the stylesheet and `live.js` under hashed names (`assets.rs`), submits
+//! forms in place, and `live.js` follows the user's events (`GET /events`, the API's stream
+//! with the session cookie) to refresh the live parts of a page (`data-live`) as things
+//! happen; every page also works without JavaScript, by reloading. Signing in
 //! gives the browser the API's own token in an `HttpOnly` cookie, and every POST is checked
 //! for its CSRF token before a handler runs (`session.rs`). The pages are not part of the API
 //! and not in its OpenAPI document; `http.ui = false` leaves them out.
@@ -18,7 +20,7 @@ use axum::routing::{get, post};
 
 use crate::AppState;
 
-use pages::{accounts, agents, backlog, chat, onboarding, settings, usage};
+use pages::{accounts, agents, backlog, chat, events, onboarding, settings, usage};
 
 /// Every page and form of the dashboard, each behind the CSRF guard and the browser security
 /// headers.
@@ -30,10 +32,9 @@ pub(crate) fn routes(state: AppState) -> Router<AppState> {
         .route("/login", get(accounts::login_page).post(accounts::login))
         .route("/register", get(accounts::register_page).post(accounts::register))
         .route("/logout", post(accounts::logout))
-        .route("/partials/agents", get(agents::rows))
+        .route("/events", get(events::follow))
         .route("/agents", post(agents::create))
         .route("/agents/{id}", get(agents::show))
-        .route("/agents/{id}/live", get(agents::live))
         .route("/agents/{id}/settings", post(settings::update))
         .route("/agents/{id}/memory", post(settings::memory))
         .route("/agents/{id}/schedules", post(settings::add_schedule))

@@ -56,6 +56,12 @@ static TEMPLATE_SET: LazyLock<Environment<'static>> = LazyLock::new(|| {
     });
     env.add_filter("when", |at: String| at.get(..19).unwrap_or(&at).replace('T', " "));
     env.add_global("htmx_path", Value::from_safe_string(assets::HTMX.path()));
+    env.add_global("live_path", Value::from_safe_string(assets::LIVE.path()));
+    // The server's time when the page was made: live.js measures the browser's clock against
+    // it, so elapsed times read right on a machine whose clock is off.
+    env.add_function("now", || {
+        chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+    });
     env.add_global("style_path", Value::from_safe_string(assets::STYLE.path()));
     env
 });

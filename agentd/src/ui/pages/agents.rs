@@ -1,5 +1,5 @@
-//! The agents overview (refreshing itself), creating an agent, and an agent's page with its
-//! live part (status, counts, backlog) refreshing itself.
+//! The agents overview, creating an agent, and an agent's page; both are live (`live.js`
+//! refreshes their `data-live` parts when the user's events say something changed).
 
 use std::collections::BTreeMap;
 
@@ -27,12 +27,6 @@ pub(crate) async fn overview(
     csrf: Csrf,
 ) -> Shown {
     overview_page(&state, &who, &csrf, &Fields::default(), FormErrors::default()).await
-}
-
-/// `GET /partials/agents`: the overview's rows, which the page fetches every few seconds.
-pub(crate) async fn rows(State(state): State<AppState>, Viewer(who): Viewer) -> Shown {
-    let agents = agent_rows(&state, &who).await?;
-    Ok(Page::new("agent_rows.html", context! { agents }).into_response())
 }
 
 /// `POST /agents`: a new agent from the overview's form.
@@ -74,7 +68,10 @@ async fn overview_page(
     let default_model = state.core.models().default_model();
     Ok(Page::new(
         "agents.html",
-        context! { csrf => csrf.0, nav => "agents", agents, billing, default_model, values => fields.values(), errors },
+        context! {
+            csrf => csrf.0, nav => "agents", events => "/events", agents, billing, default_model,
+            values => fields.values(), errors,
+        },
     )
     .into_response())
 }
@@ -158,24 +155,10 @@ pub(super) async fn agent_page(
     Ok(Page::new(
         "agent.html",
         context! {
-            csrf => csrf.0, nav => "agents", agent => detail.agent, backlog => detail.backlog,
+            csrf => csrf.0, nav => "agents", events => format!("/events?agent={id}"),
+            agent => detail.agent, backlog => detail.backlog,
             activity, older, memory, schedules, tools, mcp_servers, default_model, form,
         },
-    )
-    .into_response())
-}
-
-/// `GET /agents/{id}/live`: status, counts and backlog, fetched by the page every 2 s.
-pub(crate) async fn live(
-    State(state): State<AppState>,
-    Viewer(who): Viewer,
-    csrf: Csrf,
-    Path(id): Path<String>,
-) -> Shown {
-    let detail = state.core.agent(&who, &agent_id(&id)?).await.map_err(fail)?;
-    Ok(Page::new(
-        "agent_live.html",
-        context! { csrf => csrf.0, agent => detail.agent, backlog => detail.backlog },
     )
     .into_response())
 }

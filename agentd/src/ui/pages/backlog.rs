@@ -1,5 +1,5 @@
-//! Tasks: adding one, a task's page (its result rendered from Markdown and its steps), and
-//! editing, retrying and deleting it.
+//! Tasks: adding one, a task's page (its result rendered from Markdown, its steps and the step
+//! running now, live), and editing, retrying, cancelling and deleting it.
 
 use axum::extract::{Path, State};
 use axum::response::IntoResponse;
@@ -62,9 +62,13 @@ async fn task_page(
 ) -> Shown {
     let task = state.core.task(who, agent, id).await.map_err(fail)?;
     let steps = state.core.steps(who, agent, id).await.map_err(fail)?;
+    let running = super::running::running(&task, &steps);
+    let events = format!("/events?agent={agent}&task={id}");
     Ok(Page::new(
         "task.html",
-        context! { csrf => csrf.0, nav => "agents", agent_id => agent, task, steps, form },
+        context! {
+            csrf => csrf.0, nav => "agents", events, agent_id => agent, task, steps, running, form,
+        },
     )
     .into_response())
 }
@@ -97,15 +101,24 @@ pub(crate) async fn update(
     }
 }
 
-/// `POST /agents/{id}/tasks/{task_id}/{command}`: retry a failed task, or delete one.
+/// `POST /agents/{id}/tasks/{task_id}/{command}`: retry a failed task, cancel one (queued,
+/// awaiting approval or running), approve or deny its tool call, or delete it. Back to the
+/// agent's page, or to the task's with the field `to=task` (its page's buttons).
 pub(crate) async fn command(
     State(state): State<AppState>,
     Viewer(who): Viewer,
     Path((id, task, command)): Path<(String, String, String)>,
+    fields: Fields,
 ) -> Shown {
     let (id, task) = (agent_id(&id)?, task_id(&task)?);
     match command.as_str() {
         "retry" => drop(state.core.retry_task(&who, &id, &task).await.map_err(fail)?),
+        "cancel" => {
+            drop(state.core.cancel_task(&who, &id, &task).await.map_err(fail)?);
+            if fields.get("to").as_deref() == Some("task") {
+                return see(&format!("{}/tasks/{task}", agent_url(&id)));
+            }
+        }
         "delete" => state.core.delete_task(&who, &id, &task).await.map_err(fail)?,
         "approve" => {
             drop(state.core.decide_task(&who, &id, &task, Decision::Approve).await.map_err(fail)?)

@@ -7,7 +7,9 @@ pub(super) mod accounts;
 pub(super) mod agents;
 pub(super) mod backlog;
 pub(super) mod chat;
+pub(super) mod events;
 pub(super) mod onboarding;
+mod running;
 pub(super) mod settings;
 pub(super) mod usage;
 
