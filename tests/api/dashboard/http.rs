@@ -70,7 +70,7 @@ async fn another_users_agent_is_not_found(app: TestApp) {
     let page = eve.get("/agents/writer").await;
     assert_eq!(page.status, 404, "{}", page.body);
     assert!(page.body.contains("agent_not_found"), "{}", page.body);
-    assert_eq!(eve.get("/agents/writer/live").await.status, 404);
+    assert_eq!(eve.get("/events?agent=writer").await.status, 404);
     assert_eq!(eve.post("/agents/writer/do/start", &[]).await.status, 404);
     assert_eq!(eve.post("/agents/writer/tasks", &[("title", "Mine now")]).await.status, 404);
     assert_eq!(app.db.count("SELECT COUNT(*) FROM tasks", &[]).await, 1);
@@ -90,13 +90,13 @@ async fn signing_out_revokes_the_session_cookie(app: TestApp) {
     assert!(!dana.cookies.contains_key("agentd_session"), "the cookie is removed");
 
     // The old cookie, kept by someone who copied it, no longer works: not on pages, not on
-    // htmx's fragments, and not as a bearer token of the API.
+    // their event stream (told to htmx as well), and not as a bearer token of the API.
     let mut copy = Visitor::new(&app);
     copy.cookies.insert("agentd_session".into(), session.clone());
     let page = copy.get("/").await;
     assert_eq!((page.status, page.location.as_deref()), (303, Some("/login")));
-    let fragment = copy.get("/partials/agents").await;
-    assert_eq!(fragment.headers["hx-redirect"], "/login");
+    let stream = copy.get("/events").await;
+    assert_eq!((stream.status, stream.headers["hx-redirect"].to_str().unwrap()), (303, "/login"));
     let api = app
         .client
         .get(format!("{}/auth/me", app.address))

@@ -5,6 +5,8 @@
 mod browser;
 mod forms;
 mod http;
+mod live;
+mod live_browser;
 
 use std::collections::HashMap;
 
