@@ -6,8 +6,8 @@
 // EventSource, which reconnects by itself and sends `Last-Event-ID`, so nothing is missed. When
 // an event says something changed, the page's own URL is fetched again (at most one fetch at a
 // time, ~200 ms after the first event of a burst) and each region marked `data-live="<id>"` is
-// replaced by the fresh one of the same id: the scroll stays, and a region holding a form being
-// edited (focused, changed, or showing errors) is left alone. `<time data-since>` shows the time
+// replaced by the fresh one of the same id, unless it is the same as before: the scroll stays,
+// and a region holding a form being edited (focused, changed, or showing errors) is left alone. `<time data-since>` shows the time
 // elapsed and `<time data-until>` the time left, each second. A step starting (`step.started`,
 // told live only) shows at once in `[data-running]`, a model call being retried
 // (`task.retrying`) in `[data-retry]`. Where the stream cannot be opened (over the per-user
@@ -36,6 +36,8 @@
   // The server's clock minus the browser's, in ms (times on the page are the server's).
   var skew = 0;
   var skewFrom = null;
+  // Each region's HTML as the server last sent it, by its id.
+  var served = {};
   // The step running now, as told by `step.started`: {task, seq, kind, tool, at}.
   var live = null;
   // The model call being retried, as told by `task.retrying`: {task, attempt, status, ...}.
@@ -70,10 +72,15 @@
 
   // Follows the stream the current page names, if it is not followed already.
   function connect() {
-    // A page just loaded or swapped in by htmx: its time is the server's now.
+    // A page just loaded or swapped in by htmx: its time is the server's now, its regions
+    // as the server made them.
     if (main() !== skewFrom) {
       skewFrom = main();
       readSkew(document);
+      served = {};
+      each("[data-live]", function (region) {
+        served[region.getAttribute("data-live")] = region.outerHTML;
+      });
     }
     var element = document.querySelector("main[data-events]");
     var url = element ? element.getAttribute("data-events") : null;
@@ -274,10 +281,16 @@
       if (!next) {
         return;
       }
+      // Unchanged: left as it is (no flicker, a selection or a click in it is not lost).
+      var html = next.outerHTML;
+      if (served[id] === html) {
+        return;
+      }
       if (editing(region)) {
         held = true;
         return;
       }
+      served[id] = html;
       var node = document.importNode(next, true);
       region.replaceWith(node);
       if (window.htmx) {
