@@ -32,6 +32,10 @@ type Outcome = Result<(), Failure>;
 pub(super) async fn agents(cx: &Context, client: &Client, agent: Option<String>) -> Outcome {
     let watch = Watch { cx, client, agent, task: None, last_id: None };
     let first = client.events(watch.agent.as_deref(), None, None).await?;
+    match &watch.agent {
+        Some(agent) => eprintln!("Following agent {agent}'s events; Ctrl-C stops."),
+        None => eprintln!("Following the events of all your agents; Ctrl-C stops."),
+    }
     watch.run(first, false).await
 }
 

@@ -24,6 +24,7 @@ backend_tests! { app;
     a_local_watch_follows_a_task_the_server_runs,
     a_server_stream_sees_a_task_added_by_agentctl_local,
     a_watch_whose_connection_breaks_follows_on_after_its_last_event,
+    ctrl_c_ends_an_open_watch_with_0_and_a_tasks_watch_with_130,
 }
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -87,6 +88,13 @@ impl Watcher {
             self.stderr().contains(text)
         })
         .await;
+    }
+
+    /// Sends Ctrl-C's signal.
+    async fn interrupt(&self) {
+        let pid = self.child.id().expect("still running").to_string();
+        let sent = tokio::process::Command::new("kill").args(["-INT", &pid]).status().await;
+        assert!(sent.unwrap().success());
     }
 
     /// The next line of stdout; `None` once agentctl has closed it.
@@ -344,4 +352,29 @@ async fn a_watch_whose_connection_breaks_follows_on_after_its_last_event(app: Te
     assert_eq!(steps, [1, 2, 3, 4, 5], "{:?}", types(&events));
     assert_eq!(types(&events).first(), Some(&"task.added"));
     assert_eq!(types(&events).last(), Some(&"task.completed"));
+}
+
+async fn ctrl_c_ends_an_open_watch_with_0_and_a_tasks_watch_with_130(app: TestApp) {
+    let ctl = Ctl::remote(&app);
+    let user = keeper(&app, &[&ctl], "interrupt@example.com", "keeper").await;
+    let mut watcher = Watcher::spawn(&ctl, &["-o", "json", "agents", "watch"]);
+    watcher.told("Ctrl-C stops").await;
+    let task = add(&app, &user, "keeper", "Seen by all").await;
+    let line = watcher.line().await.expect("the task's event");
+    let added: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(
+        (added["type"].as_str(), added["task_id"].as_str()),
+        (Some("task.added"), Some(&*task))
+    );
+    watcher.interrupt().await;
+    let (rest, code) = watcher.finish().await;
+    assert_eq!(code, 0, "an open watch ends well: {rest:?}");
+
+    let watcher = Watcher::spawn(&ctl, &["tasks", "watch", "keeper", &task]);
+    watcher.told("Agent keeper is idle").await;
+    watcher.interrupt().await;
+    let stderr = watcher.stderr.clone();
+    let (_, code) = watcher.finish().await;
+    assert_eq!(code, 130, "the task had not ended");
+    assert!(stderr.lock().unwrap().contains("goes on"));
 }
