@@ -53,6 +53,9 @@ impl Core {
             (Some(agent), None) => drop(self.store().agent(owner, agent).await?),
             _ => {}
         }
+        // Where the stream starts is read before it subscribes to live events: a live event
+        // told before this point is not sent, so none can come after its own step's end.
+        let bounds = self.store().event_bounds(owner).await?;
         let limit = self.quotas().streams_per_user;
         let subscription = match self.inner.events.subscribe(owner, limit) {
             Ok(subscription) => subscription,
@@ -70,7 +73,6 @@ impl Core {
             }
         };
         self.start_event_poll();
-        let bounds = self.store().event_bounds(owner).await?;
         let (cursor, resync) = match last_event_id {
             None => (bounds.latest, false),
             Some(last) => {
