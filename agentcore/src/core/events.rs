@@ -180,7 +180,6 @@ impl Follower {
     async fn run(mut self) {
         loop {
             self.subscription.bell.borrow_and_update();
-            self.hold_live();
             match self.catch_up().await {
                 Ok(true) => {}
                 Ok(false) => return,
@@ -241,6 +240,9 @@ impl Follower {
         loop {
             // Every event up to `latest` has committed, so the read below sees all of them:
             // past the last one it returns, the cursor may skip to `latest`.
+            // A step starts before it is stored: every start told before this read is held
+            // now, so the read cannot return a step's end whose start is still on its way.
+            self.hold_live();
             let owner = std::slice::from_ref(&self.owner);
             let latest = self.store.latest_events(owner).await?.first().map_or(0, |(_, seq)| *seq);
             let batch =
