@@ -240,13 +240,14 @@ impl Follower {
         loop {
             // Every event up to `latest` has committed, so the read below sees all of them:
             // past the last one it returns, the cursor may skip to `latest`.
-            // A step starts before it is stored: every start told before this read is held
-            // now, so the read cannot return a step's end whose start is still on its way.
-            self.hold_live();
             let owner = std::slice::from_ref(&self.owner);
             let latest = self.store.latest_events(owner).await?.first().map_or(0, |(_, seq)| *seq);
             let batch =
                 self.store.events_after(&self.owner, self.cursor, &self.filter, BATCH).await?;
+            // A step's start is told before the step is stored: any step whose end this read
+            // returned had its start on the channel before the read began, so holding what is
+            // there now lets the merge below put each start before its end.
+            self.hold_live();
             let full = i64::try_from(batch.len()).unwrap_or(i64::MAX) >= BATCH;
             for event in batch {
                 if let Some(id) = event.id {
