@@ -231,7 +231,11 @@ async fn a_task_is_cancelled_from_the_terminal_and_its_watch_ends_with_the_cance
     let (lines, code) = watcher.finish().await;
     assert_eq!(code, 8, "a cancelled task's code: {lines:?}");
     assert!(lines.last().unwrap().contains("task.cancelled"), "{lines:?}");
-    assert!(stderr.lock().unwrap().contains("was cancelled"));
+    // Its stderr is read by a task of its own, which may still be at it after the exit.
+    eventually(WAIT, "agentctl says the task was cancelled", || async {
+        stderr.lock().unwrap().contains("was cancelled")
+    })
+    .await;
 
     let watched = ctl.run(&["tasks", "watch", "keeper", &first]).await;
     assert_eq!(watched.code, 8, "ended already: {}", watched.stderr);
@@ -339,7 +343,10 @@ async fn a_watch_whose_connection_breaks_follows_on_after_its_last_event(app: Te
     let (rest, code) = watcher.finish().await;
     lines.extend(rest);
     assert_eq!(code, 0, "{lines:?}\n{}", stderr.lock().unwrap());
-    assert!(stderr.lock().unwrap().contains("following on after event"));
+    eventually(WAIT, "agentctl says following on after event", || async {
+        stderr.lock().unwrap().contains("following on after event")
+    })
+    .await;
 
     let events = objects(&lines);
     let ids: Vec<i64> = events.iter().filter_map(|e| e["id"].as_i64()).collect();
@@ -376,5 +383,8 @@ async fn ctrl_c_ends_an_open_watch_with_0_and_a_tasks_watch_with_130(app: TestAp
     let stderr = watcher.stderr.clone();
     let (_, code) = watcher.finish().await;
     assert_eq!(code, 130, "the task had not ended");
-    assert!(stderr.lock().unwrap().contains("goes on"));
+    eventually(WAIT, "agentctl says goes on", || async {
+        stderr.lock().unwrap().contains("goes on")
+    })
+    .await;
 }
