@@ -17,9 +17,11 @@ pub(crate) enum Section {
     Login,
     Discord,
     Cores,
+    Streams,
+    StreamMemory,
 }
 
-const SECTIONS: [(Section, &str, &[&str]); 7] = [
+const SECTIONS: [(Section, &str, &[&str]); 9] = [
     (
         Section::Http,
         "1. HTTP throughput and latency (64 connections, closed loop)",
@@ -85,6 +87,33 @@ const SECTIONS: [(Section, &str, &[&str]); 7] = [
             "All / 2",
             "Cores used (2 / all)",
             "req/s per core used (2 / all)",
+        ],
+    ),
+    (
+        Section::Streams,
+        "8. Event streams: echo, 100 users with one agent each; 1,000 streams of `GET /api/events` (10 per user, each following its own user's agent); a probe user adds tasks and times each `task.added` from its `at` to its arrival",
+        &[
+            "Streams open",
+            "Backend",
+            "Tasks/s",
+            "Of none",
+            "Messages to clients/s",
+            "Probe p50 ms",
+            "Probe p99 ms",
+            "Probe samples",
+            "Followers p50 ms",
+            "Followers p99 ms",
+        ],
+    ),
+    (
+        Section::StreamMemory,
+        "9. Event streams: memory of 1,000 idle streams (10 per user, agents not started)",
+        &[
+            "Backend",
+            "RSS MiB without",
+            "RSS MiB with 1,000",
+            "KiB per stream",
+            "Seconds to open 1,000",
         ],
     ),
 ];

@@ -17,10 +17,12 @@ use crate::server::{Agentd, Bare, PASSWORD};
 mod cores;
 mod http;
 mod steps;
+mod streams;
 
 pub(crate) use cores::cores;
 pub(crate) use http::http;
 pub(crate) use steps::runtime_tools;
+pub(crate) use streams::streams;
 
 const CONNECTIONS: usize = 64;
 const EMAIL: &str = "bench@example.com";
