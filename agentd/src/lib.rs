@@ -15,6 +15,7 @@ mod metrics;
 pub mod openapi;
 pub mod request_id;
 mod routes;
+mod sse;
 mod ui;
 
 use std::future::Future;

@@ -9,7 +9,7 @@ mod backlog;
 mod billing;
 mod budget;
 mod chat;
-pub(crate) mod events;
+mod events;
 mod interactions;
 mod mcp;
 mod onboarding;

@@ -8,7 +8,7 @@ use axum::http::HeaderMap;
 use axum::response::IntoResponse;
 
 use crate::AppState;
-use crate::routes::events::{EventsQuery, follow as open};
+use crate::sse::{EventsQuery, follow as open};
 use crate::ui::session::Viewer;
 
 use super::{Shown, agent_id, fail};
