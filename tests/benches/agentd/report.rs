@@ -18,10 +18,11 @@ pub(crate) enum Section {
     Discord,
     Cores,
     Streams,
+    EventDelay,
     StreamMemory,
 }
 
-const SECTIONS: [(Section, &str, &[&str]); 9] = [
+const SECTIONS: [(Section, &str, &[&str]); 10] = [
     (
         Section::Http,
         "1. HTTP throughput and latency (64 connections, closed loop)",
@@ -91,23 +92,34 @@ const SECTIONS: [(Section, &str, &[&str]); 9] = [
     ),
     (
         Section::Streams,
-        "8. Event streams: echo, 100 users with one agent each; 1,000 streams of `GET /api/events` (10 per user, each following its own user's agent); a probe user adds tasks and times each `task.added` from its `at` to its arrival",
+        "8. Event streams: the runtime (echo, 100 users with one agent each) without streams and with 1,000 open on `GET /api/events`, 10 per user, each following its own user's agent and read to the end",
         &[
             "Streams open",
             "Backend",
             "Tasks/s",
-            "Of none",
+            "Of no streams",
+            "Cores used: agentd / clients",
             "Messages to clients/s",
-            "Probe p50 ms",
-            "Probe p99 ms",
+        ],
+    ),
+    (
+        Section::EventDelay,
+        "9. Event delay in the same runs: a probe user adds tasks one at a time, each `task.added` timed to its arrival from the event's `at` (the server's clock as it writes) and from the POST's answer; the followers' events (one stream per user) from their `at`",
+        &[
+            "Streams open",
+            "Backend",
             "Probe samples",
+            "From `at` p50 ms",
+            "From `at` p99 ms",
+            "From the answer p50 ms",
+            "From the answer p99 ms",
             "Followers p50 ms",
             "Followers p99 ms",
         ],
     ),
     (
         Section::StreamMemory,
-        "9. Event streams: memory of 1,000 idle streams (10 per user, agents not started)",
+        "10. Event streams: agentd's memory with 1,000 idle streams open (one user's, before any work)",
         &[
             "Backend",
             "RSS MiB without",
