@@ -104,7 +104,7 @@ const SECTIONS: [(Section, &str, &[&str]); 10] = [
     ),
     (
         Section::EventDelay,
-        "9. Event delay in the same runs: a probe user adds tasks one at a time, each `task.added` timed to its arrival from the event's `at` (the server's clock as it writes) and from the POST's answer; the followers' events (one stream per user) from their `at`",
+        "9. Event delay in the same runs: a probe user adds tasks to 4 idle agents, to each one at a time, each `task.added` timed to its arrival from the event's `at` (the server's clock as it writes) and from the POST's answer; the followers' events (one stream per user) from their `at`",
         &[
             "Streams open",
             "Backend",

@@ -1,10 +1,11 @@
 //! Section 8: event streams (`GET /api/events`). 100 users with one echo agent each work through
 //! their backlogs; the runtime's rate is measured without streams, then with 1,000 open, 10 per
 //! user (the default `quotas.streams_per_user` is 16), each following its own user's agent, so
-//! every event written reaches 10 clients, which read everything sent. A probe user, whose
-//! agent is not started, adds tasks one at a time and times each `task.added` from the event's
-//! `at` (the server's clock when it wrote it, in the transaction) to its arrival here (the same
-//! machine's clock). First, before anything else happens, 1,000 idle streams of one user (the
+//! every event written reaches 10 clients, which read everything sent. A probe user with 4 agents,
+//! never started, adds tasks to each, one at a time, and times each `task.added` to its arrival
+//! here on the probe's own stream: from the event's `at` (the server's clock when it stamped the
+//! write, the same machine's clock as here) and from the moment the POST answered (the commit
+//! is behind it). First, before anything else happens, 1,000 idle streams of one user (the
 //! quota raised for it) weigh a stream: agentd's resident memory with them open minus without.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -14,7 +15,7 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 use reqwest::Method;
 use serde_json::json;
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::{Notify, Semaphore, mpsc};
 use tokio::task::JoinSet;
 
 use super::{COMPLETED, each, fresh, ms, shape, whole};
@@ -31,6 +32,8 @@ const OPENING: usize = 64;
 /// Tasks each agent holds per second of the measured window: two windows with their warm-ups,
 /// and the streams opened between them, at up to about 1,200 tasks/s on the one node.
 const TASKS_PER_WINDOW_SECOND: f64 = 30.0;
+/// The probe's agents (never started), each adding its tasks one at a time, side by side.
+const PROBES: usize = 4;
 /// The probe's pause between one task's event and its next task.
 const PROBE_GAP: Duration = Duration::from_millis(10);
 /// Quiet before each memory reading.
@@ -59,8 +62,8 @@ struct Streams {
 enum Sink {
     /// Counts it, and when `sample`, keeps its delay while the tally records.
     Count { tally: Arc<Tally>, sample: bool },
-    /// Hands it over with its arrival time (the probe's stream).
-    Forward(mpsc::UnboundedSender<(DateTime<Utc>, String)>),
+    /// Notes each `task.added`'s arrival and delay from its `at` (the probe's stream).
+    Probe(Arc<Arrivals>),
 }
 
 /// Section 8: the runtime without streams and with 1,000, the probe's delay in both, and
@@ -78,22 +81,24 @@ pub(crate) async fn streams(backend: Backend, report: &mut Report) {
 
     let tokens = users(&server).await;
     let probe_token = server.register("stream-probe@example.com").await;
-    let probe_agent = json!({"id": "probe", "name": "Probe", "role_prompt": "You take notes.",
-        "channel": "probe"});
-    server.ok(Method::POST, "/api/agents", &probe_token, Some(probe_agent)).await;
+    for i in 0..PROBES {
+        let agent = json!({"id": format!("probe{i}"), "name": "Probe",
+            "role_prompt": "You take notes.", "channel": "probe"});
+        server.ok(Method::POST, "/api/agents", &probe_token, Some(agent)).await;
+    }
     let tasks = (TASKS_PER_WINDOW_SECOND * shape().measure.as_secs_f64()).ceil() as usize;
     backlogs(&server, &tokens, tasks).await;
     let total = (USERS * tasks) as f64;
-    let mut probe = Probe::open(&client, &base, probe_token).await;
+    let probe = Probe::open(&client, &base, probe_token).await;
     let tally = Arc::new(Tally::default());
     let server_ref = &server;
     each(tokens.iter().enumerate(), |(i, token)| async move {
         server_ref.ok(Method::POST, &format!("/api/agents/w{i}/start"), token, None).await;
     })
     .await;
-    let alone = window(&server, &mut probe, &tally).await;
+    let alone = window(&server, &probe, &tally).await;
     let following = Streams::open(&client, &base, &tokens, PER_USER, &tally).await;
-    let with_streams = window(&server, &mut probe, &tally).await;
+    let with_streams = window(&server, &probe, &tally).await;
     drop(following);
     let done = server.metric(COMPLETED).await;
     assert!(
@@ -245,9 +250,7 @@ async fn read(mut response: reqwest::Response, sink: Sink) {
                         tally.delays.lock().unwrap().push(delay);
                     }
                 }
-                Sink::Forward(to) => {
-                    let _ = to.send((arrived, String::from_utf8_lossy(data).into_owned()));
-                }
+                Sink::Probe(arrivals) => arrivals.note(data, arrived),
             }
         }
         pending.drain(..start);
@@ -264,11 +267,51 @@ fn delay_us(data: &[u8], arrived: DateTime<Utc>) -> Option<u32> {
     Some(micros(arrived - at.with_timezone(&Utc)))
 }
 
-/// The probe user's stream and token: it adds a task, waits for its `task.added`, pauses.
+/// The `task.added` events the probe's stream brought: by task id, when each arrived and its
+/// delay from its `at` (µs).
+#[derive(Debug, Default)]
+struct Arrivals {
+    seen: Mutex<std::collections::HashMap<String, (DateTime<Utc>, u32)>>,
+    changed: Notify,
+}
+
+impl Arrivals {
+    fn note(&self, data: &[u8], arrived: DateTime<Utc>) {
+        let text = String::from_utf8_lossy(data);
+        if !text.contains("\"type\":\"task.added\"") {
+            return;
+        }
+        let Some(task) = text.split("\"task_id\":\"").nth(1).and_then(|t| t.split('"').next())
+        else {
+            return;
+        };
+        let delay = delay_us(data, arrived).expect("an event with `at`");
+        self.seen.lock().unwrap().insert(task.to_owned(), (arrived, delay));
+        self.changed.notify_waiters();
+    }
+
+    /// When task `id`'s event arrived and its delay from `at`, once it has.
+    async fn of(&self, id: &str) -> (DateTime<Utc>, u32) {
+        let deadline = tokio::time::Instant::now() + PROBE_WAIT;
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if let Some(seen) = self.seen.lock().unwrap().remove(id) {
+                return seen;
+            }
+            tokio::time::timeout_at(deadline, changed)
+                .await
+                .unwrap_or_else(|_| panic!("no task.added for {id} within {PROBE_WAIT:?}"));
+        }
+    }
+}
+
+/// The probe user's stream and token.
 struct Probe {
     token: String,
-    events: mpsc::UnboundedReceiver<(DateTime<Utc>, String)>,
-    added: usize,
+    arrivals: Arc<Arrivals>,
+    added: AtomicU64,
     _reader: tokio::task::JoinHandle<()>,
 }
 
@@ -281,39 +324,37 @@ impl Probe {
             .await
             .expect("agentd answers the probe's stream request");
         assert_eq!(response.status(), 200, "the probe's stream");
-        let (to, events) = mpsc::unbounded_channel();
-        let reader = tokio::spawn(read(response, Sink::Forward(to)));
-        Self { token, events, added: 0, _reader: reader }
+        let arrivals = Arc::new(Arrivals::default());
+        let reader = tokio::spawn(read(response, Sink::Probe(Arc::clone(&arrivals))));
+        Self { token, arrivals, added: AtomicU64::new(0), _reader: reader }
     }
 
-    /// Adds tasks one after another until `until`; the delays of each one's `task.added`,
-    /// from its `at` and from the POST's answer (µs, sorted; 0 for an event that came first).
-    async fn until(&mut self, server: &Agentd, until: Instant) -> (Vec<u32>, Vec<u32>) {
-        let (mut from_at, mut from_answer) = (Vec::new(), Vec::new());
-        while Instant::now() < until {
-            self.added += 1;
-            let body = json!({"title": format!("Probe {}", self.added)});
-            let task =
-                server.ok(Method::POST, "/api/agents/probe/backlog", &self.token, Some(body)).await;
-            let answered = Utc::now();
-            let id = task["id"].as_str().expect("a task id");
-            let wanted = format!("\"task_id\":\"{id}\"");
-            loop {
-                let (arrived, data) = tokio::time::timeout(PROBE_WAIT, self.events.recv())
-                    .await
-                    .unwrap_or_else(|_| panic!("no task.added for {id} within {PROBE_WAIT:?}"))
-                    .expect("the probe's stream stays open");
-                if data.contains("\"type\":\"task.added\"") && data.contains(&wanted) {
-                    from_at.push(delay_us(data.as_bytes(), arrived).expect("an event with `at`"));
-                    from_answer.push(micros(arrived - answered));
-                    break;
-                }
-            }
-            tokio::time::sleep(PROBE_GAP).await;
-        }
+    /// Each probe agent adds tasks one after another until `until`; the delays of each one's
+    /// `task.added`, from its `at` and from the POST's answer (µs, sorted; 0 for an event that
+    /// came first).
+    async fn until(&self, server: &Agentd, until: Instant) -> (Vec<u32>, Vec<u32>) {
+        let runs = (0..PROBES).map(|agent| self.one_agent(server, agent, until));
+        let (mut from_at, mut from_answer): (Vec<u32>, Vec<u32>) =
+            futures::future::join_all(runs).await.into_iter().flatten().unzip();
         from_at.sort_unstable();
         from_answer.sort_unstable();
         (from_at, from_answer)
+    }
+
+    async fn one_agent(&self, server: &Agentd, agent: usize, until: Instant) -> Vec<(u32, u32)> {
+        let mut delays = Vec::new();
+        let path = format!("/api/agents/probe{agent}/backlog");
+        while Instant::now() < until {
+            let n = self.added.fetch_add(1, Ordering::Relaxed);
+            let body = json!({"title": format!("Probe {n}")});
+            let task = server.ok(Method::POST, &path, &self.token, Some(body)).await;
+            let answered = Utc::now();
+            let (arrived, from_at) =
+                self.arrivals.of(task["id"].as_str().expect("a task id")).await;
+            delays.push((from_at, micros(arrived - answered)));
+            tokio::time::sleep(PROBE_GAP).await;
+        }
+        delays
     }
 }
 
@@ -339,7 +380,7 @@ struct Window {
 }
 
 /// One warm-up, then a measured window of [`shape`]'s length with the probe adding tasks.
-async fn window(server: &Agentd, probe: &mut Probe, tally: &Tally) -> Window {
+async fn window(server: &Agentd, probe: &Probe, tally: &Tally) -> Window {
     let shape = shape();
     tokio::time::sleep(shape.warmup).await;
     eventually(Duration::from_secs(60), "the agents complete tasks", || async {
