@@ -81,6 +81,7 @@ fuzz_target!(|data: &[u8]| {
                 let _ = command.changes();
             }
             Request::Decide { approval_id, .. } => assert!(!approval_id.is_empty()),
+            Request::Cancel { task_id } => assert!(!task_id.is_empty()),
             Request::Ping | Request::Autocomplete { .. } | Request::Unknown => {}
         }
         if let Some(member) = &parsed.member {
