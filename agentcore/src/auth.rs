@@ -19,6 +19,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::Semaphore;
 
 use crate::domain::user::UserId;
+use crate::domain::workspace::WorkspaceId;
 use crate::error::{Error, Result};
 
 /// What a token says about its holder.
@@ -63,6 +64,8 @@ pub(crate) struct Auth {
     decoy: OnceLock<String>,
     /// Keys the form tokens bound to a session: derived from the signing key, never it.
     form_key: [u8; 32],
+    /// Keys the hashes of API keys and invite tokens: derived from the signing key, never it.
+    access_key: [u8; 32],
 }
 
 impl std::fmt::Debug for Auth {
@@ -97,6 +100,11 @@ impl Auth {
                 .chain_update(key)
                 .finalize()
                 .into(),
+            access_key: Sha256::new()
+                .chain_update(b"agentd access secret\0")
+                .chain_update(key)
+                .finalize()
+                .into(),
         }
     }
 
@@ -108,6 +116,28 @@ impl Auth {
             .unwrap_or_else(|_| unreachable!("HMAC takes a key of any length"));
         mac.update(session.as_bytes());
         mac.finalize().into_bytes().iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// The stored form of a random secret (an API key, an invite token): an HMAC under a key
+    /// only this server holds. A secret of 256 random bits cannot be guessed, so a slow hash
+    /// (argon2, for passwords people choose) would only cost every request its CPU; the key
+    /// means a copy of the database alone cannot even check a guess.
+    pub(crate) fn secret_hash(&self, secret: &str) -> String {
+        hex::encode(self.secret_mac(secret).finalize().into_bytes())
+    }
+
+    /// Whether `secret` is the one `stored` ([`Self::secret_hash`]) was made from, compared in
+    /// constant time.
+    pub(crate) fn secret_matches(&self, secret: &str, stored: &str) -> bool {
+        hex::decode(stored)
+            .is_ok_and(|stored| self.secret_mac(secret).verify_slice(&stored).is_ok())
+    }
+
+    fn secret_mac(&self, secret: &str) -> Hmac<Sha256> {
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.access_key)
+            .unwrap_or_else(|_| unreachable!("HMAC takes a key of any length"));
+        mac.update(secret.as_bytes());
+        mac
     }
 
     pub(crate) async fn hash_password(&self, password: &str) -> Result<String> {
@@ -164,13 +194,14 @@ impl Auth {
             .map_err(|_| Error::Unauthorized)
     }
 
-    /// A signed OAuth `state` for `user`, valid for `ttl`.
-    pub(crate) fn issue_state(&self, user: &UserId, ttl: Duration) -> Result<String> {
+    /// A signed OAuth `state` for a workspace, valid for `ttl`.
+    pub(crate) fn issue_state(&self, workspace: &WorkspaceId, ttl: Duration) -> Result<String> {
         let exp = chrono::Utc::now()
             .timestamp()
             .saturating_add(i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX));
         let jti = uuid::Uuid::new_v4().to_string();
-        let claims = StateClaims { sub: user.to_string(), purpose: STATE_PURPOSE.into(), exp, jti };
+        let claims =
+            StateClaims { sub: workspace.to_string(), purpose: STATE_PURPOSE.into(), exp, jti };
         jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
             .map_err(|e| Error::internal(format!("signing a state failed: {e}")))
     }
@@ -260,10 +291,12 @@ mod tests {
     fn install_states_are_bound_to_a_user_and_are_not_access_tokens() {
         let auth = auth(None);
         let user = UserId::generate();
-        let state = auth.issue_state(&user, Duration::from_secs(600)).unwrap();
+        let workspace = WorkspaceId::personal(&user);
+        let state = auth.issue_state(&workspace, Duration::from_secs(600)).unwrap();
         let verified = auth.verify_state(&state).unwrap();
         assert_eq!(verified.user_id, user.as_str());
-        let again = auth.verify_state(&auth.issue_state(&user, Duration::from_secs(9)).unwrap());
+        let again =
+            auth.verify_state(&auth.issue_state(&workspace, Duration::from_secs(9)).unwrap());
         assert_ne!(again.unwrap().id, verified.id, "each state has its own id");
         assert!(auth.verify(&state).is_err(), "a state is not a login");
         let token = auth.issue(&user, 0).unwrap();

@@ -82,6 +82,10 @@ pub enum Resource {
     McpServer,
     Schedule,
     Approval,
+    Workspace,
+    Member,
+    Invite,
+    ApiKey,
 }
 
 impl Resource {
@@ -95,6 +99,10 @@ impl Resource {
             Resource::McpServer => "mcp_server",
             Resource::Schedule => "schedule",
             Resource::Approval => "approval",
+            Resource::Workspace => "workspace",
+            Resource::Member => "member",
+            Resource::Invite => "invite",
+            Resource::ApiKey => "api_key",
         }
     }
 }
@@ -113,6 +121,10 @@ pub enum Conflict {
     TaskFinished,
     /// The task was cancelled already.
     TaskAlreadyCancelled,
+    /// The change would leave a workspace without an owner.
+    LastOwner,
+    /// The user is a member of the workspace already.
+    AlreadyMember,
 }
 
 impl Conflict {
@@ -126,6 +138,8 @@ impl Conflict {
             Conflict::NotAwaitingApproval => "not_awaiting_approval",
             Conflict::TaskFinished => "task_finished",
             Conflict::TaskAlreadyCancelled => "task_already_cancelled",
+            Conflict::LastOwner => "last_owner",
+            Conflict::AlreadyMember => "already_member",
         }
     }
 }

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::{broadcast, watch};
 
 use crate::domain::event::Event;
-use crate::domain::user::UserId;
+use crate::domain::workspace::WorkspaceId;
 use crate::sync::lock;
 
 /// How many live events wait for a slow subscriber before it misses some (live events are
@@ -24,7 +24,7 @@ const LIVE_BACKLOG: usize = 64;
 /// The node's subscribers, by owner.
 #[derive(Debug, Default)]
 pub(crate) struct EventHub {
-    owners: Mutex<HashMap<UserId, Arc<Followed>>>,
+    owners: Mutex<HashMap<WorkspaceId, Arc<Followed>>>,
     /// Streams open on this node, all owners.
     open: AtomicUsize,
     /// The node is stopping: no new subscriptions.
@@ -54,7 +54,7 @@ struct Followed {
 #[derive(Debug)]
 pub(crate) struct Subscription {
     hub: Arc<EventHub>,
-    owner: UserId,
+    owner: WorkspaceId,
     pub(crate) bell: watch::Receiver<u64>,
     pub(crate) live: broadcast::Receiver<Arc<Event>>,
 }
@@ -64,7 +64,7 @@ impl EventHub {
     /// (0: no limit).
     pub(crate) fn subscribe(
         self: &Arc<Self>,
-        owner: &UserId,
+        owner: &WorkspaceId,
         limit: u32,
     ) -> Result<Subscription, Refused> {
         let mut owners = lock(&self.owners);
@@ -94,7 +94,7 @@ impl EventHub {
     }
 
     /// The owner's events may have grown: its streams look.
-    pub(crate) fn ring(&self, owner: &UserId) {
+    pub(crate) fn ring(&self, owner: &WorkspaceId) {
         if let Some(followed) = lock(&self.owners).get(owner) {
             followed.bell.send_modify(|n| *n = n.wrapping_add(1));
         }
@@ -108,7 +108,7 @@ impl EventHub {
     }
 
     /// Tells `owner`'s streams on this node of a live-only event.
-    pub(crate) fn live(&self, owner: &UserId, event: Event) {
+    pub(crate) fn live(&self, owner: &WorkspaceId, event: Event) {
         if let Some(followed) = lock(&self.owners).get(owner) {
             // No receiver is fine: nobody follows at this instant.
             let _ = followed.live.send(Arc::new(event));
@@ -116,12 +116,12 @@ impl EventHub {
     }
 
     /// The owners followed now.
-    pub(crate) fn followed(&self) -> Vec<UserId> {
+    pub(crate) fn followed(&self) -> Vec<WorkspaceId> {
         lock(&self.owners).keys().cloned().collect()
     }
 
     /// What a poll found: `owner`'s latest event is `latest`; rings its bell if that is new.
-    pub(crate) fn polled(&self, owner: &UserId, latest: i64) {
+    pub(crate) fn polled(&self, owner: &WorkspaceId, latest: i64) {
         if let Some(followed) = lock(&self.owners).get(owner) {
             let before = followed.polled.swap(latest, Ordering::SeqCst);
             if before != latest {
@@ -163,7 +163,7 @@ mod tests {
     #[test]
     fn a_users_streams_are_counted_and_forgotten_when_dropped() {
         let hub = Arc::new(EventHub::default());
-        let owner = UserId::from_trusted("u_1".to_owned());
+        let owner = WorkspaceId::from_trusted("u_1".to_owned());
         let first = hub.subscribe(&owner, 2).unwrap();
         let mut second = hub.subscribe(&owner, 2).unwrap();
         assert_eq!(hub.subscribe(&owner, 2).unwrap_err(), Refused::Full(2));

@@ -136,7 +136,12 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Params<T> {
     }
 }
 
-/// The caller, from `Authorization: Bearer <token>`.
+/// The header naming the workspace a request acts in (its id); without it, the caller's
+/// personal workspace (an API key's: its own).
+pub(crate) const WORKSPACE_HEADER: &str = "x-workspace";
+
+/// The caller, from `Authorization: Bearer <token>` (a session token or an API key), in the
+/// workspace `X-Workspace` names.
 #[derive(Debug)]
 pub(crate) struct Caller(pub Principal);
 
@@ -153,8 +158,14 @@ impl FromRequestParts<AppState> for Caller {
             .map(|(_, token)| token.trim())
             .filter(|token| !token.is_empty())
             .ok_or(Error::Unauthorized)?;
-        let principal = state.core.authenticate(token).await?;
-        state.http.limits.user(&principal.user_id)?;
+        let workspace = match parts.headers.get(WORKSPACE_HEADER) {
+            None => None,
+            Some(value) => Some(value.to_str().map_err(|_| {
+                Error::not_found(Resource::Workspace, "a workspace id is visible ASCII")
+            })?),
+        };
+        let principal = state.core.authenticate(token, workspace).await?;
+        state.http.limits.caller(&principal)?;
         Ok(Caller(principal))
     }
 }

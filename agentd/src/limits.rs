@@ -13,7 +13,9 @@ use axum::http::request::Parts;
 use governor::clock::Clock;
 use governor::{DefaultKeyedRateLimiter, Quota};
 
-use agentcore::domain::user::{Email, UserId};
+use agentcore::Principal;
+use agentcore::domain::user::Email;
+use agentcore::domain::workspace::Actor;
 
 use crate::AppState;
 use crate::config::LimitsConfig;
@@ -22,7 +24,8 @@ use crate::error::ApiError;
 pub(crate) struct Limits {
     sign_ins: Option<Keyed<IpAddr>>,
     accounts: Option<Keyed<String>>,
-    users: Option<Keyed<UserId>>,
+    /// Per person, or per API key.
+    users: Option<Keyed<String>>,
     trust_forwarded_for: bool,
 }
 
@@ -56,9 +59,17 @@ impl Limits {
         limit.check(&key).inspect_err(|_| tracing::warn!("sign-in limit of one account reached"))
     }
 
-    /// One request of `user`: refused with the wait when the user is over the limit.
-    pub(crate) fn user(&self, user: &UserId) -> Result<(), ApiError> {
-        self.users.as_ref().map_or(Ok(()), |limit| limit.check(user))
+    /// One request of the caller (a person, or an API key on its own): refused with the wait
+    /// when they are over the limit.
+    pub(crate) fn caller(&self, who: &Principal) -> Result<(), ApiError> {
+        let Some(limit) = &self.users else { return Ok(()) };
+        let key = match &who.actor {
+            Actor::User { id } => id.to_string(),
+            Actor::Key { id, .. } => format!("key:{id}"),
+            Actor::Discord { id, .. } => format!("discord:{id}"),
+            Actor::Service => "service".to_owned(),
+        };
+        limit.check(&key)
     }
 
     /// The address the request came from: the last `X-Forwarded-For` hop (the one the trusted

@@ -102,7 +102,9 @@ async fn the_webhook_checks_the_signature_before_anything_else(app: TestApp) {
     }
     assert_eq!(app.db.count("SELECT COUNT(*) FROM billing_events", &[]).await, 0);
     assert_eq!(
-        app.db.count("SELECT COUNT(*) FROM users WHERE stripe_customer_id IS NOT NULL", &[]).await,
+        app.db
+            .count("SELECT COUNT(*) FROM workspaces WHERE stripe_customer_id IS NOT NULL", &[])
+            .await,
         0
     );
 
@@ -291,7 +293,7 @@ async fn checkout_prefers_the_reference_then_metadata_then_email(app: TestApp) {
         let linked = app
             .db
             .count(
-                "SELECT COUNT(*) FROM users WHERE id = $1 AND stripe_customer_id = $2",
+                "SELECT COUNT(*) FROM workspaces WHERE id = $1 AND stripe_customer_id = $2",
                 &[&owner.id, customer],
             )
             .await;
@@ -302,7 +304,9 @@ async fn checkout_prefers_the_reference_then_metadata_then_email(app: TestApp) {
         app.deliver(&checkout("evt_nobody", "cus_x", None, None, Some("nobody@example.com"))).await;
     assert_eq!(receipt["handled"], true);
     assert_eq!(
-        app.db.count("SELECT COUNT(*) FROM users WHERE stripe_customer_id = 'cus_x'", &[]).await,
+        app.db
+            .count("SELECT COUNT(*) FROM workspaces WHERE stripe_customer_id = 'cus_x'", &[])
+            .await,
         0
     );
     // metadata.user_id on the subscription itself links a customer no checkout named.

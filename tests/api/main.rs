@@ -41,5 +41,6 @@ mod runtime;
 mod schedules;
 mod schemathesis;
 mod storage;
+mod teams;
 mod tenancy;
 mod typed_client;

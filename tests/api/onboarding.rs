@@ -41,7 +41,7 @@ async fn the_templates_are_public_and_complete(app: TestApp) {
 
 async fn each_template_creates_its_agent_and_queued_task(app: TestApp) {
     let user = app.register("onboard@example.com").await;
-    app.db.execute("UPDATE users SET plan = 'team' WHERE id = $1", &[&user.id]).await;
+    app.db.execute("UPDATE workspaces SET plan = 'team' WHERE id = $1", &[&user.id]).await;
     let listed = app
         .request(Method::GET, "/api/onboarding/templates", None, None)
         .await
@@ -99,7 +99,7 @@ async fn each_template_creates_its_agent_and_queued_task(app: TestApp) {
 
 async fn taken_ids_are_numbered(app: TestApp) {
     let user = app.register("numbers@example.com").await;
-    app.db.execute("UPDATE users SET plan = 'starter' WHERE id = $1", &[&user.id]).await;
+    app.db.execute("UPDATE workspaces SET plan = 'starter' WHERE id = $1", &[&user.id]).await;
     let setup = |template: &'static str| {
         let (app, user) = (&app, &user);
         async move {

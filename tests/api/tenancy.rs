@@ -25,6 +25,9 @@ async fn snapshot(app: &TestApp, user: &User) -> Value {
         "/api/chat/mappings",
         "/api/billing",
         "/api/mcp/servers",
+        "/api/workspace/members",
+        "/api/workspace/invites",
+        "/api/workspace/keys",
     ] {
         seen.insert(path.into(), app.get(path, user).await.assert_status(200).clone());
     }
@@ -37,6 +40,7 @@ fn against_a(
     method: &Method,
     template: &str,
     (task, schedule): (&str, &str),
+    a: &AccessOfA,
 ) -> Vec<(String, Option<Value>)> {
     let agent = "/api/agents/alpha";
     let a_schedule = format!("{agent}/schedules/{schedule}");
@@ -149,8 +153,32 @@ fn against_a(
         ("POST", "/api/mcp/servers/{name}/test") => {
             vec![(format!("/api/mcp/servers/{MCP_A}/test"), None)]
         }
+        // A in B's workspace, and A's invite and key from B's.
+        ("PATCH", "/api/workspace/members/{user_id}") => {
+            vec![(format!("/api/workspace/members/{}", a.user), Some(json!({"role": "viewer"})))]
+        }
+        ("DELETE", "/api/workspace/members/{user_id}") => {
+            vec![(format!("/api/workspace/members/{}", a.user), None)]
+        }
+        ("DELETE", "/api/workspace/invites/{id}") => {
+            vec![(format!("/api/workspace/invites/{}", a.invite), None)]
+        }
+        ("DELETE", "/api/workspace/keys/{id}") => {
+            vec![(format!("/api/workspace/keys/{}", a.key), None)]
+        }
+        // An invite's token is its access: B holds none of A's (an id is not a token).
+        ("POST", "/api/invites/{token}/accept") => {
+            vec![(format!("/api/invites/{}/accept", a.invite), None)]
+        }
         _ => panic!("{method} {template} takes an id: add B's attempts on A's to the tenancy test"),
     }
+}
+
+/// A's invite and key, and A, for B's attempts.
+struct AccessOfA {
+    user: String,
+    invite: String,
+    key: String,
 }
 
 backend_tests! { app;
@@ -185,6 +213,14 @@ async fn a_second_users_token_reaches_nothing_of_the_first(app: TestApp) {
     let server = json!({"name": MCP_A, "url": "https://93.184.215.14/mcp", "token": "a-secret"});
     app.post("/api/mcp/servers", &a, server).await.assert_status(201);
 
+    let invite = app.post("/api/workspace/invites", &a, json!({"role": "member"})).await;
+    let key = app.post("/api/workspace/keys", &a, json!({"name": "ci", "role": "member"})).await;
+    let access = AccessOfA {
+        user: a.id.clone(),
+        invite: invite.assert_status(201)["id"].as_str().unwrap().to_owned(),
+        key: key.assert_status(201)["id"].as_str().unwrap().to_owned(),
+    };
+
     let b = app.register("b@example.com").await;
     app.create_agent(&b, "beta").await;
     app.post("/api/chat/connect", &b, json!({"bot_token": "bot-b.1", "guild_id": GUILD_B}))
@@ -199,7 +235,7 @@ async fn a_second_users_token_reaches_nothing_of_the_first(app: TestApp) {
         if template.contains('{') {
             let method = Method::from_bytes(method.as_bytes()).unwrap();
             attempts.extend(
-                against_a(&method, &template, (&task, &schedule))
+                against_a(&method, &template, (&task, &schedule), &access)
                     .into_iter()
                     .map(|(path, body)| (method.clone(), path, body)),
             );

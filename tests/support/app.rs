@@ -323,6 +323,26 @@ impl TestApp {
         read(request.send().await.expect("request sent")).await
     }
 
+    /// [`Self::request`] in the workspace `workspace` (its id, as `X-Workspace`).
+    pub async fn request_in(
+        &self,
+        workspace: &str,
+        method: Method,
+        path: &str,
+        token: &str,
+        body: Option<Value>,
+    ) -> Reply {
+        let mut request = self
+            .client
+            .request(method, format!("{}{path}", self.address))
+            .bearer_auth(token)
+            .header("x-workspace", workspace);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        read(request.send().await.expect("request sent")).await
+    }
+
     /// Sends `body` as it is, for malformed input.
     pub async fn send_raw(
         &self,

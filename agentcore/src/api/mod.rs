@@ -14,6 +14,7 @@ mod mcp;
 mod onboarding;
 mod schedules;
 mod tools;
+mod workspaces;
 
 use serde::{Deserialize, Deserializer, Serialize};
 
@@ -28,6 +29,7 @@ pub use mcp::*;
 pub use onboarding::*;
 pub use schedules::*;
 pub use tools::*;
+pub use workspaces::*;
 
 /// Distinguishes an absent field (`None`) from an explicit `null` (`Some(None)`).
 pub(crate) fn nullable<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>

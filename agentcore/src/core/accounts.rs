@@ -73,36 +73,19 @@ impl Core {
         self.auth().form_token(session_token)
     }
 
-    /// The caller behind a bearer token: signed by this service, unexpired, not revoked.
-    pub async fn authenticate(&self, token: &str) -> Result<Principal> {
-        let claims = self.auth().verify(token)?;
-        let user_id = UserId::parse(&claims.sub).map_err(|_| Error::Unauthorized)?;
-        let versions = self.token_versions();
-        let version = match versions.get(&user_id) {
-            Some(version) => version,
-            None => {
-                let read_from = versions.generation();
-                let record = unauthorized_unless(self.store().user_by_id(&user_id).await?)?;
-                versions.remember(&user_id, record.token_version, read_from);
-                record.token_version
-            }
-        };
-        if version != claims.ver {
-            return Err(Error::Unauthorized);
-        }
-        Ok(Principal { user_id })
-    }
-
+    /// The signed-in person; an API key is `forbidden` (it is no person).
     pub async fn me(&self, who: &Principal) -> Result<User> {
-        let record = unauthorized_unless(self.store().user_by_id(&who.user_id).await?)?;
+        let record = unauthorized_unless(self.store().user_by_id(who.user()?).await?)?;
         Ok(user_of(&record))
     }
 
-    /// Revokes every token of the caller, on every device.
+    /// Revokes every session token of the caller, on every device. API keys stay: they belong
+    /// to a workspace, not to a session.
     pub async fn logout(&self, who: &Principal) -> Result<()> {
-        let version = self.store().bump_token_version(&who.user_id).await?;
-        self.token_versions().forget(&who.user_id);
-        tracing::info!(user_id = %who.user_id, token_version = version, "tokens revoked");
+        let user = who.user()?;
+        let version = self.store().bump_token_version(user).await?;
+        self.access().tokens.forget(user);
+        tracing::info!(user_id = %user, token_version = version, "tokens revoked");
         Ok(())
     }
 

@@ -11,17 +11,21 @@ use crate::domain::paging::{TaskCursor, TaskOrder, TaskPage, TasksPage};
 use crate::domain::runtime::status_post;
 use crate::domain::status::{StatusCommand, transition};
 use crate::domain::task::{TaskStatus, sort_backlog};
+use crate::domain::workspace::Need;
 use crate::error::{Result, ValidationErrors};
 
 impl Core {
     /// Creates an agent in `idle`. Another agent of the caller with this id is `agent_exists`;
     /// one more than the caller's plan allows is `plan_limit_reached`.
     pub async fn create_agent(&self, who: &Principal, agent: NewAgent) -> Result<Agent> {
+        who.require(Need::Work)?;
         self.check_model(agent.model.as_ref())?;
-        self.check_mcp_servers(&who.user_id, Some(&agent.mcp_servers)).await?;
+        self.check_mcp_servers(&who.workspace, Some(&agent.mcp_servers)).await?;
         let activity =
             NewActivity::new(Action::AgentCreated, format!("Agent '{}' created.", agent.name));
-        self.store().insert_agent(&who.user_id, &agent, now(), &activity, self.agent_limit()).await
+        self.store()
+            .insert_agent(&who.workspace, &agent, now(), &activity, self.agent_limit())
+            .await
     }
 
     /// The caller's agents, oldest first.
@@ -30,13 +34,13 @@ impl Core {
         who: &Principal,
         filter: &AgentFilter,
     ) -> Result<Vec<AgentSummary>> {
-        let agents = self.store().list_agents(&who.user_id, filter).await?;
+        let agents = self.store().list_agents(&who.workspace, filter).await?;
         Ok(agents.into_iter().map(AgentSummary::from).collect())
     }
 
     /// One agent with its whole backlog.
     pub async fn agent(&self, who: &Principal, id: &AgentId) -> Result<AgentDetail> {
-        let (agent, mut backlog) = self.store().agent_with_tasks(&who.user_id, id, None).await?;
+        let (agent, mut backlog) = self.store().agent_with_tasks(&who.workspace, id, None).await?;
         sort_backlog(&mut backlog);
         Ok(AgentDetail { agent, backlog, next_cursor: None })
     }
@@ -53,8 +57,10 @@ impl Core {
     ) -> Result<AgentDetail> {
         // One more finished task than asked for says whether there is a next page.
         let fetch = limit.saturating_add(1);
-        let (agent, tasks) =
-            self.store().agent_with_tasks(&who.user_id, id, Some((fetch, after.as_ref()))).await?;
+        let (agent, tasks) = self
+            .store()
+            .agent_with_tasks(&who.workspace, id, Some((fetch, after.as_ref())))
+            .await?;
         let (fetched, mut backlog): (Vec<_>, Vec<_>) = tasks
             .into_iter()
             .partition(|task| matches!(task.status, TaskStatus::Complete | TaskStatus::Failed));
@@ -72,13 +78,14 @@ impl Core {
         id: &AgentId,
         patch: AgentPatch,
     ) -> Result<Agent> {
+        who.require(Need::Work)?;
         self.check_model(patch.model.as_ref().and_then(Option::as_ref))?;
-        self.check_mcp_servers(&who.user_id, patch.mcp_servers.as_ref()).await?;
+        self.check_mcp_servers(&who.workspace, patch.mcp_servers.as_ref()).await?;
         let agent = self
             .store()
-            .update_agent(&who.user_id, id, &|current| Ok(patch_agent(current, &patch, now())))
+            .update_agent(&who.workspace, id, &|current| Ok(patch_agent(current, &patch, now())))
             .await?;
-        self.after_agent_change(&who.user_id, id);
+        self.after_agent_change(&who.workspace, id);
         Ok(agent)
     }
 
@@ -93,19 +100,22 @@ impl Core {
 
     /// Removes the agent, its backlog, activity and mapping. A task in progress is abandoned.
     pub async fn delete_agent(&self, who: &Principal, id: &AgentId) -> Result<()> {
-        self.store().delete_agent(&who.user_id, id).await?;
-        self.wake_agent(&who.user_id, id);
-        tracing::info!(user_id = %who.user_id, agent_id = %id, "agent deleted");
+        who.require(Need::Work)?;
+        self.store().delete_agent(&who.workspace, id).await?;
+        self.wake_agent(&who.workspace, id);
+        tracing::info!(workspace = %who.workspace, agent_id = %id, "agent deleted");
         Ok(())
     }
 
     /// `active` from any status. Idempotent.
     pub async fn start_agent(&self, who: &Principal, id: &AgentId) -> Result<Agent> {
+        who.require(Need::Work)?;
         self.command(who, id, StatusCommand::Start).await
     }
 
     /// `idle`; the task in progress finishes. Idempotent.
     pub async fn stop_agent(&self, who: &Principal, id: &AgentId) -> Result<Agent> {
+        who.require(Need::Work)?;
         self.command(who, id, StatusCommand::Stop).await
     }
 
@@ -116,6 +126,7 @@ impl Core {
         id: &AgentId,
         enabled: Option<bool>,
     ) -> Result<Agent> {
+        who.require(Need::Work)?;
         self.command(who, id, StatusCommand::Vacation(enabled)).await
     }
 
@@ -127,7 +138,7 @@ impl Core {
     ) -> Result<Agent> {
         let agent = self
             .store()
-            .update_agent(&who.user_id, id, &|current| {
+            .update_agent(&who.workspace, id, &|current| {
                 let next = transition(current.status, current.status_before_vacation, command);
                 Ok(next.activity.map(|entry| {
                     let mut agent = current.clone();
@@ -139,7 +150,7 @@ impl Core {
                 }))
             })
             .await?;
-        self.after_agent_change(&who.user_id, id);
+        self.after_agent_change(&who.workspace, id);
         Ok(agent)
     }
 }

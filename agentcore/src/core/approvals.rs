@@ -7,6 +7,7 @@ use crate::domain::agent::AgentId;
 use crate::domain::approval::{Approval, Decider, Decision, decided_body};
 use crate::domain::now;
 use crate::domain::task::TaskId;
+use crate::domain::workspace::Need;
 use crate::error::{Error, Result};
 use crate::store::{ApprovalRef, Decided};
 
@@ -23,7 +24,8 @@ impl Core {
         task: &TaskId,
         decision: Decision,
     ) -> Result<Approval> {
-        let which = ApprovalRef::OfTask { owner: &who.user_id, agent, task };
+        who.require(Need::Work)?;
+        let which = ApprovalRef::OfTask { owner: &who.workspace, agent, task };
         let decided = self.store().decide_approval(which, decision, &Decider::Owner, now()).await?;
         self.after_decision(&decided, true).await;
         Ok(decided.approval)
@@ -61,7 +63,7 @@ impl Core {
         let Some((guild, channel, message)) = decided.message.as_ref().filter(|_| edit) else {
             return;
         };
-        let owner = Principal { user_id: decided.owner.clone() };
+        let owner = Principal::service(decided.owner.clone());
         let Ok(guild_id) = crate::domain::chat::GuildId::parse(guild) else { return };
         let token = match self.credentials(&owner, &guild_id).await {
             Ok((token, _)) => token,

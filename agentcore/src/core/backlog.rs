@@ -8,7 +8,8 @@ use crate::domain::paging::{TaskPage, TasksPage};
 use crate::domain::runtime::cancel_post;
 use crate::domain::steps::StepKind;
 use crate::domain::task::{NewTask, Task, TaskId, TaskPatch, TaskStatus};
-use crate::domain::user::UserId;
+use crate::domain::workspace::Need;
+use crate::domain::workspace::WorkspaceId;
 use crate::error::{Conflict, Error, Result};
 use crate::store::{TaskChange, TaskWrite};
 
@@ -24,14 +25,15 @@ pub(super) fn task_added(task: &Task) -> NewActivity {
 impl Core {
     /// Queues a task at the end of its priority.
     pub async fn add_task(&self, who: &Principal, agent: &AgentId, task: NewTask) -> Result<Task> {
-        self.check_queue_room(&who.user_id, agent).await?;
+        who.require(Need::Work)?;
+        self.check_queue_room(&who.workspace, agent).await?;
         let task = Task::queued(agent, task, now());
         let activity = task_added(&task);
-        let added = self.store().insert_task(&who.user_id, &task, &activity).await?;
+        let added = self.store().insert_task(&who.workspace, &task, &activity).await?;
         if added.agent_status == AgentStatus::Active {
-            self.wake_agent(&who.user_id, agent);
+            self.wake_agent(&who.workspace, agent);
         } else {
-            self.ring_events(&who.user_id);
+            self.ring_events(&who.workspace);
         }
         Ok(Task { created_at: added.created_at, updated_at: added.created_at, ..task })
     }
@@ -46,7 +48,7 @@ impl Core {
         page: &TaskPage,
     ) -> Result<TasksPage> {
         let one_more = TaskPage { limit: page.limit.saturating_add(1), ..page.clone() };
-        let fetched = self.store().task_page(&who.user_id, agent, &one_more).await?;
+        let fetched = self.store().task_page(&who.workspace, agent, &one_more).await?;
         Ok(TasksPage::from_fetched(fetched, page))
     }
 
@@ -57,13 +59,13 @@ impl Core {
         agent: &AgentId,
         status: Option<TaskStatus>,
     ) -> Result<Vec<Task>> {
-        let mut tasks = self.store().tasks(&who.user_id, agent, status).await?;
+        let mut tasks = self.store().tasks(&who.workspace, agent, status).await?;
         tasks.sort_by(|a, b| a.created_at.cmp(&b.created_at).then_with(|| a.id.cmp(&b.id)));
         Ok(tasks)
     }
 
     pub async fn task(&self, who: &Principal, agent: &AgentId, id: &TaskId) -> Result<Task> {
-        self.store().task(&who.user_id, agent, id).await
+        self.store().task(&who.workspace, agent, id).await
     }
 
     /// Changes a queued task; any other status is `task_not_editable`.
@@ -74,8 +76,9 @@ impl Core {
         id: &TaskId,
         patch: TaskPatch,
     ) -> Result<Task> {
+        who.require(Need::Work)?;
         self.store()
-            .update_task(&who.user_id, agent, id, &|current| {
+            .update_task(&who.workspace, agent, id, &|current| {
                 require(current, TaskStatus::Queued, "edited")?;
                 let mut next = current.clone();
                 if let Some(title) = &patch.title {
@@ -100,13 +103,14 @@ impl Core {
                 })
             })
             .await
-            .inspect(|_| self.ring_events(&who.user_id))
+            .inspect(|_| self.ring_events(&who.workspace))
     }
 
     /// Removes a task that is not in progress.
     pub async fn delete_task(&self, who: &Principal, agent: &AgentId, id: &TaskId) -> Result<()> {
+        who.require(Need::Work)?;
         self.store()
-            .update_task(&who.user_id, agent, id, &|current| {
+            .update_task(&who.workspace, agent, id, &|current| {
                 if current.status == TaskStatus::InProgress {
                     return Err(Error::conflict(
                         Conflict::TaskNotEditable,
@@ -123,15 +127,16 @@ impl Core {
                 Ok(TaskChange { write: TaskWrite::Delete, activity: vec![activity], post: None })
             })
             .await?;
-        self.ring_events(&who.user_id);
+        self.ring_events(&who.workspace);
         Ok(())
     }
 
     /// Queues a failed task again, with its attempts, error and timings reset.
     pub async fn retry_task(&self, who: &Principal, agent: &AgentId, id: &TaskId) -> Result<Task> {
+        who.require(Need::Work)?;
         let task = self
             .store()
-            .update_task(&who.user_id, agent, id, &|current| {
+            .update_task(&who.workspace, agent, id, &|current| {
                 require(current, TaskStatus::Failed, "retried")?;
                 let next = Task {
                     status: TaskStatus::Queued,
@@ -157,7 +162,7 @@ impl Core {
                 })
             })
             .await?;
-        self.wake_agent(&who.user_id, agent);
+        self.wake_agent(&who.workspace, agent);
         Ok(task)
     }
 
@@ -166,14 +171,15 @@ impl Core {
     /// runs; what its tools did already stays done, and the activity entry and the post list
     /// it. A finished task is `task_finished`; a cancelled one `task_already_cancelled`.
     pub async fn cancel_task(&self, who: &Principal, agent: &AgentId, id: &TaskId) -> Result<Task> {
-        let by = self.me(who).await?.email;
-        self.cancel_task_as(&who.user_id, agent, id, &by).await
+        who.require(Need::Work)?;
+        let by = self.actor_label(who).await?;
+        self.cancel_task_as(&who.workspace, agent, id, &by).await
     }
 
     /// [`Core::cancel_task`], by `by` (an email, or `discord:<user>`).
     pub(super) async fn cancel_task_as(
         &self,
-        owner: &UserId,
+        owner: &WorkspaceId,
         agent: &AgentId,
         id: &TaskId,
         by: &str,
@@ -243,7 +249,7 @@ impl Core {
         agent: &AgentId,
         query: &ActivityQuery,
     ) -> Result<Vec<ActivityEntry>> {
-        self.store().activity(&who.user_id, agent, query).await
+        self.store().activity(&who.workspace, agent, query).await
     }
 }
 

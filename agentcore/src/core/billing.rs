@@ -5,7 +5,8 @@ use crate::domain::billing::{
     Billing, BillingChange, BillingEvent, CustomerLink, Plans, SubscriptionChange, WebhookReceipt,
 };
 use crate::domain::now;
-use crate::domain::user::{Email, UserId};
+use crate::domain::user::Email;
+use crate::domain::workspace::WorkspaceId;
 use crate::error::{Error, Refusal, Result, ValidationErrors};
 use crate::store::UserPlan;
 use crate::stripe::{self, CheckoutSession, StripeEvent, Subscription};
@@ -14,7 +15,7 @@ impl Core {
     /// The caller's plan, its agent limit and how much of it is used.
     pub async fn billing(&self, who: &Principal) -> Result<Billing> {
         let UserPlan { plan, subscription_status, agents_used } =
-            self.store().billing(&who.user_id).await?;
+            self.store().billing(&who.workspace).await?;
         let agent_limit = self.agent_limit().of(&plan);
         Ok(Billing { plan, agent_limit, agents_used, subscription_status })
     }
@@ -74,7 +75,7 @@ impl Core {
                 let user_ids = [session.client_reference_id.as_deref(), session.metadata_user_id()]
                     .into_iter()
                     .flatten()
-                    .filter_map(|id| UserId::parse(id).ok())
+                    .filter_map(|id| WorkspaceId::parse(id).ok())
                     .collect();
                 let email_key = session.email().and_then(|e| Email::parse(e).ok()).map(|e| e.key());
                 BillingChange::Link(CustomerLink { customer, user_ids, email_key })
@@ -89,7 +90,7 @@ impl Core {
                     price_plan,
                     user_hint: subscription
                         .metadata_user_id()
-                        .and_then(|id| UserId::parse(id).ok()),
+                        .and_then(|id| WorkspaceId::parse(id).ok()),
                     id: subscription.id,
                     customer: subscription.customer,
                     status: subscription.status,

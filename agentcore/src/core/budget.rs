@@ -5,20 +5,22 @@ use super::{Core, Principal};
 use crate::api::UsageParams;
 use crate::domain::budget::{Budget, usd};
 use crate::domain::usage::{BudgetView, UsageQuery, UsageReport, UsageRow};
+use crate::domain::workspace::Need;
 use crate::error::Result;
 use crate::store::UserBudget;
 
 impl Core {
     /// The caller's monthly budget and this month's spend.
     pub async fn budget(&self, who: &Principal) -> Result<BudgetView> {
-        Ok(view(self.store().user_budget(&who.user_id).await?))
+        Ok(view(self.store().user_budget(&who.workspace).await?))
     }
 
     /// Sets (or with `None` removes) the caller's monthly budget; a lower budget holds from
     /// the next model call on.
     pub async fn set_budget(&self, who: &Principal, budget: Option<Budget>) -> Result<BudgetView> {
-        let set = self.store().set_user_budget(&who.user_id, budget).await?;
-        tracing::info!(user_id = %who.user_id, budget = ?budget.map(Budget::micros), "budget set");
+        who.require(Need::Manage)?;
+        let set = self.store().set_user_budget(&who.workspace, budget).await?;
+        tracing::info!(workspace = %who.workspace, budget = ?budget.map(Budget::micros), "budget set");
         Ok(view(set))
     }
 
@@ -28,14 +30,14 @@ impl Core {
         let now = self.store().database_time().await?;
         let query = params.parse(now)?;
         if let Some(agent) = &query.agent_id {
-            self.store().agent(&who.user_id, agent).await?;
+            self.store().agent(&who.workspace, agent).await?;
         }
         let rows = match query.group_by {
-            Some(_) => self.store().usage(&who.user_id, &query).await?,
+            Some(_) => self.store().usage(&who.workspace, &query).await?,
             None => Vec::new(),
         };
         let whole = UsageQuery { group_by: None, ..query.clone() };
-        let total = self.store().usage(&who.user_id, &whole).await?.into_iter().next();
+        let total = self.store().usage(&who.workspace, &whole).await?.into_iter().next();
         let mut total = total.unwrap_or_else(UsageRow::empty);
         total.key = None;
         Ok(UsageReport {

@@ -15,6 +15,7 @@ use crate::domain::chat::{
     OutgoingMessage,
 };
 use crate::domain::now;
+use crate::domain::workspace::Need;
 use crate::error::{Conflict, Error, Refusal, Result, ValidationErrors};
 use crate::store::ConnectionRecord;
 
@@ -53,6 +54,7 @@ impl Core {
     /// The link that installs the service's bot, with a `state` bound to the caller for ten
     /// minutes.
     pub async fn oauth_url(&self, who: &Principal) -> Result<OauthUrl> {
+        who.require(Need::Manage)?;
         let config = &self.inner.discord_config;
         let client_id = require_setting(config.client_id.as_deref(), "discord.client_id")?;
         require_setting(
@@ -61,7 +63,7 @@ impl Core {
         )?;
         let redirect_uri = require_setting(config.redirect_uri.as_deref(), "discord.redirect_uri")?;
         require_setting(config.bot_token.as_ref().map(|s| s.expose_secret()), "discord.bot_token")?;
-        let state = self.auth().issue_state(&who.user_id, STATE_TTL)?;
+        let state = self.auth().issue_state(&who.workspace, STATE_TTL)?;
         let site =
             self.inner.discord.api_base().split("/api/").next().unwrap_or_default().to_owned();
         let url = format!(
@@ -83,6 +85,7 @@ impl Core {
         code: &str,
         state: Option<&str>,
     ) -> Result<Connected> {
+        who.require(Need::Manage)?;
         let config = &self.inner.discord_config;
         let client_id = require_setting(config.client_id.as_deref(), "discord.client_id")?;
         let client_secret =
@@ -99,7 +102,7 @@ impl Core {
         let state = self
             .auth()
             .verify_state(state)
-            .filter(|state| state.user_id == who.user_id.as_str())
+            .filter(|state| state.user_id == who.workspace.as_str())
             .ok_or_else(|| ValidationErrors::single("state", "is invalid, expired or not yours"))?;
         let exchanged = self
             .inner
@@ -140,10 +143,11 @@ impl Core {
     /// Connects a guild through the user's own bot, after checking the token and the guild;
     /// registers the slash commands of the bot's application there.
     pub async fn connect(&self, who: &Principal, new: &NewConnection) -> Result<Connected> {
+        who.require(Need::Manage)?;
         let (guild_id, token) = (&new.guild, &new.token);
         let sealed = self.inner.secrets.seal(
             token.0.expose_secret(),
-            &seal_context(who.user_id.as_str(), guild_id.as_str()),
+            &seal_context(who.workspace.as_str(), guild_id.as_str()),
         )?;
         self.inner.discord.forgive(&token.0);
         self.inner.discord.current_user(&token.0).await.map_err(|e| guild_error(&e))?;
@@ -167,11 +171,12 @@ impl Core {
     }
 
     pub async fn connections(&self, who: &Principal) -> Result<Vec<Connection>> {
-        self.store().connections(&who.user_id).await
+        self.store().connections(&who.workspace).await
     }
 
     /// Checks that the connection's bot still works and sees its guild; returns its name.
     pub async fn test_connection(&self, who: &Principal, guild_id: &GuildId) -> Result<String> {
+        who.require(Need::Manage)?;
         let (token, _) = self.credentials(who, guild_id).await?;
         let discord = &self.inner.discord;
         discord.current_user(&token).await.map_err(|e| guild_error(&e))?;
@@ -182,6 +187,7 @@ impl Core {
     /// Removes the connection, its mappings and its pending posts, and the slash commands it
     /// registered in the server (when Discord can still be asked to).
     pub async fn disconnect(&self, who: &Principal, guild_id: &GuildId) -> Result<()> {
+        who.require(Need::Manage)?;
         let found = self.credentials(who, guild_id).await;
         if let Ok((token, record)) = &found
             && let Some(application) = &record.connection.application_id
@@ -196,7 +202,7 @@ impl Core {
                 tracing::warn!(%error, guild_id = %guild_id, "cannot remove the slash commands");
             }
         }
-        self.store().delete_connection(&who.user_id, guild_id.as_str()).await
+        self.store().delete_connection(&who.workspace, guild_id.as_str()).await
     }
 
     /// Sets the roles whose members may run commands that change something.
@@ -206,7 +212,8 @@ impl Core {
         guild_id: &GuildId,
         roles: &AllowedRoles,
     ) -> Result<Connection> {
-        self.store().set_allowed_roles(&who.user_id, guild_id.as_str(), roles).await
+        who.require(Need::Manage)?;
+        self.store().set_allowed_roles(&who.workspace, guild_id.as_str(), roles).await
     }
 
     /// The guild's text channels (types 0 and 5) by position; refreshes `channel_count`.
@@ -214,7 +221,7 @@ impl Core {
         let (token, _) = self.credentials(who, guild_id).await?;
         let channels = self.text_channels(&token, guild_id).await?;
         let count = i64::try_from(channels.len()).unwrap_or(i64::MAX);
-        self.store().set_channel_count(&who.user_id, guild_id.as_str(), count).await?;
+        self.store().set_channel_count(&who.workspace, guild_id.as_str(), count).await?;
         Ok(channels)
     }
 
@@ -227,7 +234,8 @@ impl Core {
         agent: &AgentId,
         channel_id: &ChannelId,
     ) -> Result<Mapping> {
-        self.store().agent(&who.user_id, agent).await?;
+        who.require(Need::Work)?;
+        self.store().agent(&who.workspace, agent).await?;
         let (token, _) = self.credentials(who, guild_id).await?;
         let channels = self.text_channels(&token, guild_id).await?;
         let channel =
@@ -242,15 +250,16 @@ impl Core {
             channel_name: channel.name,
             created_at: now(),
         };
-        self.store().upsert_mapping(&who.user_id, &mapping).await
+        self.store().upsert_mapping(&who.workspace, &mapping).await
     }
 
     pub async fn mappings(&self, who: &Principal) -> Result<Vec<Mapping>> {
-        self.store().mappings(&who.user_id).await
+        self.store().mappings(&who.workspace).await
     }
 
     pub async fn unmap_agent(&self, who: &Principal, agent: &AgentId) -> Result<()> {
-        self.store().delete_mapping(&who.user_id, agent).await
+        who.require(Need::Work)?;
+        self.store().delete_mapping(&who.workspace, agent).await
     }
 
     /// Sends a message to the agent's channel now, and waits for Discord's message id.
@@ -261,11 +270,12 @@ impl Core {
         agent: &AgentId,
         message: &OutgoingMessage,
     ) -> Result<Sent> {
+        who.require(Need::Work)?;
         let (token, _) = self.credentials(who, guild_id).await?;
-        self.store().agent(&who.user_id, agent).await?;
+        self.store().agent(&who.workspace, agent).await?;
         let mapping = self
             .store()
-            .mappings(&who.user_id)
+            .mappings(&who.workspace)
             .await?
             .into_iter()
             .find(|m| m.agent_id == *agent && m.guild_id == guild_id.as_str())
@@ -286,7 +296,7 @@ impl Core {
             })?;
         let details = format!("Message sent to #{} by a user.", mapping.channel_name);
         self.store()
-            .log_activity(&who.user_id, agent, &NewActivity::new(Action::MessageSent, details))
+            .log_activity(&who.workspace, agent, &NewActivity::new(Action::MessageSent, details))
             .await?;
         Ok(Sent { status: "sent".into(), message_id: posted.id, channel_id: posted.channel_id })
     }
@@ -297,8 +307,8 @@ impl Core {
         who: &Principal,
         guild_id: &GuildId,
     ) -> Result<(SecretString, ConnectionRecord)> {
-        let record = self.store().connection(&who.user_id, guild_id.as_str()).await?;
-        let token = self.token_of(who.user_id.as_str(), &record)?;
+        let record = self.store().connection(&who.workspace, guild_id.as_str()).await?;
+        let token = self.token_of(who.workspace.as_str(), &record)?;
         Ok((token, record))
     }
 
@@ -347,10 +357,10 @@ impl Core {
                 allowed_role_ids: Vec::new(),
             },
             sealed_token: bot.sealed,
-            owner_id: who.user_id.as_str().to_owned(),
+            owner_id: who.workspace.as_str().to_owned(),
         };
-        let stored = self.store().upsert_connection(&who.user_id, &record).await?;
-        tracing::info!(user_id = %who.user_id, guild_id = %stored.guild_id, kind = bot.kind.as_str(), "guild connected");
+        let stored = self.store().upsert_connection(&who.workspace, &record).await?;
+        tracing::info!(workspace = %who.workspace, guild_id = %stored.guild_id, kind = bot.kind.as_str(), "guild connected");
         if let Some(application) = &bot.application_id {
             let commands = crate::discord::interaction::commands();
             match discord

@@ -12,7 +12,7 @@ use tokio::sync::{broadcast, mpsc};
 use super::{Core, Principal};
 use crate::domain::event::{Event, EventFilter, MOST_REPLAYED};
 use crate::domain::quota::Quota;
-use crate::domain::user::UserId;
+use crate::domain::workspace::WorkspaceId;
 use crate::error::{Error, Result};
 use crate::event_hub::{EventHub, Refused, Subscription};
 use crate::store::{Backend, Signal, Store};
@@ -47,7 +47,7 @@ impl Core {
         filter: EventFilter,
         last_event_id: Option<i64>,
     ) -> Result<EventStream> {
-        let owner = &who.user_id;
+        let owner = &who.workspace;
         match (&filter.agent, &filter.task) {
             (Some(agent), Some(task)) => drop(self.store().task(owner, agent, task).await?),
             (Some(agent), None) => drop(self.store().agent(owner, agent).await?),
@@ -104,12 +104,12 @@ impl Core {
     }
 
     /// The owner's events may have grown (this node wrote some): its streams here look.
-    pub(crate) fn ring_events(&self, owner: &UserId) {
+    pub(crate) fn ring_events(&self, owner: &WorkspaceId) {
         self.inner.events.ring(owner);
     }
 
     /// Tells the owner's streams on this node of a live-only event.
-    pub(crate) fn live_event(&self, owner: &UserId, event: Event) {
+    pub(crate) fn live_event(&self, owner: &WorkspaceId, event: Event) {
         self.inner.events.live(owner, event);
     }
 
@@ -160,7 +160,7 @@ impl Core {
 /// One stream's reader.
 struct Follower {
     store: Arc<dyn Store>,
-    owner: UserId,
+    owner: WorkspaceId,
     filter: EventFilter,
     /// The last event id read (of any of the owner's events, sent or filtered out).
     cursor: i64,

@@ -16,6 +16,7 @@ use crate::domain::interaction::{AgentAction, Command, Reply, Request, nothing_t
 use crate::domain::now;
 use crate::domain::runtime::started_cancelled_body;
 use crate::domain::task::{NewTask, Priority, TaskDescription, TaskId, TaskStatus, TaskTitle};
+use crate::domain::workspace::WorkspaceId;
 use crate::error::{Error, Result, ValidationErrors};
 use crate::store::{ApprovalRef, ConnectionRecord};
 
@@ -75,9 +76,7 @@ impl Core {
             return Ok(Reply::private("This server is not connected to the agents service."));
         };
         let context = Context {
-            owner: Principal {
-                user_id: crate::domain::user::UserId::from_trusted(connection.owner_id),
-            },
+            owner: Principal::service(WorkspaceId::from_trusted(connection.owner_id)),
             guild_id,
             allowed_roles: connection.connection.allowed_role_ids,
         };
@@ -208,7 +207,7 @@ impl Core {
                 format!("{label} by {} in Discord.", member.display_name()),
             );
             if let Err(error) =
-                self.store().log_activity(&context.owner.user_id, &agent, &entry).await
+                self.store().log_activity(&context.owner.workspace, &agent, &entry).await
             {
                 tracing::warn!(%error, "cannot log a command");
             }
@@ -223,7 +222,7 @@ impl Core {
     async fn agents_of_guild(&self, context: &Context) -> Result<Vec<AgentSummary>> {
         let mapped: Vec<AgentId> = self
             .store()
-            .mappings(&context.owner.user_id)
+            .mappings(&context.owner.workspace)
             .await?
             .into_iter()
             .filter(|m| m.guild_id == context.guild_id)
@@ -316,7 +315,7 @@ impl Core {
             priority: Priority::parse(i64::from(i32::MAX)).map_err(Error::internal)?,
         };
         let task = self.add_task(&context.owner, &agent, new).await?;
-        let detail = self.store().agent(&context.owner.user_id, &agent).await?;
+        let detail = self.store().agent(&context.owner.workspace, &agent).await?;
         if detail.status != crate::domain::agent::AgentStatus::Active {
             let text = format!(
                 "Queued for {agent}, which is {} (start it with `/agent start`); its answer will \
@@ -327,7 +326,7 @@ impl Core {
         }
         let deadline = tokio::time::Instant::now() + FINISH_WITHIN;
         loop {
-            let current = self.store().task(&context.owner.user_id, &agent, &task.id).await?;
+            let current = self.store().task(&context.owner.workspace, &agent, &task.id).await?;
             match current.status {
                 TaskStatus::Complete => {
                     let result = current.result.unwrap_or_else(|| "(no answer)".into());
@@ -357,7 +356,7 @@ impl Core {
         approval_id: &str,
     ) -> Result<Reply> {
         match self.store().approval(approval_id).await? {
-            Some((owner, _)) if owner == context.owner.user_id => {}
+            Some((owner, _)) if owner == context.owner.workspace => {}
             _ => return Ok(Reply::private("This approval is not known here.")),
         }
         let decider = Decider::Member(member.display_name());
@@ -385,7 +384,7 @@ impl Core {
         let Some((agent, id)) = self.guild_task(context, task_id).await? else {
             return Ok(Reply::private("This task is not known here."));
         };
-        let owner = &context.owner.user_id;
+        let owner = &context.owner.workspace;
         let name = member.display_name();
         match self.cancel_task_as(owner, &agent, &id, &format!("discord:{name}")).await {
             Ok(task) => Ok(Reply::Update(started_cancelled_body(&task.title, &name))),
@@ -406,7 +405,7 @@ impl Core {
         task_id: &str,
     ) -> Result<Option<(AgentId, TaskId)>> {
         let Ok(id) = TaskId::parse(task_id) else { return Ok(None) };
-        let owner = &context.owner.user_id;
+        let owner = &context.owner.workspace;
         let mappings = self.store().mappings(owner).await?;
         let mut agents: Vec<AgentId> = mappings
             .into_iter()

@@ -7,7 +7,8 @@ use super::{Core, Principal};
 use crate::api::{McpServerList, ToolList};
 use crate::domain::mcp::{McpServer, McpServerName, McpServerSet, McpServerTools, NewMcpServer};
 use crate::domain::now;
-use crate::domain::user::UserId;
+use crate::domain::workspace::Need;
+use crate::domain::workspace::WorkspaceId;
 use crate::error::{Result, ValidationErrors};
 use crate::mcp::ServerRef;
 use crate::store::McpServerRecord;
@@ -22,6 +23,7 @@ impl Core {
     /// (unless the operator allows private ones), checked after DNS resolution here and again
     /// on every connection; its token is sealed at rest and never shown again.
     pub async fn add_mcp_server(&self, who: &Principal, server: NewMcpServer) -> Result<McpServer> {
+        who.require(Need::Manage)?;
         if self.mcp().is_operator(&server.name) {
             return Err(ValidationErrors::single(
                 "name",
@@ -29,7 +31,7 @@ impl Core {
             )
             .into());
         }
-        self.check_mcp_server_room(&who.user_id).await?;
+        self.check_mcp_server_room(&who.workspace).await?;
         if let Err(problem) = self.mcp().check_user_url(server.url.as_str()).await {
             return Err(ValidationErrors::single("url", problem).into());
         }
@@ -38,7 +40,7 @@ impl Core {
             .as_ref()
             .map(|token| {
                 self.secrets()
-                    .seal(token.expose_secret(), &token_context(&who.user_id, &server.name))
+                    .seal(token.expose_secret(), &token_context(&who.workspace, &server.name))
             })
             .transpose()?;
         let record = McpServerRecord {
@@ -47,14 +49,14 @@ impl Core {
             sealed_token,
             created_at: now(),
         };
-        self.store().insert_mcp_server(&who.user_id, &record).await?;
-        tracing::info!(user_id = %who.user_id, server = %record.name, "MCP server added");
+        self.store().insert_mcp_server(&who.workspace, &record).await?;
+        tracing::info!(workspace = %who.workspace, server = %record.name, "MCP server added");
         Ok(record.public())
     }
 
     /// The caller's servers, and the operator's names.
     pub async fn mcp_servers(&self, who: &Principal) -> Result<McpServerList> {
-        let servers = self.store().mcp_servers(&who.user_id).await?;
+        let servers = self.store().mcp_servers(&who.workspace).await?;
         Ok(McpServerList {
             servers: servers.iter().map(McpServerRecord::public).collect(),
             operator_servers: self.mcp().operator_names().cloned().collect(),
@@ -64,8 +66,9 @@ impl Core {
     /// Removes one of the caller's servers and closes this node's connection to it. Agents
     /// that name it keep the name: their runs go on without its tools.
     pub async fn delete_mcp_server(&self, who: &Principal, name: &McpServerName) -> Result<()> {
-        self.store().delete_mcp_server(&who.user_id, name).await?;
-        self.mcp().forget_user(&who.user_id, name).await;
+        who.require(Need::Manage)?;
+        self.store().delete_mcp_server(&who.workspace, name).await?;
+        self.mcp().forget_user(&who.workspace, name).await;
         Ok(())
     }
 
@@ -75,7 +78,8 @@ impl Core {
         who: &Principal,
         name: &McpServerName,
     ) -> Result<McpServerTools> {
-        let server = self.server_ref(&who.user_id, name).await?;
+        who.require(Need::Manage)?;
+        let server = self.server_ref(&who.workspace, name).await?;
         Ok(self.mcp().listing(&server, true).await)
     }
 
@@ -83,8 +87,8 @@ impl Core {
     pub async fn tool_list(&self, who: &Principal) -> Result<ToolList> {
         let mut servers: Vec<ServerRef> =
             self.mcp().operator_names().map(|name| ServerRef::operator(name.clone())).collect();
-        for record in self.store().mcp_servers(&who.user_id).await? {
-            servers.push(self.user_server(&who.user_id, record)?);
+        for record in self.store().mcp_servers(&who.workspace).await? {
+            servers.push(self.user_server(&who.workspace, record)?);
         }
         let gate = tokio::sync::Semaphore::new(LISTINGS_AT_ONCE);
         let listings = servers.iter().map(|server| async {
@@ -99,7 +103,7 @@ impl Core {
     /// validation error on `mcp_servers` that lists the names there are.
     pub(super) async fn check_mcp_servers(
         &self,
-        owner: &UserId,
+        owner: &WorkspaceId,
         set: Option<&McpServerSet>,
     ) -> Result<()> {
         let Some(set) = set.filter(|s| !s.servers().is_empty()) else { return Ok(()) };
@@ -126,7 +130,7 @@ impl Core {
     /// it cannot be used (removed since, or its token cannot be opened).
     pub(crate) async fn agent_servers(
         &self,
-        owner: &UserId,
+        owner: &WorkspaceId,
         names: &[McpServerName],
     ) -> Vec<std::result::Result<ServerRef, String>> {
         let mut own = None;
@@ -154,7 +158,7 @@ impl Core {
         servers
     }
 
-    async fn server_ref(&self, owner: &UserId, name: &McpServerName) -> Result<ServerRef> {
+    async fn server_ref(&self, owner: &WorkspaceId, name: &McpServerName) -> Result<ServerRef> {
         if self.mcp().is_operator(name) {
             return Ok(ServerRef::operator(name.clone()));
         }
@@ -162,7 +166,7 @@ impl Core {
         self.user_server(owner, record)
     }
 
-    fn user_server(&self, owner: &UserId, record: McpServerRecord) -> Result<ServerRef> {
+    fn user_server(&self, owner: &WorkspaceId, record: McpServerRecord) -> Result<ServerRef> {
         let token = record
             .sealed_token
             .as_deref()
@@ -173,6 +177,6 @@ impl Core {
 }
 
 /// What a token is sealed to: its owner and server, so a row copied elsewhere does not open.
-fn token_context(owner: &UserId, name: &McpServerName) -> String {
+fn token_context(owner: &WorkspaceId, name: &McpServerName) -> String {
     format!("mcp:{owner}:{name}")
 }

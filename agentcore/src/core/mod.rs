@@ -4,6 +4,7 @@
 //! [`crate::api`]) and authenticate to get a [`Principal`]; every method that touches a user's
 //! resources takes one, and sees nothing that belongs to anyone else.
 
+mod access;
 mod accounts;
 mod agents;
 mod approvals;
@@ -23,6 +24,7 @@ mod signing;
 mod tokens;
 mod tools;
 mod workers;
+mod workspaces;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -38,6 +40,7 @@ use crate::domain::billing::Plans;
 use crate::domain::quota::Quotas;
 use crate::domain::runtime::AgentKey;
 use crate::domain::user::UserId;
+use crate::domain::workspace::{Actor, Need, Role, WorkspaceId};
 use crate::error::{Error, Result};
 use crate::mcp::{McpClients, McpConfig};
 use crate::models::{Models, ModelsConfig};
@@ -166,10 +169,43 @@ pub fn default_data_dir() -> Option<PathBuf> {
     directories::ProjectDirs::from("", "", "agentd").map(|dirs| dirs.data_dir().to_path_buf())
 }
 
-/// An authenticated caller.
+/// An authenticated caller, in the workspace the request acts in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Principal {
-    pub user_id: UserId,
+    /// Whose rows the request reads and writes.
+    pub workspace: WorkspaceId,
+    /// The caller's role in that workspace.
+    pub role: Role,
+    /// Who acts: a person, or an API key.
+    pub actor: Actor,
+}
+
+impl Principal {
+    /// A user in their personal workspace, where they are the owner.
+    pub fn personal(user: &UserId) -> Self {
+        Principal {
+            workspace: WorkspaceId::personal(user),
+            role: Role::Owner,
+            actor: Actor::User { id: user.clone() },
+        }
+    }
+
+    /// The service itself acting in a workspace (a decision's follow-up, a schedule firing).
+    pub(crate) fn service(workspace: WorkspaceId) -> Self {
+        Principal { workspace, role: Role::Owner, actor: Actor::Service }
+    }
+
+    /// Fails with `forbidden` unless the caller's role allows what `need` asks.
+    pub fn require(&self, need: Need) -> Result<()> {
+        if self.role.allows(need) { Ok(()) } else { Err(Error::Forbidden(need.refusal())) }
+    }
+
+    /// The person making the request; `unauthorized` for an API key, which is no person.
+    pub fn user(&self) -> Result<&UserId> {
+        self.actor.user().ok_or_else(|| {
+            Error::Forbidden("an API key cannot do this: sign in as a person".into())
+        })
+    }
 }
 
 /// The service. Cheap to clone; clones share the database pool.
@@ -205,7 +241,7 @@ struct Inner {
     events_stop: tokio::sync::watch::Sender<bool>,
     counters: Counters,
     /// Users' token versions as this node last read them.
-    token_versions: tokens::TokenVersions,
+    access: tokens::AccessCache,
     /// This process, for leases; fresh on every start.
     node_id: String,
 }
@@ -260,7 +296,7 @@ impl Core {
             event_poll: std::sync::OnceLock::new(),
             events_stop: tokio::sync::watch::channel(false).0,
             counters,
-            token_versions: tokens::TokenVersions::default(),
+            access: tokens::AccessCache::default(),
             node_id: uuid::Uuid::new_v4().to_string(),
         };
         Ok(Self { inner: Arc::new(inner) })
@@ -314,8 +350,8 @@ impl Core {
         &self.inner.counters
     }
 
-    pub(crate) fn token_versions(&self) -> &tokens::TokenVersions {
-        &self.inner.token_versions
+    pub(crate) fn access(&self) -> &tokens::AccessCache {
+        &self.inner.access
     }
 
     pub(crate) fn wakeups(&self) -> &Wakeups {
@@ -324,14 +360,14 @@ impl Core {
 
     /// The agent has work (a task, a start, a retry): its worker looks at once.
     /// Its owner's event streams on this node look too (the change wrote events).
-    pub(crate) fn wake_agent(&self, owner: &UserId, agent: &AgentId) {
+    pub(crate) fn wake_agent(&self, owner: &WorkspaceId, agent: &AgentId) {
         self.inner.wakeups.agent(&AgentKey::new(owner.as_str(), agent.as_str()));
         self.ring_events(owner);
     }
 
     /// After a change to an agent: its posts go out, and its worker (if this node runs it)
     /// looks again: an active agent for work, any other to let go of it.
-    pub(crate) fn after_agent_change(&self, owner: &UserId, agent: &AgentId) {
+    pub(crate) fn after_agent_change(&self, owner: &WorkspaceId, agent: &AgentId) {
         self.wake_outbox();
         self.wake_agent(owner, agent);
     }
@@ -357,8 +393,9 @@ impl Core {
 }
 
 impl From<&Session> for Principal {
+    /// The session's user in their personal workspace.
     fn from(session: &Session) -> Self {
-        Principal { user_id: session.user.id.clone() }
+        Principal::personal(&session.user.id)
     }
 }
 

@@ -7,6 +7,7 @@ use crate::domain::activity::{Action, NewActivity};
 use crate::domain::now;
 use crate::domain::onboarding::{self, CompanyName, Onboarded, TEMPLATES, Template};
 use crate::domain::task::Task;
+use crate::domain::workspace::Need;
 use crate::error::{Error, Resource, Result, ValidationErrors};
 use crate::store::AgentWithTask;
 
@@ -25,6 +26,7 @@ impl Core {
         company: &CompanyName,
         template: &str,
     ) -> Result<Onboarded> {
+        who.require(Need::Work)?;
         let template = onboarding::template(template)
             .ok_or_else(|| Error::not_found(Resource::Template, template))?;
         let request = CreateAgentRequest {
@@ -54,7 +56,7 @@ impl Core {
         let AgentWithTask { agent, task } = self
             .store()
             .insert_agent_with_task(
-                &who.user_id,
+                &who.workspace,
                 &agent,
                 &created,
                 &task,
@@ -62,7 +64,7 @@ impl Core {
                 self.agent_limit(),
             )
             .await?;
-        tracing::info!(user_id = %who.user_id, agent_id = %agent.id, template = %template.id, "onboarded");
+        tracing::info!(workspace = %who.workspace, agent_id = %agent.id, template = %template.id, "onboarded");
         Ok(Onboarded { agent: agent.into(), task })
     }
 }

@@ -10,7 +10,7 @@ use crate::domain::agent::AgentId;
 use crate::domain::billing::{AgentLimit, FREE};
 use crate::domain::quota::{Quota, Quotas};
 use crate::domain::schedule::{Overlap, ScheduleRecord};
-use crate::domain::user::UserId;
+use crate::domain::workspace::WorkspaceId;
 use crate::error::{Error, Result};
 
 /// Fire times looked at to find how often a schedule fires: enough to see the shortest gap of
@@ -20,7 +20,7 @@ const GAP_SAMPLES: usize = 64;
 impl Core {
     /// The quotas of `owner`: the configured ones, with their plan's own values where billing
     /// is configured and the plan has some (one read of the plan, only then).
-    pub(crate) async fn quotas_of(&self, owner: &UserId) -> Result<Cow<'_, Quotas>> {
+    pub(crate) async fn quotas_of(&self, owner: &WorkspaceId) -> Result<Cow<'_, Quotas>> {
         let by_plan = &self.inner.billing.plan_quotas;
         if !self.billing_configured() || by_plan.is_empty() {
             return Ok(Cow::Borrowed(&self.inner.quotas));
@@ -52,7 +52,11 @@ impl Core {
     }
 
     /// Room for one more queued task on `agent` (and across the owner's agents).
-    pub(super) async fn check_queue_room(&self, owner: &UserId, agent: &AgentId) -> Result<()> {
+    pub(super) async fn check_queue_room(
+        &self,
+        owner: &WorkspaceId,
+        agent: &AgentId,
+    ) -> Result<()> {
         let quotas = self.quotas_of(owner).await?;
         if quotas.queued_tasks_per_agent == 0 && quotas.queued_tasks_per_user == 0 {
             return Ok(());
@@ -66,7 +70,11 @@ impl Core {
     }
 
     /// Room for one more schedule on `agent` (and across the owner's agents).
-    pub(super) async fn check_schedule_room(&self, owner: &UserId, agent: &AgentId) -> Result<()> {
+    pub(super) async fn check_schedule_room(
+        &self,
+        owner: &WorkspaceId,
+        agent: &AgentId,
+    ) -> Result<()> {
         let quotas = self.quotas_of(owner).await?;
         let (on_agent, all) = self.store().schedule_counts(owner, agent).await?;
         Quotas::room(Quota::SchedulesPerAgent, quotas.schedules_per_agent, on_agent)
@@ -75,7 +83,7 @@ impl Core {
     }
 
     /// Room for one more MCP server of `owner`.
-    pub(super) async fn check_mcp_server_room(&self, owner: &UserId) -> Result<()> {
+    pub(super) async fn check_mcp_server_room(&self, owner: &WorkspaceId) -> Result<()> {
         let limit = self.quotas_of(owner).await?.mcp_servers_per_user;
         if limit == 0 {
             return Ok(());

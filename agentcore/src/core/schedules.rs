@@ -9,6 +9,7 @@ use crate::domain::agent::AgentId;
 use crate::domain::schedule::{
     self, CronSpec, NewSchedule, Schedule, ScheduleId, SchedulePatch, ScheduleRecord,
 };
+use crate::domain::workspace::Need;
 use crate::error::{Error, Result, ValidationErrors};
 
 /// Due schedules looked at in one pass; a full pass is followed by another at once.
@@ -22,20 +23,21 @@ impl Core {
         agent: &AgentId,
         new: NewSchedule,
     ) -> Result<Schedule> {
+        who.require(Need::Work)?;
         self.check_cron(&new.timing.cron)?;
         let now = self.store().database_time().await?;
         let record = ScheduleRecord::create(agent, new, now);
         never_fires(&record)?;
-        check_enqueue_period(&*self.quotas_of(&who.user_id).await?, &record)?;
-        self.check_schedule_room(&who.user_id, agent).await?;
-        self.store().insert_schedule(&who.user_id, &record).await?;
-        tracing::info!(user_id = %who.user_id, agent_id = %agent, schedule = %record.id, cron = record.timing.cron.as_str(), "schedule added");
+        check_enqueue_period(&*self.quotas_of(&who.workspace).await?, &record)?;
+        self.check_schedule_room(&who.workspace, agent).await?;
+        self.store().insert_schedule(&who.workspace, &record).await?;
+        tracing::info!(workspace = %who.workspace, agent_id = %agent, schedule = %record.id, cron = record.timing.cron.as_str(), "schedule added");
         Ok(record.public())
     }
 
     /// The agent's schedules, oldest first.
     pub async fn schedules(&self, who: &Principal, agent: &AgentId) -> Result<ScheduleList> {
-        let records = self.store().schedules(&who.user_id, agent).await?;
+        let records = self.store().schedules(&who.workspace, agent).await?;
         Ok(ScheduleList { schedules: records.iter().map(ScheduleRecord::public).collect() })
     }
 
@@ -45,7 +47,7 @@ impl Core {
         agent: &AgentId,
         id: &ScheduleId,
     ) -> Result<Schedule> {
-        Ok(self.store().schedule(&who.user_id, agent, id).await?.public())
+        Ok(self.store().schedule(&who.workspace, agent, id).await?.public())
     }
 
     /// Changes a schedule. A new expression or zone, or enabling it again, makes it next fire
@@ -57,15 +59,16 @@ impl Core {
         id: &ScheduleId,
         patch: SchedulePatch,
     ) -> Result<Schedule> {
+        who.require(Need::Work)?;
         if let Some(cron) = &patch.cron {
             self.check_cron(cron)?;
         }
         let now = self.store().database_time().await?;
-        let quotas = self.quotas_of(&who.user_id).await?;
+        let quotas = self.quotas_of(&who.workspace).await?;
         let quotas = &*quotas;
         let updated = self
             .store()
-            .update_schedule(&who.user_id, agent, id, &|current| {
+            .update_schedule(&who.workspace, agent, id, &|current| {
                 let next = current.patched(&patch, now);
                 never_fires(&next)?;
                 check_enqueue_period(quotas, &next)?;
@@ -81,7 +84,8 @@ impl Core {
         agent: &AgentId,
         id: &ScheduleId,
     ) -> Result<()> {
-        self.store().delete_schedule(&who.user_id, agent, id).await
+        who.require(Need::Work)?;
+        self.store().delete_schedule(&who.workspace, agent, id).await
     }
 
     /// Takes one look at every schedule due by the database's clock: each due fire time
@@ -118,7 +122,7 @@ impl Core {
             match self.store().fire_schedule(&owner, &record.agent_id, &record.id, &decide).await {
                 Ok(Some(count)) => {
                     if count > 0 {
-                        tracing::info!(user_id = %owner, agent_id = %record.agent_id, schedule = %record.id, tasks = count, "schedule fired");
+                        tracing::info!(workspace = %owner, agent_id = %record.agent_id, schedule = %record.id, tasks = count, "schedule fired");
                         self.wake_agent(&owner, &record.agent_id);
                     }
                     queued += count;

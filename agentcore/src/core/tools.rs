@@ -7,7 +7,8 @@ use crate::domain::steps::Step;
 use crate::domain::task::TaskId;
 use crate::domain::tool_result::{ToolError, ToolResult};
 use crate::domain::tools::{Memory, MemoryText, ToolInfo};
-use crate::domain::user::UserId;
+use crate::domain::workspace::Need;
+use crate::domain::workspace::WorkspaceId;
 use crate::error::{Error, Result};
 use crate::tools::builtin;
 
@@ -19,7 +20,7 @@ impl Core {
 
     /// The agent's memory block.
     pub async fn memory(&self, who: &Principal, agent: &AgentId) -> Result<Memory> {
-        let memory = self.store().memory(&who.user_id, agent).await?;
+        let memory = self.store().memory(&who.workspace, agent).await?;
         Ok(Memory::new(agent.clone(), memory))
     }
 
@@ -30,7 +31,8 @@ impl Core {
         agent: &AgentId,
         memory: &MemoryText,
     ) -> Result<Memory> {
-        let memory = self.store().set_memory(&who.user_id, agent, memory).await?;
+        who.require(Need::Work)?;
+        let memory = self.store().set_memory(&who.workspace, agent, memory).await?;
         Ok(Memory::new(agent.clone(), memory))
     }
 
@@ -41,14 +43,14 @@ impl Core {
         agent: &AgentId,
         task: &TaskId,
     ) -> Result<Vec<Step>> {
-        self.store().steps(&who.user_id, agent, task).await
+        self.store().steps(&who.workspace, agent, task).await
     }
 
     /// `read_channel`: the last `limit` messages of the agent's mapped channel over Discord
     /// REST, newest first, one `author: text` line each; or the error the model is told.
     pub(crate) async fn read_channel(
         &self,
-        owner: &UserId,
+        owner: &WorkspaceId,
         agent: &AgentId,
         limit: u8,
     ) -> ToolResult {

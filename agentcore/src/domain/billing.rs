@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::user::UserId;
+use super::workspace::WorkspaceId;
 
 /// The plan every user starts on, and falls back to when a subscription ends.
 pub const FREE: &str = "free";
@@ -138,7 +138,7 @@ pub enum BillingChange {
 pub struct CustomerLink {
     pub customer: String,
     /// Tried in order: `client_reference_id`, then `metadata.user_id`.
-    pub user_ids: Vec<UserId>,
+    pub user_ids: Vec<WorkspaceId>,
     /// Then the buyer's address, as an [`Email::key`](super::user::Email::key).
     pub email_key: Option<String>,
 }
@@ -153,7 +153,7 @@ pub struct SubscriptionChange {
     /// The plan the subscription's prices map to, when one does.
     pub price_plan: Option<String>,
     /// `metadata.user_id`, for a customer not linked to a user yet.
-    pub user_hint: Option<UserId>,
+    pub user_hint: Option<WorkspaceId>,
 }
 
 impl SubscriptionChange {
@@ -179,7 +179,7 @@ impl SubscriptionChange {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum UserLookup {
     /// The user with this id.
-    Id(UserId),
+    Id(WorkspaceId),
     /// The user with this email key.
     EmailKey(String),
     /// The user this Stripe customer is linked to.
@@ -212,7 +212,11 @@ impl SubscriptionChange {
 
     /// The subscription's user: the one its lookups found, else whoever held it before (a
     /// subscription never falls back to nobody once it had a user).
-    pub fn owner(&self, found: Option<UserId>, previous: Option<UserId>) -> Option<UserId> {
+    pub fn owner(
+        &self,
+        found: Option<WorkspaceId>,
+        previous: Option<WorkspaceId>,
+    ) -> Option<WorkspaceId> {
         found.or(previous)
     }
 }
@@ -277,7 +281,7 @@ pub enum BillingApplied {
     /// A subscription of a customer not linked yet: kept, and applied when the link arrives.
     Pending,
     /// The user's plan after the event.
-    Applied { user: UserId, plan: String },
+    Applied { user: WorkspaceId, plan: String },
 }
 
 #[cfg(test)]
@@ -308,7 +312,7 @@ mod tests {
     #[test]
     fn an_events_user_is_looked_up_in_the_documented_order() {
         let (ada, bob) =
-            (UserId::from_trusted("u_ada".into()), UserId::from_trusted("u_bob".into()));
+            (WorkspaceId::from_trusted("u_ada".into()), WorkspaceId::from_trusted("u_bob".into()));
         let link = CustomerLink {
             customer: "cus_1".into(),
             user_ids: vec![ada.clone(), bob.clone()],

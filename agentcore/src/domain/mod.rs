@@ -32,6 +32,7 @@ macro_rules! generated_id {
     };
 }
 
+pub mod access;
 pub mod activity;
 pub mod agent;
 pub mod approval;
@@ -57,6 +58,7 @@ pub mod tool_result;
 pub mod tools;
 pub mod usage;
 pub mod user;
+pub mod workspace;
 
 use chrono::{DateTime, SubsecRound, Utc};
 

@@ -18,6 +18,12 @@ pub enum Quota {
     McpServersPerUser,
     /// Event streams (`GET /api/events`) a user has open on one node.
     StreamsPerUser,
+    /// Team workspaces one person owns (fixed: 20).
+    WorkspacesPerUser,
+    /// Invites of a workspace waiting for an answer (fixed: 100).
+    PendingInvites,
+    /// API keys of a workspace, revoked ones included (fixed: 100).
+    ApiKeys,
 }
 
 impl Quota {
@@ -31,6 +37,9 @@ impl Quota {
             Quota::QueuedTasksPerUser => "queued_tasks_per_user",
             Quota::McpServersPerUser => "mcp_servers_per_user",
             Quota::StreamsPerUser => "streams_per_user",
+            Quota::WorkspacesPerUser => "workspaces_per_user",
+            Quota::PendingInvites => "pending_invites_per_workspace",
+            Quota::ApiKeys => "api_keys_per_workspace",
         }
     }
 
@@ -45,6 +54,9 @@ impl Quota {
             Quota::QueuedTasksPerUser => "queued tasks across all agents",
             Quota::McpServersPerUser => "MCP servers",
             Quota::StreamsPerUser => "open event streams on one server",
+            Quota::WorkspacesPerUser => "team workspaces owned",
+            Quota::PendingInvites => "invites waiting for an answer",
+            Quota::ApiKeys => "API keys",
         }
     }
 }

@@ -20,7 +20,7 @@ use secrecy::{ExposeSecret, SecretString};
 
 use crate::domain::mcp::{McpOrigin, McpServerName, McpServerTools};
 use crate::domain::tool_result::{ToolError, ToolResult};
-use crate::domain::user::UserId;
+use crate::domain::workspace::WorkspaceId;
 use crate::error::{Error, Result};
 use crate::scrub::Scrubber;
 use crate::telemetry::Histogram;
@@ -62,7 +62,7 @@ pub enum McpTransport {
 #[derive(Debug, Clone)]
 pub enum ServerRef {
     Operator(McpServerName),
-    User { owner: UserId, name: McpServerName, url: String, token: Option<SecretString> },
+    User { owner: WorkspaceId, name: McpServerName, url: String, token: Option<SecretString> },
 }
 
 impl ServerRef {
@@ -71,7 +71,7 @@ impl ServerRef {
     }
 
     pub fn user(
-        owner: UserId,
+        owner: WorkspaceId,
         name: McpServerName,
         url: String,
         token: Option<SecretString>,
@@ -108,7 +108,7 @@ type StatsKey = (McpOrigin, Option<McpServerName>);
 #[derive(Debug)]
 pub struct McpClients {
     operator: BTreeMap<McpServerName, Arc<Connection>>,
-    users: Mutex<HashMap<(UserId, McpServerName), Arc<Connection>>>,
+    users: Mutex<HashMap<(WorkspaceId, McpServerName), Arc<Connection>>>,
     /// Reaches public addresses only (unless the operator allows private ones).
     user_http: reqwest::Client,
     user_policy: Arc<AddressPolicy>,
@@ -249,7 +249,7 @@ impl McpClients {
     }
 
     /// Forgets this node's connection to a user's server (it was removed).
-    pub async fn forget_user(&self, owner: &UserId, name: &McpServerName) {
+    pub async fn forget_user(&self, owner: &WorkspaceId, name: &McpServerName) {
         let removed = self.lock_users().remove(&(owner.clone(), name.clone()));
         if let Some(connection) = removed {
             connection.close(CLOSE_TIMEOUT).await;
@@ -286,7 +286,7 @@ impl McpClients {
 
     fn lock_users(
         &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<(UserId, McpServerName), Arc<Connection>>> {
+    ) -> std::sync::MutexGuard<'_, HashMap<(WorkspaceId, McpServerName), Arc<Connection>>> {
         crate::sync::lock(&self.users)
     }
 

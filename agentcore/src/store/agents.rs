@@ -9,7 +9,7 @@ use crate::domain::billing::AgentLimit;
 use crate::domain::paging::TaskCursor;
 use crate::domain::runtime::AgentKey;
 use crate::domain::task::Task;
-use crate::domain::user::UserId;
+use crate::domain::workspace::WorkspaceId;
 use crate::error::{Conflict, Error, Resource, Result};
 use crate::store::db::{SqlStore, Tx, query, query_as, query_scalar};
 use crate::store::db_error;
@@ -27,7 +27,7 @@ pub trait AgentStore: Send + Sync {
     /// transaction, under the owner's lock, so concurrent creations cannot pass the limit).
     async fn insert_agent(
         &self,
-        owner: &UserId,
+        owner: &WorkspaceId,
         agent: &NewAgent,
         at: DateTime<Utc>,
         activity: &NewActivity,
@@ -39,44 +39,44 @@ pub trait AgentStore: Send + Sync {
     /// for the agent as created, whatever its `agent_id` says.
     async fn insert_agent_with_task(
         &self,
-        owner: &UserId,
+        owner: &WorkspaceId,
         agent: &NewAgent,
         agent_activity: &NewActivity,
         task: &Task,
         task_activity: &NewActivity,
         limit: AgentLimit<'_>,
     ) -> Result<AgentWithTask>;
-    async fn list_agents(&self, owner: &UserId, filter: &AgentFilter) -> Result<Vec<Agent>>;
-    async fn agent(&self, owner: &UserId, id: &AgentId) -> Result<Agent>;
+    async fn list_agents(&self, owner: &WorkspaceId, filter: &AgentFilter) -> Result<Vec<Agent>>;
+    async fn agent(&self, owner: &WorkspaceId, id: &AgentId) -> Result<Agent>;
     /// The agent and its tasks in one statement (one snapshot: the counts and the tasks
     /// agree): every task, in no particular order, or with `finished_page` (a limit, and the
     /// cursor to continue after) every unfinished task and that page of finished tasks, the
     /// finished ones in the page's order (most recently finished first).
     async fn agent_with_tasks(
         &self,
-        owner: &UserId,
+        owner: &WorkspaceId,
         id: &AgentId,
         finished_page: Option<(u32, Option<&TaskCursor>)>,
     ) -> Result<(Agent, Vec<Task>)>;
     /// Locks the agent, lets `decide` compute the change, writes it with its activity.
     async fn update_agent(
         &self,
-        owner: &UserId,
+        owner: &WorkspaceId,
         id: &AgentId,
         decide: AgentDecision<'_>,
     ) -> Result<Agent>;
     /// Removes the agent with its backlog and activity, in one transaction.
-    async fn delete_agent(&self, owner: &UserId, id: &AgentId) -> Result<()>;
+    async fn delete_agent(&self, owner: &WorkspaceId, id: &AgentId) -> Result<()>;
     async fn activity(
         &self,
-        owner: &UserId,
+        owner: &WorkspaceId,
         agent: &AgentId,
         query: &ActivityQuery,
     ) -> Result<Vec<ActivityEntry>>;
     /// Writes one entry on its own (for events that change nothing else).
     async fn log_activity(
         &self,
-        owner: &UserId,
+        owner: &WorkspaceId,
         agent: &AgentId,
         entry: &NewActivity,
     ) -> Result<()>;
@@ -98,7 +98,7 @@ pub struct AgentWithTask {
 impl<S: SqlStore> AgentStore for S {
     async fn insert_agent(
         &self,
-        owner: &UserId,
+        owner: &WorkspaceId,
         agent: &NewAgent,
         at: DateTime<Utc>,
         activity: &NewActivity,
@@ -117,7 +117,7 @@ impl<S: SqlStore> AgentStore for S {
 
     async fn insert_agent_with_task(
         &self,
-        owner: &UserId,
+        owner: &WorkspaceId,
         agent: &NewAgent,
         agent_activity: &NewActivity,
         task: &Task,
@@ -143,7 +143,7 @@ impl<S: SqlStore> AgentStore for S {
         .await
     }
 
-    async fn list_agents(&self, owner: &UserId, filter: &AgentFilter) -> Result<Vec<Agent>> {
+    async fn list_agents(&self, owner: &WorkspaceId, filter: &AgentFilter) -> Result<Vec<Agent>> {
         let rows: Vec<AgentRow> = query_as(&sql::select_agents())
             .bind(owner.as_str())
             .bind(filter.workspace.as_ref().map(|w| w.as_str()))
@@ -153,7 +153,7 @@ impl<S: SqlStore> AgentStore for S {
         rows::convert(rows)
     }
 
-    async fn agent(&self, owner: &UserId, id: &AgentId) -> Result<Agent> {
+    async fn agent(&self, owner: &WorkspaceId, id: &AgentId) -> Result<Agent> {
         let row: Option<AgentRow> = query_as(&sql::select_agent())
             .bind(owner.as_str())
             .bind(id.as_str())
@@ -164,7 +164,7 @@ impl<S: SqlStore> AgentStore for S {
 
     async fn agent_with_tasks(
         &self,
-        owner: &UserId,
+        owner: &WorkspaceId,
         id: &AgentId,
         finished_page: Option<(u32, Option<&TaskCursor>)>,
     ) -> Result<(Agent, Vec<Task>)> {
@@ -192,7 +192,7 @@ impl<S: SqlStore> AgentStore for S {
 
     async fn update_agent(
         &self,
-        owner: &UserId,
+        owner: &WorkspaceId,
         id: &AgentId,
         decide: AgentDecision<'_>,
     ) -> Result<Agent> {
@@ -245,7 +245,7 @@ impl<S: SqlStore> AgentStore for S {
         .await
     }
 
-    async fn delete_agent(&self, owner: &UserId, id: &AgentId) -> Result<()> {
+    async fn delete_agent(&self, owner: &WorkspaceId, id: &AgentId) -> Result<()> {
         watched(self.storage_health(), async {
             let mut tx = self.begin_write().await?;
             lock_agent(&mut tx, owner, id).await?;
@@ -263,7 +263,7 @@ impl<S: SqlStore> AgentStore for S {
 
     async fn activity(
         &self,
-        owner: &UserId,
+        owner: &WorkspaceId,
         agent: &AgentId,
         query: &ActivityQuery,
     ) -> Result<Vec<ActivityEntry>> {
@@ -281,7 +281,7 @@ impl<S: SqlStore> AgentStore for S {
 
     async fn log_activity(
         &self,
-        owner: &UserId,
+        owner: &WorkspaceId,
         agent: &AgentId,
         entry: &NewActivity,
     ) -> Result<()> {
@@ -301,7 +301,7 @@ impl<S: SqlStore> AgentStore for S {
 /// `quota_exceeded` when the operator's agent quota does (without billing).
 async fn check_plan(
     tx: &mut Tx,
-    owner: &UserId,
+    owner: &WorkspaceId,
     limit: crate::domain::billing::AgentLimit<'_>,
 ) -> Result<()> {
     let plan: Option<String> = query_scalar(&sql::user_plan(tx.dialect().lock()))
@@ -320,7 +320,7 @@ async fn check_plan(
 /// Inserts the agent under `id` with its `agent_created` entry.
 async fn write_agent(
     tx: &mut Tx,
-    owner: &UserId,
+    owner: &WorkspaceId,
     agent: &NewAgent,
     id: &AgentId,
     at: DateTime<Utc>,
@@ -355,7 +355,7 @@ async fn write_agent(
     insert_activity(&mut *tx, owner, id, activity, at).await
 }
 
-async fn select_agent_in(tx: &mut Tx, owner: &UserId, id: &AgentId) -> Result<Agent> {
+async fn select_agent_in(tx: &mut Tx, owner: &WorkspaceId, id: &AgentId) -> Result<Agent> {
     let row: AgentRow = query_as(&sql::select_agent())
         .bind(owner.as_str())
         .bind(id.as_str())
@@ -439,7 +439,7 @@ pub(super) mod sql {
         ORDER BY id DESC LIMIT $4";
     /// The owner's plan, locking the user row so agent creations of one user queue up.
     pub(crate) fn user_plan(lock: &str) -> String {
-        format!("SELECT plan FROM users WHERE id = $1{lock}")
+        format!("SELECT plan FROM workspaces WHERE id = $1{lock}")
     }
     pub(crate) const COUNT_AGENTS: &str = "SELECT COUNT(*) FROM agents WHERE owner_id = $1";
     /// The owner's agent ids starting with `$2` (a prefix followed by `%`), to number a new one.

@@ -13,7 +13,7 @@ use crate::domain::chat::NewPost;
 use crate::domain::runtime::AgentKey;
 use crate::domain::steps::Step;
 use crate::domain::task::TaskId;
-use crate::domain::user::UserId;
+use crate::domain::workspace::WorkspaceId;
 use crate::error::{Conflict, Error, Resource, Result};
 use crate::store::RunRef;
 use crate::store::db::{SqlStore, query, query_as, query_scalar};
@@ -24,7 +24,7 @@ use crate::store::steps::{advance_task, insert_step};
 /// by id (a button in Discord, or the timeout).
 #[derive(Debug, Clone, Copy)]
 pub enum ApprovalRef<'a> {
-    OfTask { owner: &'a UserId, agent: &'a AgentId, task: &'a TaskId },
+    OfTask { owner: &'a WorkspaceId, agent: &'a AgentId, task: &'a TaskId },
     Id(&'a str),
 }
 
@@ -32,7 +32,7 @@ pub enum ApprovalRef<'a> {
 /// (to edit: an undelivered one is rewritten in the outbox instead).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Decided {
-    pub owner: UserId,
+    pub owner: WorkspaceId,
     pub approval: Approval,
     /// `(guild_id, channel_id, message_id)`.
     pub message: Option<(String, String, String)>,
@@ -56,7 +56,7 @@ pub trait ApprovalStore: Send + Sync {
     /// The approval asked for a task's call, if any.
     async fn approval_of_call(&self, task: &TaskId, call_id: &str) -> Result<Option<Approval>>;
     /// An approval by id, with its owner.
-    async fn approval(&self, id: &str) -> Result<Option<(UserId, Approval)>>;
+    async fn approval(&self, id: &str) -> Result<Option<(WorkspaceId, Approval)>>;
     /// Decides a pending approval: its status and who, the task back in the queue (and its
     /// agent woken), a `tool_approved` or `tool_denied` entry, and the request's post, if not
     /// delivered yet, rewritten without buttons. `approval_not_found`, `task_not_found`, or
@@ -131,7 +131,7 @@ impl<S: SqlStore> ApprovalStore for S {
             self.storage_health(),
             async {
                 let mut tx = self.begin_write().await?;
-                let owner = UserId::from_trusted(run.agent.owner_id.clone());
+                let owner = WorkspaceId::from_trusted(run.agent.owner_id.clone());
                 let own = AgentId::parse(&run.agent.agent_id).map_err(Error::internal)?;
                 match lock_agent(&mut tx, &owner, &own).await {
                     Ok(()) => {}
@@ -198,14 +198,14 @@ impl<S: SqlStore> ApprovalStore for S {
         row.map(Approval::try_from).transpose()
     }
 
-    async fn approval(&self, id: &str) -> Result<Option<(UserId, Approval)>> {
+    async fn approval(&self, id: &str) -> Result<Option<(WorkspaceId, Approval)>> {
         let row: Option<ApprovalRow> = query_as(&sql::select_approval("id = $1", ""))
             .bind(id)
             .fetch_optional(&mut self.read().await?)
             .await?;
         match row {
             Some(row) => {
-                let owner = UserId::from_trusted(row.owner_id.clone());
+                let owner = WorkspaceId::from_trusted(row.owner_id.clone());
                 Ok(Some((owner, Approval::try_from(row)?)))
             }
             None => Ok(None),
@@ -229,7 +229,7 @@ impl<S: SqlStore> ApprovalStore for S {
                         .await?;
                     let row = row.ok_or_else(|| Error::not_found(Resource::Approval, id))?;
                     let agent = AgentId::parse(&row.agent_id).map_err(Error::internal)?;
-                    (UserId::from_trusted(row.owner_id), agent, id.to_owned())
+                    (WorkspaceId::from_trusted(row.owner_id), agent, id.to_owned())
                 }
                 ApprovalRef::OfTask { owner, agent, task } => {
                     lock_agent(&mut tx, owner, agent).await?;

@@ -8,14 +8,14 @@ use chrono::{DateTime, Utc};
 use super::db::{SqlStore, Tx, query, query_as, query_scalar};
 use super::shared::watched;
 use crate::domain::billing::{BillingApplied, BillingEvent, Plans, UserLookup};
-use crate::domain::user::UserId;
+use crate::domain::workspace::WorkspaceId;
 use crate::error::{Error, Result};
 
 /// Users' plans and the Stripe state behind them.
 #[async_trait]
 pub trait BillingStore: Send + Sync {
     /// The owner's plan, subscription status and number of agents.
-    async fn billing(&self, owner: &UserId) -> Result<UserPlan>;
+    async fn billing(&self, owner: &WorkspaceId) -> Result<UserPlan>;
     /// Applies a Stripe event in one transaction with the record of its id, so an event is
     /// applied at most once whatever the number of deliveries and nodes; users' plans are
     /// recomputed from their subscriptions with `plans`.
@@ -37,7 +37,7 @@ pub struct UserPlan {
 
 #[async_trait::async_trait]
 impl<S: SqlStore> BillingStore for S {
-    async fn billing(&self, owner: &UserId) -> Result<UserPlan> {
+    async fn billing(&self, owner: &WorkspaceId) -> Result<UserPlan> {
         let row: Option<UserPlan> = query_as(sql::SELECT_BILLING)
             .bind(owner.as_str())
             .fetch_optional(&mut self.read().await?)
@@ -84,7 +84,10 @@ impl<S: SqlStore> BillingStore for S {
 /// The id of the user `query` finds for `value`.
 /// The first user a lookup finds, trying them in order, with the lookup that
 /// found it.
-async fn find_user(tx: &mut Tx, lookups: &[UserLookup]) -> Result<Option<(UserId, UserLookup)>> {
+async fn find_user(
+    tx: &mut Tx,
+    lookups: &[UserLookup],
+) -> Result<Option<(WorkspaceId, UserLookup)>> {
     for lookup in lookups {
         let (query, value) = match lookup {
             UserLookup::Id(id) => (sql::USER_ID_BY_ID, id.as_str()),
@@ -93,7 +96,7 @@ async fn find_user(tx: &mut Tx, lookups: &[UserLookup]) -> Result<Option<(UserId
         };
         let id: Option<String> = query_scalar(query).bind(value).fetch_optional(&mut *tx).await?;
         if let Some(id) = id {
-            return Ok(Some((UserId::from_trusted(id), lookup.clone())));
+            return Ok(Some((WorkspaceId::from_trusted(id), lookup.clone())));
         }
     }
     Ok(None)
@@ -120,7 +123,7 @@ async fn link_customer(
         query(statement).bind(&link.customer).bind(user.as_str()).execute(&mut *tx).await?;
     }
     for old in previous {
-        recompute_plan(tx, &UserId::from_trusted(old), plans, at).await?;
+        recompute_plan(tx, &WorkspaceId::from_trusted(old), plans, at).await?;
     }
     let plan = recompute_plan(tx, &user, plans, at).await?;
     Ok(crate::domain::billing::BillingApplied::Applied { user, plan })
@@ -147,7 +150,7 @@ async fn apply_subscription(
             if state.ignores(created) {
                 return Ok(BillingApplied::Stale);
             }
-            (state.plan, user.map(UserId::from_trusted))
+            (state.plan, user.map(WorkspaceId::from_trusted))
         }
         None => (None, None),
     };
@@ -165,7 +168,7 @@ async fn apply_subscription(
     query(sql::UPSERT_SUBSCRIPTION)
         .bind(&change.id)
         .bind(&change.customer)
-        .bind(user.as_ref().map(UserId::as_str))
+        .bind(user.as_ref().map(WorkspaceId::as_str))
         .bind(change.status())
         .bind(change.grant(previous_plan.as_deref()))
         .bind(created)
@@ -187,7 +190,7 @@ async fn apply_subscription(
 /// Sets the user's plan and subscription status from all their subscriptions.
 async fn recompute_plan(
     tx: &mut Tx,
-    user: &UserId,
+    user: &WorkspaceId,
     plans: &crate::domain::billing::Plans,
     at: DateTime<Utc>,
 ) -> Result<String> {
@@ -216,38 +219,38 @@ async fn recompute_plan(
 /// The statements of this area, the same on both backends.
 pub(super) mod sql {
     pub(crate) const SELECT_BILLING: &str = "SELECT plan, subscription_status, \
-        (SELECT COUNT(*) FROM agents WHERE owner_id = $1) AS agents_used FROM users WHERE id = $1";
+        (SELECT COUNT(*) FROM agents WHERE owner_id = $1) AS agents_used FROM workspaces WHERE id = $1";
     pub(crate) const INSERT_BILLING_EVENT: &str = "INSERT INTO billing_events \
         (id, type, created, received_at) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING";
     pub(crate) fn select_subscription(lock: &str) -> String {
         format!(
-            "SELECT status, plan, last_event_created, user_id FROM billing_subscriptions \
+            "SELECT status, plan, last_event_created, workspace_id FROM billing_subscriptions \
              WHERE id = $1{lock}"
         )
     }
     pub(crate) const UPSERT_SUBSCRIPTION: &str = "INSERT INTO billing_subscriptions \
-        (id, customer_id, user_id, status, plan, last_event_created, updated_at) \
+        (id, customer_id, workspace_id, status, plan, last_event_created, updated_at) \
         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO UPDATE SET \
-        customer_id = excluded.customer_id, user_id = excluded.user_id, status = excluded.status, \
+        customer_id = excluded.customer_id, workspace_id = excluded.workspace_id, status = excluded.status, \
         plan = excluded.plan, last_event_created = excluded.last_event_created, \
         updated_at = excluded.updated_at";
-    pub(crate) const USER_ID_BY_ID: &str = "SELECT id FROM users WHERE id = $1";
+    pub(crate) const USER_ID_BY_ID: &str = "SELECT id FROM workspaces WHERE id = $1";
     pub(crate) const USER_ID_BY_EMAIL_KEY: &str = "SELECT id FROM users WHERE email_key = $1";
     pub(crate) const USER_ID_BY_CUSTOMER: &str =
-        "SELECT id FROM users WHERE stripe_customer_id = $1";
+        "SELECT id FROM workspaces WHERE stripe_customer_id = $1";
     /// Users other than `$2` holding customer `$1` or one of its subscriptions.
-    pub(crate) const CUSTOMER_HOLDERS: &str = "SELECT id FROM users \
+    pub(crate) const CUSTOMER_HOLDERS: &str = "SELECT id FROM workspaces \
         WHERE stripe_customer_id = $1 AND id <> $2 \
-        UNION SELECT user_id FROM billing_subscriptions WHERE customer_id = $1 AND user_id <> $2";
-    pub(crate) const UNLINK_CUSTOMER: &str =
-        "UPDATE users SET stripe_customer_id = NULL WHERE stripe_customer_id = $1 AND id <> $2";
-    pub(crate) const LINK_CUSTOMER: &str = "UPDATE users SET stripe_customer_id = $1 WHERE id = $2";
-    pub(crate) const LINK_CUSTOMER_IF_UNLINKED: &str = "UPDATE users SET stripe_customer_id = $1 \
+        UNION SELECT workspace_id FROM billing_subscriptions WHERE customer_id = $1 AND workspace_id <> $2";
+    pub(crate) const UNLINK_CUSTOMER: &str = "UPDATE workspaces SET stripe_customer_id = NULL WHERE stripe_customer_id = $1 AND id <> $2";
+    pub(crate) const LINK_CUSTOMER: &str =
+        "UPDATE workspaces SET stripe_customer_id = $1 WHERE id = $2";
+    pub(crate) const LINK_CUSTOMER_IF_UNLINKED: &str = "UPDATE workspaces SET stripe_customer_id = $1 \
         WHERE id = $2 AND stripe_customer_id IS NULL";
     pub(crate) const ATTACH_SUBSCRIPTIONS: &str =
-        "UPDATE billing_subscriptions SET user_id = $2 WHERE customer_id = $1";
+        "UPDATE billing_subscriptions SET workspace_id = $2 WHERE customer_id = $1";
     pub(crate) const USER_SUBSCRIPTIONS: &str = "SELECT status, plan, last_event_created \
-        FROM billing_subscriptions WHERE user_id = $1";
+        FROM billing_subscriptions WHERE workspace_id = $1";
     pub(crate) const SET_USER_PLAN: &str =
-        "UPDATE users SET plan = $2, subscription_status = $3, updated_at = $4 WHERE id = $1";
+        "UPDATE workspaces SET plan = $2, subscription_status = $3, updated_at = $4 WHERE id = $1";
 }

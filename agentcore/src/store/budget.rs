@@ -11,7 +11,7 @@ use crate::domain::budget::{
     Budget, Refusal, Scope, Standing, StepCost, allow, crosses_warning, warning,
 };
 use crate::domain::usage::{Grouping, UsageQuery, UsageRow};
-use crate::domain::user::UserId;
+use crate::domain::workspace::WorkspaceId;
 use crate::error::{Error, Resource, Result};
 use crate::store::RunRef;
 use crate::store::db::{SqlStore, Tx, query, query_as, query_scalar};
@@ -41,11 +41,15 @@ pub trait BudgetStore: Send + Sync {
     /// post) on its agent.
     async fn settle(&self, run: RunRef<'_>, cost: &StepCost) -> Result<()>;
     /// Fails with `user_not_found`.
-    async fn user_budget(&self, owner: &UserId) -> Result<UserBudget>;
+    async fn user_budget(&self, owner: &WorkspaceId) -> Result<UserBudget>;
     /// Sets (or with `None` removes) the owner's monthly budget.
-    async fn set_user_budget(&self, owner: &UserId, budget: Option<Budget>) -> Result<UserBudget>;
+    async fn set_user_budget(
+        &self,
+        owner: &WorkspaceId,
+        budget: Option<Budget>,
+    ) -> Result<UserBudget>;
     /// The owner's model steps in `[from, to)`, summed by the query's grouping.
-    async fn usage(&self, owner: &UserId, query: &UsageQuery) -> Result<Vec<UsageRow>>;
+    async fn usage(&self, owner: &WorkspaceId, query: &UsageQuery) -> Result<Vec<UsageRow>>;
 }
 
 /// The sums of one group of steps, as read.
@@ -183,7 +187,7 @@ impl<S: SqlStore> BudgetStore for S {
             let mut tx = self.begin_write().await?;
             let (standings, month) = standings(&mut tx, run).await?;
             query(sql::DROP_HOLD).bind(run.task.as_str()).execute(&mut tx).await?;
-            let owner = UserId::from_trusted(run.agent.owner_id.clone());
+            let owner = WorkspaceId::from_trusted(run.agent.owner_id.clone());
             let agent = AgentId::parse(&run.agent.agent_id).map_err(Error::internal)?;
             if cost.cost_micros > 0 {
                 query(sql::ADD_SPEND)
@@ -221,7 +225,7 @@ impl<S: SqlStore> BudgetStore for S {
         .await
     }
 
-    async fn user_budget(&self, owner: &UserId) -> Result<UserBudget> {
+    async fn user_budget(&self, owner: &WorkspaceId) -> Result<UserBudget> {
         let mut conn = self.read().await?;
         let budget: Option<Option<i64>> = query_scalar(&sql::user_budget(""))
             .bind(owner.as_str())
@@ -241,7 +245,11 @@ impl<S: SqlStore> BudgetStore for S {
         Ok(UserBudget { budget, month, spent_micros: spent })
     }
 
-    async fn set_user_budget(&self, owner: &UserId, budget: Option<Budget>) -> Result<UserBudget> {
+    async fn set_user_budget(
+        &self,
+        owner: &WorkspaceId,
+        budget: Option<Budget>,
+    ) -> Result<UserBudget> {
         watched(self.storage_health(), async {
             let mut tx = self.begin_write().await?;
             lock_budget(&mut tx, owner.as_str()).await?;
@@ -257,7 +265,7 @@ impl<S: SqlStore> BudgetStore for S {
         self.user_budget(owner).await
     }
 
-    async fn usage(&self, owner: &UserId, query: &UsageQuery) -> Result<Vec<UsageRow>> {
+    async fn usage(&self, owner: &WorkspaceId, query: &UsageQuery) -> Result<Vec<UsageRow>> {
         let key = query.group_by.map(|grouping| match grouping {
             Grouping::Agent => "t.agent_id",
             Grouping::Model => "COALESCE(s.model, '')",
@@ -277,12 +285,13 @@ impl<S: SqlStore> BudgetStore for S {
 /// The statements of this area, the same on both backends.
 pub(super) mod sql {
     pub(crate) fn user_budget(lock: &str) -> String {
-        format!("SELECT budget_micros FROM users WHERE id = $1{lock}")
+        format!("SELECT budget_micros FROM workspaces WHERE id = $1{lock}")
     }
-    pub(crate) const SET_USER_BUDGET: &str = "UPDATE users SET budget_micros = $2 WHERE id = $1";
+    pub(crate) const SET_USER_BUDGET: &str =
+        "UPDATE workspaces SET budget_micros = $2 WHERE id = $1";
     /// 1 when the agent or its owner has a budget, else 0.
     pub(crate) const ANY_BUDGET: &str = "SELECT CASE WHEN u.budget_micros IS NULL \
-        AND a.budget_micros IS NULL THEN 0 ELSE 1 END FROM users u \
+        AND a.budget_micros IS NULL THEN 0 ELSE 1 END FROM workspaces u \
         JOIN agents a ON a.owner_id = u.id WHERE u.id = $1 AND a.id = $2";
     pub(crate) const AGENT_BUDGET: &str =
         "SELECT name, budget_micros FROM agents WHERE owner_id = $1 AND id = $2";

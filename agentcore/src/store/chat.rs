@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 
 use crate::domain::agent::AgentId;
 use crate::domain::chat::{AllowedRoles, Connection, Mapping};
-use crate::domain::user::UserId;
+use crate::domain::workspace::WorkspaceId;
 use crate::error::{Error, Resource, Result};
 use crate::store::db::{SqlStore, query, query_as};
 use crate::store::rows::{self, ConnectionRow, MappingRow};
@@ -17,24 +17,29 @@ pub trait ChatStore: Send + Sync {
     /// Stores a connection, replacing the credentials of an earlier one to the same guild.
     async fn upsert_connection(
         &self,
-        owner: &UserId,
+        owner: &WorkspaceId,
         record: &ConnectionRecord,
     ) -> Result<Connection>;
-    async fn connections(&self, owner: &UserId) -> Result<Vec<Connection>>;
+    async fn connections(&self, owner: &WorkspaceId) -> Result<Vec<Connection>>;
     /// Fails with `connection_not_found`.
-    async fn connection(&self, owner: &UserId, guild_id: &str) -> Result<ConnectionRecord>;
-    async fn set_channel_count(&self, owner: &UserId, guild_id: &str, count: i64) -> Result<()>;
+    async fn connection(&self, owner: &WorkspaceId, guild_id: &str) -> Result<ConnectionRecord>;
+    async fn set_channel_count(
+        &self,
+        owner: &WorkspaceId,
+        guild_id: &str,
+        count: i64,
+    ) -> Result<()>;
     /// Removes the connection with its mappings and pending posts.
-    async fn delete_connection(&self, owner: &UserId, guild_id: &str) -> Result<()>;
+    async fn delete_connection(&self, owner: &WorkspaceId, guild_id: &str) -> Result<()>;
     /// Maps the agent, replacing its earlier mapping.
-    async fn upsert_mapping(&self, owner: &UserId, mapping: &Mapping) -> Result<Mapping>;
-    async fn mappings(&self, owner: &UserId) -> Result<Vec<Mapping>>;
+    async fn upsert_mapping(&self, owner: &WorkspaceId, mapping: &Mapping) -> Result<Mapping>;
+    async fn mappings(&self, owner: &WorkspaceId) -> Result<Vec<Mapping>>;
     /// Fails with `mapping_not_found`.
-    async fn delete_mapping(&self, owner: &UserId, agent: &AgentId) -> Result<()>;
+    async fn delete_mapping(&self, owner: &WorkspaceId, agent: &AgentId) -> Result<()>;
     /// Replaces the roles allowed to run commands that change something.
     async fn set_allowed_roles(
         &self,
-        owner: &UserId,
+        owner: &WorkspaceId,
         guild_id: &str,
         roles: &AllowedRoles,
     ) -> Result<Connection>;
@@ -61,7 +66,7 @@ pub struct ConnectionRecord {
 impl<S: SqlStore> ChatStore for S {
     async fn upsert_connection(
         &self,
-        owner: &UserId,
+        owner: &WorkspaceId,
         record: &ConnectionRecord,
     ) -> Result<Connection> {
         watched(self.storage_health(), async {
@@ -84,7 +89,7 @@ impl<S: SqlStore> ChatStore for S {
         .await
     }
 
-    async fn connections(&self, owner: &UserId) -> Result<Vec<Connection>> {
+    async fn connections(&self, owner: &WorkspaceId) -> Result<Vec<Connection>> {
         let rows: Vec<ConnectionRow> = query_as(&sql::select_connections())
             .bind(owner.as_str())
             .fetch_all(&mut self.read().await?)
@@ -92,7 +97,7 @@ impl<S: SqlStore> ChatStore for S {
         rows::convert(rows)
     }
 
-    async fn connection(&self, owner: &UserId, guild_id: &str) -> Result<ConnectionRecord> {
+    async fn connection(&self, owner: &WorkspaceId, guild_id: &str) -> Result<ConnectionRecord> {
         let row: Option<ConnectionRow> = query_as(&sql::select_connection())
             .bind(owner.as_str())
             .bind(guild_id)
@@ -101,7 +106,12 @@ impl<S: SqlStore> ChatStore for S {
         row.ok_or_else(|| Error::not_found(Resource::Connection, guild_id))?.try_into()
     }
 
-    async fn set_channel_count(&self, owner: &UserId, guild_id: &str, count: i64) -> Result<()> {
+    async fn set_channel_count(
+        &self,
+        owner: &WorkspaceId,
+        guild_id: &str,
+        count: i64,
+    ) -> Result<()> {
         watched(self.storage_health(), async {
             query(sql::UPDATE_CHANNEL_COUNT)
                 .bind(owner.as_str())
@@ -114,7 +124,7 @@ impl<S: SqlStore> ChatStore for S {
         .await
     }
 
-    async fn delete_connection(&self, owner: &UserId, guild_id: &str) -> Result<()> {
+    async fn delete_connection(&self, owner: &WorkspaceId, guild_id: &str) -> Result<()> {
         watched(self.storage_health(), async {
             let done = query(sql::DELETE_CONNECTION)
                 .bind(owner.as_str())
@@ -129,7 +139,7 @@ impl<S: SqlStore> ChatStore for S {
         .await
     }
 
-    async fn upsert_mapping(&self, owner: &UserId, mapping: &Mapping) -> Result<Mapping> {
+    async fn upsert_mapping(&self, owner: &WorkspaceId, mapping: &Mapping) -> Result<Mapping> {
         watched(self.storage_health(), async {
             let mut tx = self.begin_write().await?;
             lock_agent(&mut tx, owner, &mapping.agent_id).await?;
@@ -149,7 +159,7 @@ impl<S: SqlStore> ChatStore for S {
         .await
     }
 
-    async fn mappings(&self, owner: &UserId) -> Result<Vec<Mapping>> {
+    async fn mappings(&self, owner: &WorkspaceId) -> Result<Vec<Mapping>> {
         let rows: Vec<MappingRow> = query_as(sql::SELECT_MAPPINGS)
             .bind(owner.as_str())
             .fetch_all(&mut self.read().await?)
@@ -157,7 +167,7 @@ impl<S: SqlStore> ChatStore for S {
         rows::convert(rows)
     }
 
-    async fn delete_mapping(&self, owner: &UserId, agent: &AgentId) -> Result<()> {
+    async fn delete_mapping(&self, owner: &WorkspaceId, agent: &AgentId) -> Result<()> {
         watched(self.storage_health(), async {
             let done = query(sql::DELETE_MAPPING)
                 .bind(owner.as_str())
@@ -174,7 +184,7 @@ impl<S: SqlStore> ChatStore for S {
 
     async fn set_allowed_roles(
         &self,
-        owner: &UserId,
+        owner: &WorkspaceId,
         guild_id: &str,
         roles: &AllowedRoles,
     ) -> Result<Connection> {

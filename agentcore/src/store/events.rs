@@ -14,7 +14,7 @@ use crate::domain::agent::AgentId;
 use crate::domain::event::{Event, EventFilter, Retry};
 use crate::domain::steps::Step;
 use crate::domain::task::TaskId;
-use crate::domain::user::UserId;
+use crate::domain::workspace::WorkspaceId;
 use crate::error::{Error, Result};
 
 /// The first and last of an owner's events still kept.
@@ -32,18 +32,18 @@ pub trait EventStore: Send + Sync {
     /// event whose source is gone (its agent or task deleted) is left out.
     async fn events_after(
         &self,
-        owner: &UserId,
+        owner: &WorkspaceId,
         after: i64,
         filter: &EventFilter,
         limit: i64,
     ) -> Result<Vec<Event>>;
-    async fn event_bounds(&self, owner: &UserId) -> Result<EventBounds>;
+    async fn event_bounds(&self, owner: &WorkspaceId) -> Result<EventBounds>;
     /// The latest event id of each of `owners` that has any (at most 100 owners a call).
-    async fn latest_events(&self, owners: &[UserId]) -> Result<Vec<(UserId, i64)>>;
+    async fn latest_events(&self, owners: &[WorkspaceId]) -> Result<Vec<(WorkspaceId, i64)>>;
     /// Records that a model call of the task failed for now and will be tried again.
     async fn record_retry(
         &self,
-        owner: &UserId,
+        owner: &WorkspaceId,
         agent: &AgentId,
         task: &TaskId,
         retry: &Retry,
@@ -54,7 +54,7 @@ pub trait EventStore: Send + Sync {
 impl<S: SqlStore> EventStore for S {
     async fn events_after(
         &self,
-        owner: &UserId,
+        owner: &WorkspaceId,
         after: i64,
         filter: &EventFilter,
         limit: i64,
@@ -96,7 +96,7 @@ impl<S: SqlStore> EventStore for S {
         Ok(events)
     }
 
-    async fn event_bounds(&self, owner: &UserId) -> Result<EventBounds> {
+    async fn event_bounds(&self, owner: &WorkspaceId) -> Result<EventBounds> {
         let mut conn = self.read().await?;
         // The latest first: every event up to it has committed, so the oldest read after it
         // cannot be newer than it.
@@ -107,7 +107,7 @@ impl<S: SqlStore> EventStore for S {
         Ok(EventBounds { latest: latest.unwrap_or(0), oldest })
     }
 
-    async fn latest_events(&self, owners: &[UserId]) -> Result<Vec<(UserId, i64)>> {
+    async fn latest_events(&self, owners: &[WorkspaceId]) -> Result<Vec<(WorkspaceId, i64)>> {
         if owners.is_empty() {
             return Ok(Vec::new());
         }
@@ -118,12 +118,12 @@ impl<S: SqlStore> EventStore for S {
             select = select.bind(owner.as_str());
         }
         let rows = select.fetch_all(&mut self.read().await?).await?;
-        Ok(rows.into_iter().map(|(owner, seq)| (UserId::from_trusted(owner), seq)).collect())
+        Ok(rows.into_iter().map(|(owner, seq)| (WorkspaceId::from_trusted(owner), seq)).collect())
     }
 
     async fn record_retry(
         &self,
-        owner: &UserId,
+        owner: &WorkspaceId,
         agent: &AgentId,
         task: &TaskId,
         retry: &Retry,

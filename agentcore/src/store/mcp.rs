@@ -8,21 +8,25 @@ use super::db::{SqlStore, query, query_as};
 use super::db_error;
 use super::shared::watched;
 use crate::domain::mcp::{McpServer, McpServerName};
-use crate::domain::user::UserId;
+use crate::domain::workspace::WorkspaceId;
 use crate::error::{Conflict, Error, Resource, Result};
 
 /// Users' MCP servers, each scoped to its owner.
 #[async_trait]
 pub trait McpStore: Send + Sync {
     /// Fails with `mcp_server_exists` when the owner has a server of that name.
-    async fn insert_mcp_server(&self, owner: &UserId, record: &McpServerRecord) -> Result<()>;
+    async fn insert_mcp_server(&self, owner: &WorkspaceId, record: &McpServerRecord) -> Result<()>;
     /// The owner's servers by name.
-    async fn mcp_servers(&self, owner: &UserId) -> Result<Vec<McpServerRecord>>;
+    async fn mcp_servers(&self, owner: &WorkspaceId) -> Result<Vec<McpServerRecord>>;
     /// Fails with `mcp_server_not_found`.
-    async fn mcp_server(&self, owner: &UserId, name: &McpServerName) -> Result<McpServerRecord>;
+    async fn mcp_server(
+        &self,
+        owner: &WorkspaceId,
+        name: &McpServerName,
+    ) -> Result<McpServerRecord>;
     /// Fails with `mcp_server_not_found`. Agents naming it keep the name; their runs say
     /// the server is gone.
-    async fn delete_mcp_server(&self, owner: &UserId, name: &McpServerName) -> Result<()>;
+    async fn delete_mcp_server(&self, owner: &WorkspaceId, name: &McpServerName) -> Result<()>;
 }
 
 /// A server row with its sealed token.
@@ -70,7 +74,7 @@ impl TryFrom<McpServerRow> for McpServerRecord {
 
 #[async_trait::async_trait]
 impl<S: SqlStore> McpStore for S {
-    async fn insert_mcp_server(&self, owner: &UserId, record: &McpServerRecord) -> Result<()> {
+    async fn insert_mcp_server(&self, owner: &WorkspaceId, record: &McpServerRecord) -> Result<()> {
         watched(self.storage_health(), async {
             query(sql::INSERT)
                 .bind(owner.as_str())
@@ -90,7 +94,7 @@ impl<S: SqlStore> McpStore for S {
         .await
     }
 
-    async fn mcp_servers(&self, owner: &UserId) -> Result<Vec<McpServerRecord>> {
+    async fn mcp_servers(&self, owner: &WorkspaceId) -> Result<Vec<McpServerRecord>> {
         let rows: Vec<McpServerRow> = query_as(sql::SELECT_ALL)
             .bind(owner.as_str())
             .fetch_all(&mut self.read().await?)
@@ -98,7 +102,11 @@ impl<S: SqlStore> McpStore for S {
         rows.into_iter().map(McpServerRecord::try_from).collect()
     }
 
-    async fn mcp_server(&self, owner: &UserId, name: &McpServerName) -> Result<McpServerRecord> {
+    async fn mcp_server(
+        &self,
+        owner: &WorkspaceId,
+        name: &McpServerName,
+    ) -> Result<McpServerRecord> {
         let row: Option<McpServerRow> = query_as(sql::SELECT_ONE)
             .bind(owner.as_str())
             .bind(name.as_str())
@@ -107,7 +115,7 @@ impl<S: SqlStore> McpStore for S {
         row.ok_or_else(|| Error::not_found(Resource::McpServer, name.as_str()))?.try_into()
     }
 
-    async fn delete_mcp_server(&self, owner: &UserId, name: &McpServerName) -> Result<()> {
+    async fn delete_mcp_server(&self, owner: &WorkspaceId, name: &McpServerName) -> Result<()> {
         watched(self.storage_health(), async {
             let done = query(sql::DELETE)
                 .bind(owner.as_str())

@@ -8,6 +8,7 @@
 //! `FOR UPDATE` on PostgreSQL) and hand the current row to a pure function from the domain, so
 //! the rules live in one place and the stores only move data.
 
+mod access;
 mod agents;
 mod approvals;
 mod billing;
@@ -35,6 +36,7 @@ pub(crate) mod sqlite_files;
 mod steps;
 mod tasks;
 mod users;
+mod workspaces;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -45,8 +47,10 @@ use secrecy::{ExposeSecret, SecretString};
 
 use crate::domain::runtime::AgentKey;
 use crate::domain::user::UserId;
+use crate::domain::workspace::WorkspaceId;
 use crate::error::{Error, Result};
 
+pub use access::{AccessStore, InviteRecord, KeyRecord};
 pub use agents::{AgentChange, AgentDecision, AgentStore, AgentWithTask};
 pub use approvals::{ApprovalRef, ApprovalStore, Decided};
 pub use billing::{BillingStore, UserPlan};
@@ -64,6 +68,7 @@ pub use sqlite::SqliteStore;
 pub use steps::{RunContext, RunRef, StepStore};
 pub use tasks::{AddedTask, TaskChange, TaskDecision, TaskStore, TaskWrite};
 pub use users::{UserRecord, UserStore};
+pub use workspaces::{MemberChange, WorkspaceStore};
 
 /// Where the data lives. The URL may hold a password, so `Debug` redacts it.
 #[derive(Clone)]
@@ -161,13 +166,15 @@ pub fn default_sqlite_path(data_dir: &std::path::Path) -> PathBuf {
     data_dir.join("agentd.db")
 }
 
-/// Everything the service keeps, one trait per area. Every agent-scoped call takes the owner:
-/// rows of other users do not exist for it, and a missing agent or task is the matching
+/// Everything the service keeps, one trait per area. Every agent-scoped call takes the owner,
+/// a workspace: rows of other workspaces do not exist for it, and a missing agent or task is the matching
 /// `NotFound` error. Callers bring the area traits they use into scope
 /// (`use crate::store::TaskStore`).
 #[async_trait]
 pub trait Store:
     UserStore
+    + WorkspaceStore
+    + AccessStore
     + AgentStore
     + TaskStore
     + BillingStore
@@ -240,8 +247,12 @@ pub enum Signal {
     Claimable,
     /// Every token of this user was revoked (a logout).
     Revoked(UserId),
-    /// This user's events grew (PostgreSQL's `record_event` sends it at commit).
-    Events(UserId),
+    /// This workspace's events grew (PostgreSQL's `record_event` sends it at commit).
+    Events(WorkspaceId),
+    /// Who belongs to this workspace, or with which role, changed.
+    Members(WorkspaceId),
+    /// This API key was revoked.
+    KeyRevoked(String),
     /// The listener is (again) connected: what was sent meanwhile is lost.
     Connected,
     /// The listener lost its connection.
@@ -258,13 +269,19 @@ pub enum Notice {
     Claimable,
     /// Every token of this user was revoked: `revoked:<user>`.
     Revoked(UserId),
-    /// This user's events grew: `events:<user>` (sent by the database itself, see
+    /// This workspace's events grew: `events:<workspace>` (sent by the database itself, see
     /// `record_event` in the migrations).
-    Events(UserId),
+    Events(WorkspaceId),
+    /// Who belongs to this workspace, or with which role, changed: `members:<workspace>`.
+    Members(WorkspaceId),
+    /// This API key was revoked: `key:<id>`.
+    KeyRevoked(String),
 }
 
 const REVOKED: &str = "revoked:";
 const EVENTS: &str = "events:";
+const MEMBERS: &str = "members:";
+const KEY_REVOKED: &str = "key:";
 const CLAIMABLE: &str = "claimable";
 
 impl Notice {
@@ -274,7 +291,9 @@ impl Notice {
             Notice::Agent(agent) => format!("{}/{}", agent.owner_id, agent.agent_id),
             Notice::Claimable => CLAIMABLE.to_owned(),
             Notice::Revoked(user) => format!("{REVOKED}{user}"),
-            Notice::Events(user) => format!("{EVENTS}{user}"),
+            Notice::Events(workspace) => format!("{EVENTS}{workspace}"),
+            Notice::Members(workspace) => format!("{MEMBERS}{workspace}"),
+            Notice::KeyRevoked(key) => format!("{KEY_REVOKED}{key}"),
         }
     }
 
@@ -285,8 +304,14 @@ impl Notice {
         if let Some(user) = payload.strip_prefix(REVOKED) {
             return Notice::Revoked(UserId::from_trusted(user.to_owned()));
         }
-        if let Some(user) = payload.strip_prefix(EVENTS) {
-            return Notice::Events(UserId::from_trusted(user.to_owned()));
+        if let Some(workspace) = payload.strip_prefix(EVENTS) {
+            return Notice::Events(WorkspaceId::from_trusted(workspace.to_owned()));
+        }
+        if let Some(workspace) = payload.strip_prefix(MEMBERS) {
+            return Notice::Members(WorkspaceId::from_trusted(workspace.to_owned()));
+        }
+        if let Some(key) = payload.strip_prefix(KEY_REVOKED) {
+            return Notice::KeyRevoked(key.to_owned());
         }
         match payload.split_once('/') {
             Some((owner, agent)) if !owner.is_empty() && !agent.is_empty() => {
@@ -303,7 +328,9 @@ impl From<Notice> for Signal {
             Notice::Agent(agent) => Signal::Agent(agent),
             Notice::Claimable => Signal::Claimable,
             Notice::Revoked(user) => Signal::Revoked(user),
-            Notice::Events(user) => Signal::Events(user),
+            Notice::Events(workspace) => Signal::Events(workspace),
+            Notice::Members(workspace) => Signal::Members(workspace),
+            Notice::KeyRevoked(key) => Signal::KeyRevoked(key),
         }
     }
 }
@@ -318,7 +345,9 @@ mod notice_tests {
             Notice::Agent(AgentKey::new("u_1", "writer")),
             Notice::Claimable,
             Notice::Revoked(UserId::from_trusted("u_1".to_owned())),
-            Notice::Events(UserId::from_trusted("u_1".to_owned())),
+            Notice::Events(WorkspaceId::from_trusted("u_1".to_owned())),
+            Notice::Members(WorkspaceId::from_trusted("w_1".to_owned())),
+            Notice::KeyRevoked("k_1".to_owned()),
         ];
         for notice in notices {
             assert_eq!(Notice::from_payload(&notice.to_payload()), notice);

@@ -11,7 +11,7 @@ use super::rows::{OutboxLaneRow, OutboxRow};
 use super::shared::{housekeeping, insert_activity, lock_agent, watched};
 use crate::domain::activity::NewActivity;
 use crate::domain::chat::{OutboxLane, OutboxPost};
-use crate::domain::user::UserId;
+use crate::domain::workspace::WorkspaceId;
 use crate::error::Result;
 
 /// The durable queue of posts to Discord.
@@ -125,7 +125,7 @@ impl<S: SqlStore> OutboxStore for S {
 
     async fn drop_post(&self, post: &OutboxPost, node: &str, activity: &NewActivity) -> Result<()> {
         watched(self.storage_health(), async {
-            let owner = UserId::from_trusted(post.owner_id.clone());
+            let owner = WorkspaceId::from_trusted(post.owner_id.clone());
             let mut tx = self.begin_write().await?;
             // Agent first, as every writer does; a deleted agent took its posts with it.
             if lock_agent(&mut tx, &owner, &post.agent_id).await.is_err() {

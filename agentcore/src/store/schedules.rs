@@ -13,7 +13,7 @@ use crate::domain::schedule::{
     Timing, Zone, from_epoch,
 };
 use crate::domain::task::{NewTask, Priority, TaskDescription, TaskId, TaskTitle};
-use crate::domain::user::UserId;
+use crate::domain::workspace::WorkspaceId;
 use crate::error::{Error, Resource, Result};
 use crate::store::db::{SqlStore, Tx, query, query_as, query_scalar};
 use crate::store::shared::{
@@ -25,45 +25,49 @@ use crate::store::tasks::write_task;
 #[async_trait]
 pub trait ScheduleStore: Send + Sync {
     /// Fails with `agent_not_found`.
-    async fn insert_schedule(&self, owner: &UserId, schedule: &ScheduleRecord) -> Result<()>;
+    async fn insert_schedule(&self, owner: &WorkspaceId, schedule: &ScheduleRecord) -> Result<()>;
     /// The agent's schedules, oldest first; fails with `agent_not_found`.
-    async fn schedules(&self, owner: &UserId, agent: &AgentId) -> Result<Vec<ScheduleRecord>>;
+    async fn schedules(&self, owner: &WorkspaceId, agent: &AgentId) -> Result<Vec<ScheduleRecord>>;
     /// Fails with `agent_not_found` or `schedule_not_found`.
     async fn schedule(
         &self,
-        owner: &UserId,
+        owner: &WorkspaceId,
         agent: &AgentId,
         id: &ScheduleId,
     ) -> Result<ScheduleRecord>;
     /// Locks the schedule, lets `decide` compute its new state, writes it.
     async fn update_schedule(
         &self,
-        owner: &UserId,
+        owner: &WorkspaceId,
         agent: &AgentId,
         id: &ScheduleId,
         decide: ScheduleDecision<'_>,
     ) -> Result<ScheduleRecord>;
     /// Fails with `agent_not_found` or `schedule_not_found`.
-    async fn delete_schedule(&self, owner: &UserId, agent: &AgentId, id: &ScheduleId)
-    -> Result<()>;
+    async fn delete_schedule(
+        &self,
+        owner: &WorkspaceId,
+        agent: &AgentId,
+        id: &ScheduleId,
+    ) -> Result<()>;
     /// The database's time, and up to `limit` enabled schedules due by it, longest due first.
     async fn due_schedules(
         &self,
         limit: i64,
-    ) -> Result<(DateTime<Utc>, Vec<(UserId, ScheduleRecord)>)>;
+    ) -> Result<(DateTime<Utc>, Vec<(WorkspaceId, ScheduleRecord)>)>;
     /// One look at a schedule: under the agent's lock and the schedule's, `decide` gets the
     /// schedule as it is now and the agent's state, and what it returns is written with the
     /// move of the next fire time. `None` when there was nothing to do (another node looked
     /// first, or the schedule or agent is gone); otherwise how many tasks were queued.
     async fn fire_schedule(
         &self,
-        owner: &UserId,
+        owner: &WorkspaceId,
         agent: &AgentId,
         id: &ScheduleId,
         decide: FireDecision<'_>,
     ) -> Result<Option<usize>>;
     /// How many schedules the owner has on `agent`, and on all their agents (for quotas).
-    async fn schedule_counts(&self, owner: &UserId, agent: &AgentId) -> Result<(i64, i64)>;
+    async fn schedule_counts(&self, owner: &WorkspaceId, agent: &AgentId) -> Result<(i64, i64)>;
 }
 
 /// Decides a schedule's new state from its current one, or refuses.
@@ -158,7 +162,7 @@ async fn write_schedule(tx: &mut Tx, schedule: &ScheduleRecord) -> Result<()> {
 
 async fn locked_schedule(
     tx: &mut Tx,
-    owner: &UserId,
+    owner: &WorkspaceId,
     agent: &AgentId,
     id: &ScheduleId,
 ) -> Result<Option<ScheduleRecord>> {
@@ -173,7 +177,7 @@ async fn locked_schedule(
 
 #[async_trait::async_trait]
 impl<S: SqlStore> ScheduleStore for S {
-    async fn insert_schedule(&self, owner: &UserId, schedule: &ScheduleRecord) -> Result<()> {
+    async fn insert_schedule(&self, owner: &WorkspaceId, schedule: &ScheduleRecord) -> Result<()> {
         watched(self.storage_health(), async {
             let mut tx = self.begin_write().await?;
             lock_agent(&mut tx, owner, &schedule.agent_id).await?;
@@ -191,7 +195,7 @@ impl<S: SqlStore> ScheduleStore for S {
         .await
     }
 
-    async fn schedule_counts(&self, owner: &UserId, agent: &AgentId) -> Result<(i64, i64)> {
+    async fn schedule_counts(&self, owner: &WorkspaceId, agent: &AgentId) -> Result<(i64, i64)> {
         let counts: (i64, i64) = query_as(sql::COUNT_SCHEDULES)
             .bind(owner.as_str())
             .bind(agent.as_str())
@@ -200,7 +204,7 @@ impl<S: SqlStore> ScheduleStore for S {
         Ok(counts)
     }
 
-    async fn schedules(&self, owner: &UserId, agent: &AgentId) -> Result<Vec<ScheduleRecord>> {
+    async fn schedules(&self, owner: &WorkspaceId, agent: &AgentId) -> Result<Vec<ScheduleRecord>> {
         let mut conn = self.read().await?;
         require_agent(&mut conn, owner, agent, "").await?;
         let rows: Vec<ScheduleRow> = query_as(&sql::select_all())
@@ -213,7 +217,7 @@ impl<S: SqlStore> ScheduleStore for S {
 
     async fn schedule(
         &self,
-        owner: &UserId,
+        owner: &WorkspaceId,
         agent: &AgentId,
         id: &ScheduleId,
     ) -> Result<ScheduleRecord> {
@@ -230,7 +234,7 @@ impl<S: SqlStore> ScheduleStore for S {
 
     async fn update_schedule(
         &self,
-        owner: &UserId,
+        owner: &WorkspaceId,
         agent: &AgentId,
         id: &ScheduleId,
         decide: ScheduleDecision<'_>,
@@ -251,7 +255,7 @@ impl<S: SqlStore> ScheduleStore for S {
 
     async fn delete_schedule(
         &self,
-        owner: &UserId,
+        owner: &WorkspaceId,
         agent: &AgentId,
         id: &ScheduleId,
     ) -> Result<()> {
@@ -276,7 +280,7 @@ impl<S: SqlStore> ScheduleStore for S {
     async fn due_schedules(
         &self,
         limit: i64,
-    ) -> Result<(DateTime<Utc>, Vec<(UserId, ScheduleRecord)>)> {
+    ) -> Result<(DateTime<Utc>, Vec<(WorkspaceId, ScheduleRecord)>)> {
         let now: DateTime<Utc> = query_scalar(&format!("SELECT {}", self.dialect().clock().now))
             .fetch_one(&mut self.read().await?)
             .await?;
@@ -287,7 +291,7 @@ impl<S: SqlStore> ScheduleStore for S {
             .await?;
         let mut due = Vec::with_capacity(rows.len());
         for row in rows {
-            let owner = UserId::parse(&row.owner_id).map_err(Error::internal)?;
+            let owner = WorkspaceId::parse(&row.owner_id).map_err(Error::internal)?;
             due.push((owner, ScheduleRecord::try_from(row)?));
         }
         Ok((now, due))
@@ -295,7 +299,7 @@ impl<S: SqlStore> ScheduleStore for S {
 
     async fn fire_schedule(
         &self,
-        owner: &UserId,
+        owner: &WorkspaceId,
         agent: &AgentId,
         id: &ScheduleId,
         decide: FireDecision<'_>,

@@ -15,7 +15,7 @@ use crate::domain::activity::NewActivity;
 use crate::domain::agent::AgentId;
 use crate::domain::chat::NewPost;
 use crate::domain::runtime::AgentKey;
-use crate::domain::user::UserId;
+use crate::domain::workspace::WorkspaceId;
 use crate::error::{Error, Resource, Result};
 
 pub(super) fn chrono_duration(duration: Duration) -> chrono::Duration {
@@ -73,7 +73,7 @@ pub(super) async fn publish<'c>(ex: impl Into<Ex<'c>>, notice: &Notice) -> Resul
 }
 
 /// Locks the agent row for the transaction, or fails with `agent_not_found`.
-pub(super) async fn lock_agent(tx: &mut Tx, owner: &UserId, id: &AgentId) -> Result<()> {
+pub(super) async fn lock_agent(tx: &mut Tx, owner: &WorkspaceId, id: &AgentId) -> Result<()> {
     let lock = tx.dialect().lock();
     require_agent(tx, owner, id, lock).await
 }
@@ -82,7 +82,7 @@ pub(super) async fn lock_agent(tx: &mut Tx, owner: &UserId, id: &AgentId) -> Res
 /// query (the backend's row lock, or nothing for a plain read).
 pub(super) async fn require_agent<'c>(
     ex: impl Into<Ex<'c>>,
-    owner: &UserId,
+    owner: &WorkspaceId,
     id: &AgentId,
     lock: &str,
 ) -> Result<()> {
@@ -97,7 +97,7 @@ pub(super) async fn require_agent<'c>(
 /// Adds an entry to the agent's activity log, dated `at` (see [`Backend::insert_activity`](super::Backend::insert_activity)).
 pub(super) async fn insert_activity<'c>(
     ex: impl Into<Ex<'c>>,
-    owner: &UserId,
+    owner: &WorkspaceId,
     agent: &AgentId,
     entry: &NewActivity,
     at: DateTime<Utc>,

@@ -10,7 +10,7 @@ use crate::domain::steps::{Effect, RecentTask, Step, refuse_task, said};
 use crate::domain::task::{Task, TaskId};
 use crate::domain::tool_result::{ToolError, ToolResult};
 use crate::domain::tools::{MemoryText, write_memory};
-use crate::domain::user::UserId;
+use crate::domain::workspace::WorkspaceId;
 use crate::error::{Error, Resource, Result};
 use crate::store::db::{SqlStore, Tx, query, query_as, query_scalar};
 use crate::store::rows::{self, StepRow};
@@ -39,7 +39,8 @@ pub struct RunContext {
 #[async_trait]
 pub trait StepStore: Send + Sync {
     /// The steps of a task, oldest first.
-    async fn steps(&self, owner: &UserId, agent: &AgentId, task: &TaskId) -> Result<Vec<Step>>;
+    async fn steps(&self, owner: &WorkspaceId, agent: &AgentId, task: &TaskId)
+    -> Result<Vec<Step>>;
     /// The stored steps of a task in progress (read only when its count of steps, `stored`,
     /// is above 0) and the agent's `recent` last finished tasks (none asked: no query).
     async fn run_context(
@@ -62,11 +63,11 @@ pub trait StepStore: Send + Sync {
         step: &Step,
         effect: Option<&Effect>,
     ) -> Result<Option<Step>>;
-    async fn memory(&self, owner: &UserId, agent: &AgentId) -> Result<String>;
+    async fn memory(&self, owner: &WorkspaceId, agent: &AgentId) -> Result<String>;
     /// Replaces the memory block, with a `memory_updated` entry when it changed.
     async fn set_memory(
         &self,
-        owner: &UserId,
+        owner: &WorkspaceId,
         agent: &AgentId,
         memory: &MemoryText,
     ) -> Result<String>;
@@ -74,7 +75,12 @@ pub trait StepStore: Send + Sync {
 
 #[async_trait::async_trait]
 impl<S: SqlStore> StepStore for S {
-    async fn steps(&self, owner: &UserId, agent: &AgentId, task: &TaskId) -> Result<Vec<Step>> {
+    async fn steps(
+        &self,
+        owner: &WorkspaceId,
+        agent: &AgentId,
+        task: &TaskId,
+    ) -> Result<Vec<Step>> {
         let mut conn = self.read().await?;
         require_agent(&mut conn, owner, agent, "").await?;
         let found: Option<i32> = query_scalar(sql::TASK_EXISTS)
@@ -133,7 +139,7 @@ impl<S: SqlStore> StepStore for S {
             self.storage_health(),
             async {
                 let mut tx = self.begin_write().await?;
-                let owner = UserId::from_trusted(run.agent.owner_id.clone());
+                let owner = WorkspaceId::from_trusted(run.agent.owner_id.clone());
                 let own = AgentId::parse(&run.agent.agent_id).map_err(Error::internal)?;
                 // Agents before tasks, the lock order of every writer; two agents in
                 // the order of their ids.
@@ -182,7 +188,7 @@ impl<S: SqlStore> StepStore for S {
         .await
     }
 
-    async fn memory(&self, owner: &UserId, agent: &AgentId) -> Result<String> {
+    async fn memory(&self, owner: &WorkspaceId, agent: &AgentId) -> Result<String> {
         let memory: Option<String> = query_scalar(&sql::memory(""))
             .bind(owner.as_str())
             .bind(agent.as_str())
@@ -193,7 +199,7 @@ impl<S: SqlStore> StepStore for S {
 
     async fn set_memory(
         &self,
-        owner: &UserId,
+        owner: &WorkspaceId,
         agent: &AgentId,
         memory: &MemoryText,
     ) -> Result<String> {
@@ -272,7 +278,7 @@ pub(super) async fn insert_step(tx: &mut Tx, task: &TaskId, step: &Step) -> Resu
 /// model is told, `Err` the tool error (nothing was changed).
 async fn apply_effect(
     tx: &mut Tx,
-    owner: &UserId,
+    owner: &WorkspaceId,
     own: &AgentId,
     task: &TaskId,
     effect: &Effect,
@@ -333,7 +339,7 @@ async fn apply_effect(
 
 async fn write_memory_in(
     tx: &mut Tx,
-    owner: &UserId,
+    owner: &WorkspaceId,
     agent: &AgentId,
     memory: &str,
     details: &str,

@@ -7,7 +7,7 @@ use crate::domain::agent::{AgentId, AgentStatus};
 use crate::domain::paging::TaskPage;
 use crate::domain::runtime::AgentKey;
 use crate::domain::task::{Task, TaskId, TaskStatus};
-use crate::domain::user::UserId;
+use crate::domain::workspace::WorkspaceId;
 use crate::error::{Error, Resource, Result};
 use crate::store::db::{SqlStore, Tx, query, query_as, query_scalar};
 use crate::store::rows::{self, TaskRow};
@@ -26,13 +26,13 @@ pub trait TaskStore: Send + Sync {
     /// and pages by creation time never skip a task.
     async fn insert_task(
         &self,
-        owner: &UserId,
+        owner: &WorkspaceId,
         task: &Task,
         activity: &NewActivity,
     ) -> Result<AddedTask>;
     async fn tasks(
         &self,
-        owner: &UserId,
+        owner: &WorkspaceId,
         agent: &AgentId,
         status: Option<TaskStatus>,
     ) -> Result<Vec<Task>>;
@@ -40,18 +40,18 @@ pub trait TaskStore: Send + Sync {
     /// has no such agent. Reads only the page's rows (an index in each order).
     async fn task_page(
         &self,
-        owner: &UserId,
+        owner: &WorkspaceId,
         agent: &AgentId,
         page: &TaskPage,
     ) -> Result<Vec<Task>>;
-    async fn task(&self, owner: &UserId, agent: &AgentId, id: &TaskId) -> Result<Task>;
+    async fn task(&self, owner: &WorkspaceId, agent: &AgentId, id: &TaskId) -> Result<Task>;
     /// How many tasks wait in the queue of `agent`, and of all the owner's agents (for quotas).
-    async fn queued_counts(&self, owner: &UserId, agent: &AgentId) -> Result<(i64, i64)>;
+    async fn queued_counts(&self, owner: &WorkspaceId, agent: &AgentId) -> Result<(i64, i64)>;
     /// Locks the task, lets `decide` compute the change, writes it with its activity.
     /// Returns the task as written (or as it was, when deleted).
     async fn update_task(
         &self,
-        owner: &UserId,
+        owner: &WorkspaceId,
         agent: &AgentId,
         id: &TaskId,
         decide: TaskDecision<'_>,
@@ -74,7 +74,7 @@ pub type TaskDecision<'a> = &'a (dyn Fn(&Task) -> Result<TaskChange> + Send + Sy
 impl<S: SqlStore> TaskStore for S {
     async fn insert_task(
         &self,
-        owner: &UserId,
+        owner: &WorkspaceId,
         task: &Task,
         activity: &NewActivity,
     ) -> Result<AddedTask> {
@@ -106,7 +106,7 @@ impl<S: SqlStore> TaskStore for S {
         .await
     }
 
-    async fn queued_counts(&self, owner: &UserId, agent: &AgentId) -> Result<(i64, i64)> {
+    async fn queued_counts(&self, owner: &WorkspaceId, agent: &AgentId) -> Result<(i64, i64)> {
         let counts: (i64, i64) = query_as(sql::QUEUED_COUNTS)
             .bind(owner.as_str())
             .bind(agent.as_str())
@@ -117,7 +117,7 @@ impl<S: SqlStore> TaskStore for S {
 
     async fn tasks(
         &self,
-        owner: &UserId,
+        owner: &WorkspaceId,
         agent: &AgentId,
         status: Option<TaskStatus>,
     ) -> Result<Vec<Task>> {
@@ -134,7 +134,7 @@ impl<S: SqlStore> TaskStore for S {
 
     async fn task_page(
         &self,
-        owner: &UserId,
+        owner: &WorkspaceId,
         agent: &AgentId,
         page: &crate::domain::paging::TaskPage,
     ) -> Result<Vec<Task>> {
@@ -155,7 +155,7 @@ impl<S: SqlStore> TaskStore for S {
         rows::convert(query.fetch_all(&mut conn).await?)
     }
 
-    async fn task(&self, owner: &UserId, agent: &AgentId, id: &TaskId) -> Result<Task> {
+    async fn task(&self, owner: &WorkspaceId, agent: &AgentId, id: &TaskId) -> Result<Task> {
         let mut conn = self.read().await?;
         require_agent(&mut conn, owner, agent, "").await?;
         let row: Option<TaskRow> = query_as(&sql::select_task(""))
@@ -169,7 +169,7 @@ impl<S: SqlStore> TaskStore for S {
 
     async fn update_task(
         &self,
-        owner: &UserId,
+        owner: &WorkspaceId,
         agent: &AgentId,
         id: &TaskId,
         decide: TaskDecision<'_>,
@@ -254,7 +254,7 @@ impl<S: SqlStore> TaskStore for S {
 /// [`TaskStore::insert_task`] as one script: `sql::INSERT_TASK_SCRIPT`.
 async fn insert_task_script(
     scripts: &Scripts,
-    owner: &UserId,
+    owner: &WorkspaceId,
     task: &Task,
     activity: &NewActivity,
 ) -> Result<AddedTask> {
@@ -292,7 +292,7 @@ async fn insert_task_script(
 /// stored: never at or before the agent's latest task's (see `insert_task`).
 pub(super) async fn write_task(
     tx: &mut Tx,
-    owner: &UserId,
+    owner: &WorkspaceId,
     task: &Task,
     activity: &NewActivity,
 ) -> Result<chrono::DateTime<chrono::Utc>> {

@@ -13,7 +13,8 @@ use crate::error::{Conflict, Error, Result};
 /// The users of the service.
 #[async_trait]
 pub trait UserStore: Send + Sync {
-    /// Fails with `email_taken` when the email key exists.
+    /// Inserts the user with their personal workspace (of the user's id), where they are the
+    /// owner. Fails with `email_taken` when the email key exists.
     async fn insert_user(&self, user: &UserRecord) -> Result<()>;
     async fn user_by_email_key(&self, email_key: &str) -> Result<Option<UserRecord>>;
     async fn user_by_id(&self, id: &UserId) -> Result<Option<UserRecord>>;
@@ -38,6 +39,7 @@ pub struct UserRecord {
 impl<S: SqlStore> UserStore for S {
     async fn insert_user(&self, user: &UserRecord) -> Result<()> {
         watched(self.storage_health(), async {
+            let mut tx = self.begin_write().await?;
             query(sql::INSERT_USER)
                 .bind(user.id.as_str())
                 .bind(&user.email)
@@ -46,12 +48,24 @@ impl<S: SqlStore> UserStore for S {
                 .bind(&user.password_hash)
                 .bind(user.token_version)
                 .bind(user.created_at)
-                .execute(self.writer())
+                .execute(&mut tx)
                 .await
                 .map_err(|e| {
                     let taken = "An account with this email already exists.";
                     db_error(e, Some(Error::conflict(Conflict::EmailTaken, taken)))
                 })?;
+            query(sql::INSERT_PERSONAL_WORKSPACE)
+                .bind(user.id.as_str())
+                .bind(&user.name)
+                .bind(user.created_at)
+                .execute(&mut tx)
+                .await?;
+            query(sql::INSERT_PERSONAL_OWNER)
+                .bind(user.id.as_str())
+                .bind(user.created_at)
+                .execute(&mut tx)
+                .await?;
+            tx.commit().await?;
             Ok(())
         })
         .await
@@ -95,6 +109,10 @@ pub(super) mod sql {
     pub(crate) const INSERT_USER: &str = "INSERT INTO users \
         (id, email, email_key, name, password_hash, token_version, created_at, updated_at) \
         VALUES ($1, $2, $3, $4, $5, $6, $7, $7)";
+    pub(crate) const INSERT_PERSONAL_WORKSPACE: &str = "INSERT INTO workspaces \
+        (id, name, personal_of, created_at, updated_at) VALUES ($1, $2, $1, $3, $3)";
+    pub(crate) const INSERT_PERSONAL_OWNER: &str = "INSERT INTO workspace_members \
+        (workspace_id, user_id, role, created_at, updated_at) VALUES ($1, $1, 'owner', $2, $2)";
     pub(crate) const USER_COLUMNS: &str =
         "SELECT id, email, email_key, name, password_hash, token_version, created_at FROM users";
     pub(crate) fn select_user_by_email() -> String {

@@ -21,7 +21,7 @@ use tokio::task::JoinSet;
 use crate::core::Core;
 use crate::domain::activity::{Action, NewActivity};
 use crate::domain::chat::{OutboxLane, OutboxPost};
-use crate::domain::user::UserId;
+use crate::domain::workspace::WorkspaceId;
 use crate::error::Error;
 
 /// The running delivery worker. Dropping it leaves the worker running; call
@@ -139,7 +139,7 @@ enum Delivery {
 async fn deliver(core: &Core, post: OutboxPost) {
     let store = core.delivery_store();
     let node = core.node_id();
-    let owner = UserId::from_trusted(post.owner_id.clone());
+    let owner = WorkspaceId::from_trusted(post.owner_id.clone());
     let token = match store.connection(&owner, &post.guild_id).await {
         Ok(record) => core.token_of(&post.owner_id, &record),
         Err(error) => Err(error),

@@ -16,6 +16,7 @@ mod onboarding;
 mod ops;
 mod schedules;
 mod tools;
+mod workspaces;
 
 use axum::Router;
 use utoipa::OpenApi as _;
@@ -38,6 +39,15 @@ pub(crate) fn api() -> OpenApiRouter<AppState> {
         .routes(routes!(accounts::login))
         .routes(routes!(accounts::me))
         .routes(routes!(accounts::logout))
+        .routes(routes!(workspaces::list, workspaces::create))
+        .routes(routes!(workspaces::show, workspaces::rename))
+        .routes(routes!(workspaces::members))
+        .routes(routes!(workspaces::set_role, workspaces::remove))
+        .routes(routes!(workspaces::invites, workspaces::invite))
+        .routes(routes!(workspaces::withdraw))
+        .routes(routes!(workspaces::accept))
+        .routes(routes!(workspaces::keys, workspaces::create_key))
+        .routes(routes!(workspaces::revoke_key))
         .routes(routes!(agents::list, agents::create))
         .routes(routes!(agents::show, agents::update, agents::delete))
         .routes(routes!(agents::start))

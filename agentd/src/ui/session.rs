@@ -30,6 +30,8 @@ use crate::error::ApiError;
 
 const SESSION_COOKIE: &str = "agentd_session";
 const CSRF_COOKIE: &str = "agentd_csrf";
+/// The workspace the dashboard shows (its id); none: the personal one.
+pub(super) const WORKSPACE_COOKIE: &str = "agentd_workspace";
 /// The prefix of both cookies' names over https.
 const HOST_PREFIX: &str = "__Host-";
 pub(super) const CSRF_FIELD: &str = "csrf";
@@ -65,8 +67,16 @@ impl FromRequestParts<AppState> for Viewer {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, SignInFirst> {
         let token = session_cookie(state, &parts.headers).ok_or(SignInFirst::Redirect)?;
-        let principal = state.core.authenticate(&token).await.map_err(|_| SignInFirst::Redirect)?;
-        state.http.limits.user(&principal.user_id).map_err(SignInFirst::Limited)?;
+        let chosen =
+            cookie(&parts.headers, &name(WORKSPACE_COOKIE, is_secure(state, &parts.headers)));
+        // A workspace the viewer has left (or was removed from) falls back to their own.
+        let principal = match state.core.authenticate(&token, chosen.as_deref()).await {
+            Ok(principal) => Ok(principal),
+            Err(_) if chosen.is_some() => state.core.authenticate(&token, None).await,
+            Err(error) => Err(error),
+        }
+        .map_err(|_| SignInFirst::Redirect)?;
+        state.http.limits.caller(&principal).map_err(SignInFirst::Limited)?;
         Ok(Viewer(principal))
     }
 }

@@ -71,7 +71,7 @@ impl Cluster {
     async fn work(&self) {
         let node = &self.nodes[0];
         let token = node.register("clocks@example.com").await;
-        self.db.execute("UPDATE users SET plan = 'team'", &[]).await;
+        self.db.execute("UPDATE workspaces SET plan = 'team'", &[]).await;
         node.connect(&token, "clock-bot.1", "666").await;
         for a in 0..AGENTS {
             let id = format!("agent-{a:02}");

@@ -284,7 +284,7 @@ impl Cluster {
         }
         let token = nodes[0].register(email).await;
         // More agents than `free` allows: the `team` plan (billing moves users between plans).
-        db.execute("UPDATE users SET plan = 'team'", &[]).await;
+        db.execute("UPDATE workspaces SET plan = 'team'", &[]).await;
         nodes[0].connect(&token, &bot, guild).await;
         Self { models, discord, env, nodes, token, guild: guild.to_owned(), _data_dir: data_dir }
     }

@@ -13,7 +13,7 @@ async fn model_calls_in_flight_stay_within_the_configured_bound(db: TestDb) {
     let app = TestApp::start(db, options).await;
     let user = app.register("bound@example.com").await;
     // Five agents: more than `free` allows (billing moves users between plans in service).
-    app.db.execute("UPDATE users SET plan = 'team' WHERE id = $1", &[&user.id]).await;
+    app.db.execute("UPDATE workspaces SET plan = 'team' WHERE id = $1", &[&user.id]).await;
     for a in 0..5 {
         let id = format!("busy-{a}");
         let body = json!({"id": id, "name": id, "role_prompt": ROLE, "channel": "c", "model": "openai:gpt-test"});

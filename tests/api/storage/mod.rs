@@ -8,6 +8,7 @@ use agentcore::domain::agent::{
 };
 use agentcore::domain::task::{NewTask, Priority, Task, TaskDescription, TaskStatus, TaskTitle};
 use agentcore::domain::user::UserId;
+use agentcore::domain::workspace::WorkspaceId;
 use agentcore::store::{AgentChange, TaskChange, TaskWrite, UserRecord};
 use agentcore::{Error, Resource};
 use chrono::{Duration, Utc};
@@ -24,6 +25,17 @@ fn user(email: &str) -> UserRecord {
         password_hash: "$argon2id$placeholder".into(),
         token_version: 0,
         created_at: agentcore::domain::now(),
+    }
+}
+
+/// The personal workspace of a user: what owns their agents.
+trait Personal {
+    fn ws(&self) -> WorkspaceId;
+}
+
+impl Personal for UserRecord {
+    fn ws(&self) -> WorkspaceId {
+        WorkspaceId::personal(&self.id)
     }
 }
 
@@ -115,7 +127,7 @@ async fn agents_round_trip_exactly_and_are_scoped_to_their_owner(store: TestStor
     s.insert_user(&bob).await.unwrap();
     let at = agentcore::domain::now();
     let agent = s
-        .insert_agent(&ada.id, &new_agent("writer", Some("ops")), at, &created(), unlimited())
+        .insert_agent(&ada.ws(), &new_agent("writer", Some("ops")), at, &created(), unlimited())
         .await
         .unwrap();
     assert_eq!(
@@ -123,22 +135,24 @@ async fn agents_round_trip_exactly_and_are_scoped_to_their_owner(store: TestStor
         (AgentStatus::Idle, at, at, 2.5)
     );
     assert_eq!(agent.workspace.as_deref(), Some("ops"));
-    assert_eq!(s.agent(&ada.id, &id("writer")).await.unwrap(), agent);
+    assert_eq!(s.agent(&ada.ws(), &id("writer")).await.unwrap(), agent);
 
     let duplicate = s
-        .insert_agent(&ada.id, &new_agent("writer", None), at, &created(), unlimited())
+        .insert_agent(&ada.ws(), &new_agent("writer", None), at, &created(), unlimited())
         .await
         .unwrap_err();
     assert_eq!(duplicate.code(), "agent_exists");
-    s.insert_agent(&bob.id, &new_agent("writer", None), at, &created(), unlimited()).await.unwrap();
+    s.insert_agent(&bob.ws(), &new_agent("writer", None), at, &created(), unlimited())
+        .await
+        .unwrap();
 
-    let missing = s.agent(&bob.id, &id("nobody")).await.unwrap_err();
+    let missing = s.agent(&bob.ws(), &id("nobody")).await.unwrap_err();
     assert!(matches!(missing, Error::NotFound { resource: Resource::Agent, .. }));
     // The view of an agent without tasks is the agent alone; another owner's is not found.
-    assert_eq!(s.agent_with_tasks(&ada.id, &id("writer"), None).await.unwrap(), (agent, vec![]));
-    let missing = s.agent_with_tasks(&bob.id, &id("nobody"), Some((5, None))).await.unwrap_err();
+    assert_eq!(s.agent_with_tasks(&ada.ws(), &id("writer"), None).await.unwrap(), (agent, vec![]));
+    let missing = s.agent_with_tasks(&bob.ws(), &id("nobody"), Some((5, None))).await.unwrap_err();
     assert!(matches!(missing, Error::NotFound { resource: Resource::Agent, .. }));
-    assert_eq!(s.list_agents(&ada.id, &AgentFilter::default()).await.unwrap().len(), 1);
+    assert_eq!(s.list_agents(&ada.ws(), &AgentFilter::default()).await.unwrap().len(), 1);
 }
 
 async fn listing_orders_by_creation_and_applies_filters(store: TestStore) {
@@ -150,7 +164,7 @@ async fn listing_orders_by_creation_and_applies_filters(store: TestStore) {
         [("zeta", Some("a")), ("alpha", None), ("mid", Some("a"))].into_iter().enumerate()
     {
         s.insert_agent(
-            &owner.id,
+            &owner.ws(),
             &new_agent(name, workspace),
             base + Duration::milliseconds(i as i64),
             &created(),
@@ -161,13 +175,13 @@ async fn listing_orders_by_creation_and_applies_filters(store: TestStore) {
     }
     let ids = |agents: Vec<Agent>| agents.into_iter().map(|a| a.id.to_string()).collect::<Vec<_>>();
     assert_eq!(
-        ids(s.list_agents(&owner.id, &AgentFilter::default()).await.unwrap()),
+        ids(s.list_agents(&owner.ws(), &AgentFilter::default()).await.unwrap()),
         ["zeta", "alpha", "mid"]
     );
     let in_a = AgentFilter { workspace: Some(Workspace::parse("a").unwrap()), status: None };
-    assert_eq!(ids(s.list_agents(&owner.id, &in_a).await.unwrap()), ["zeta", "mid"]);
+    assert_eq!(ids(s.list_agents(&owner.ws(), &in_a).await.unwrap()), ["zeta", "mid"]);
     let active = AgentFilter { workspace: None, status: Some(AgentStatus::Active) };
-    assert!(s.list_agents(&owner.id, &active).await.unwrap().is_empty());
+    assert!(s.list_agents(&owner.ws(), &active).await.unwrap().is_empty());
 }
 
 async fn an_agent_update_writes_the_decided_change_with_its_activity(store: TestStore) {
@@ -175,7 +189,7 @@ async fn an_agent_update_writes_the_decided_change_with_its_activity(store: Test
     let owner = user("update@example.com");
     s.insert_user(&owner).await.unwrap();
     s.insert_agent(
-        &owner.id,
+        &owner.ws(),
         &new_agent("worker", None),
         agentcore::domain::now(),
         &created(),
@@ -185,7 +199,7 @@ async fn an_agent_update_writes_the_decided_change_with_its_activity(store: Test
     .unwrap();
 
     let updated = s
-        .update_agent(&owner.id, &id("worker"), &|current| {
+        .update_agent(&owner.ws(), &id("worker"), &|current| {
             Ok(Some(AgentChange {
                 agent: Agent {
                     summary: AgentSummary {
@@ -204,7 +218,7 @@ async fn an_agent_update_writes_the_decided_change_with_its_activity(store: Test
         })
         .await
         .unwrap();
-    let stored = s.agent(&owner.id, &id("worker")).await.unwrap();
+    let stored = s.agent(&owner.ws(), &id("worker")).await.unwrap();
     assert_eq!(stored, updated);
     assert_eq!(
         (stored.status, stored.status_before_vacation, stored.model.clone()),
@@ -212,14 +226,14 @@ async fn an_agent_update_writes_the_decided_change_with_its_activity(store: Test
     );
 
     let refused =
-        s.update_agent(&owner.id, &id("worker"), &|_| Err(Error::Forbidden("no".into()))).await;
+        s.update_agent(&owner.ws(), &id("worker"), &|_| Err(Error::Forbidden("no".into()))).await;
     assert!(matches!(refused, Err(Error::Forbidden(_))));
-    let unchanged = s.update_agent(&owner.id, &id("worker"), &|_| Ok(None)).await.unwrap();
+    let unchanged = s.update_agent(&owner.ws(), &id("worker"), &|_| Ok(None)).await.unwrap();
     assert_eq!(unchanged, stored);
-    let missing = s.update_agent(&owner.id, &id("ghost"), &|_| Ok(None)).await.unwrap_err();
+    let missing = s.update_agent(&owner.ws(), &id("ghost"), &|_| Ok(None)).await.unwrap_err();
     assert_eq!(missing.code(), "agent_not_found");
 
-    let log = s.activity(&owner.id, &id("worker"), &ActivityQuery::default()).await.unwrap();
+    let log = s.activity(&owner.ws(), &id("worker"), &ActivityQuery::default()).await.unwrap();
     let actions: Vec<Action> = log.iter().map(|e| e.action).collect();
     assert_eq!(actions, [Action::VacationStarted, Action::AgentCreated]);
 }
@@ -230,28 +244,32 @@ async fn tasks_round_trip_and_are_scoped_to_owner_and_agent(store: TestStore) {
     s.insert_user(&owner).await.unwrap();
     s.insert_user(&other).await.unwrap();
     let now = agentcore::domain::now();
-    s.insert_agent(&owner.id, &new_agent("a", None), now, &created(), unlimited()).await.unwrap();
-    s.insert_agent(&owner.id, &new_agent("b", None), now, &created(), unlimited()).await.unwrap();
+    s.insert_agent(&owner.ws(), &new_agent("a", None), now, &created(), unlimited()).await.unwrap();
+    s.insert_agent(&owner.ws(), &new_agent("b", None), now, &created(), unlimited()).await.unwrap();
     let t = task("a", "first", 1);
-    s.insert_task(&owner.id, &t, &NewActivity::for_task(Action::TaskAdded, t.id.as_str(), "added"))
-        .await
-        .unwrap();
+    s.insert_task(
+        &owner.ws(),
+        &t,
+        &NewActivity::for_task(Action::TaskAdded, t.id.as_str(), "added"),
+    )
+    .await
+    .unwrap();
 
-    assert_eq!(s.task(&owner.id, &id("a"), &t.id).await.unwrap(), t);
-    assert_eq!(s.task(&owner.id, &id("b"), &t.id).await.unwrap_err().code(), "task_not_found");
-    assert_eq!(s.task(&other.id, &id("a"), &t.id).await.unwrap_err().code(), "agent_not_found");
-    assert_eq!(s.tasks(&owner.id, &id("a"), None).await.unwrap(), vec![t.clone()]);
-    assert!(s.tasks(&owner.id, &id("a"), Some(TaskStatus::Failed)).await.unwrap().is_empty());
+    assert_eq!(s.task(&owner.ws(), &id("a"), &t.id).await.unwrap(), t);
+    assert_eq!(s.task(&owner.ws(), &id("b"), &t.id).await.unwrap_err().code(), "task_not_found");
+    assert_eq!(s.task(&other.ws(), &id("a"), &t.id).await.unwrap_err().code(), "agent_not_found");
+    assert_eq!(s.tasks(&owner.ws(), &id("a"), None).await.unwrap(), vec![t.clone()]);
+    assert!(s.tasks(&owner.ws(), &id("a"), Some(TaskStatus::Failed)).await.unwrap().is_empty());
     let orphan = task("ghost", "nowhere", 0);
     let refused = s
-        .insert_task(&owner.id, &orphan, &NewActivity::new(Action::TaskAdded, "x"))
+        .insert_task(&owner.ws(), &orphan, &NewActivity::new(Action::TaskAdded, "x"))
         .await
         .unwrap_err();
     assert_eq!(refused.code(), "agent_not_found");
 
     let finished_at = agentcore::domain::now();
     let done = s
-        .update_task(&owner.id, &id("a"), &t.id, &|current| {
+        .update_task(&owner.ws(), &id("a"), &t.id, &|current| {
             Ok(TaskChange {
                 write: TaskWrite::Update(Box::new(Task {
                     status: TaskStatus::Complete,
@@ -274,15 +292,15 @@ async fn tasks_round_trip_and_are_scoped_to_owner_and_agent(store: TestStore) {
         })
         .await
         .unwrap();
-    assert_eq!(s.task(&owner.id, &id("a"), &t.id).await.unwrap(), done);
-    assert_eq!(s.agent(&owner.id, &id("a")).await.unwrap().backlog_summary.complete, 1);
+    assert_eq!(s.task(&owner.ws(), &id("a"), &t.id).await.unwrap(), done);
+    assert_eq!(s.agent(&owner.ws(), &id("a")).await.unwrap().backlog_summary.complete, 1);
 
-    s.update_task(&owner.id, &id("a"), &t.id, &|_| {
+    s.update_task(&owner.ws(), &id("a"), &t.id, &|_| {
         Ok(TaskChange { write: TaskWrite::Delete, activity: vec![], post: None })
     })
     .await
     .unwrap();
-    assert_eq!(s.task(&owner.id, &id("a"), &t.id).await.unwrap_err().code(), "task_not_found");
+    assert_eq!(s.task(&owner.ws(), &id("a"), &t.id).await.unwrap_err().code(), "task_not_found");
 }
 
 async fn deleting_an_agent_cascades_to_its_tasks_and_activity(store: TestStore) {
@@ -290,7 +308,7 @@ async fn deleting_an_agent_cascades_to_its_tasks_and_activity(store: TestStore) 
     let owner = user("cascade@example.com");
     s.insert_user(&owner).await.unwrap();
     s.insert_agent(
-        &owner.id,
+        &owner.ws(),
         &new_agent("gone", None),
         agentcore::domain::now(),
         &created(),
@@ -300,12 +318,17 @@ async fn deleting_an_agent_cascades_to_its_tasks_and_activity(store: TestStore) 
     .unwrap();
     for i in 0..3 {
         let t = task("gone", &format!("t{i}"), 0);
-        s.insert_task(&owner.id, &t, &NewActivity::new(Action::TaskAdded, "added")).await.unwrap();
+        s.insert_task(&owner.ws(), &t, &NewActivity::new(Action::TaskAdded, "added"))
+            .await
+            .unwrap();
     }
-    s.delete_agent(&owner.id, &id("gone")).await.unwrap();
+    s.delete_agent(&owner.ws(), &id("gone")).await.unwrap();
     assert_eq!(store.db.count("SELECT COUNT(*) FROM tasks", &[]).await, 0);
     assert_eq!(store.db.count("SELECT COUNT(*) FROM activity", &[]).await, 0);
-    assert_eq!(s.delete_agent(&owner.id, &id("gone")).await.unwrap_err().code(), "agent_not_found");
+    assert_eq!(
+        s.delete_agent(&owner.ws(), &id("gone")).await.unwrap_err().code(),
+        "agent_not_found"
+    );
 }
 
 async fn activity_pages_newest_first_by_limit_and_before(store: TestStore) {
@@ -316,7 +339,7 @@ async fn activity_pages_newest_first_by_limit_and_before(store: TestStore) {
     // Entries are written in time order: one dated before the agent's previous entry would be
     // moved after it (see the next test).
     s.insert_agent(
-        &owner.id,
+        &owner.ws(),
         &new_agent("log", None),
         start - Duration::minutes(1),
         &created(),
@@ -327,11 +350,11 @@ async fn activity_pages_newest_first_by_limit_and_before(store: TestStore) {
     for i in 0..5 {
         let mut t = task("log", &format!("t{i}"), 0);
         t.created_at = start + Duration::minutes(i);
-        s.insert_task(&owner.id, &t, &NewActivity::new(Action::TaskAdded, format!("t{i}")))
+        s.insert_task(&owner.ws(), &t, &NewActivity::new(Action::TaskAdded, format!("t{i}")))
             .await
             .unwrap();
     }
-    let owner_id = &owner.id;
+    let owner_id = &owner.ws();
     let page = |limit, before| async move {
         s.activity(owner_id, &id("log"), &ActivityQuery { limit, before })
             .await
@@ -352,14 +375,16 @@ async fn activity_written_by_a_node_whose_clock_is_behind_still_pages_in_written
     let owner = user("skewed@example.com");
     s.insert_user(&owner).await.unwrap();
     let now = Utc::now();
-    s.insert_agent(&owner.id, &new_agent("log", None), now, &created(), unlimited()).await.unwrap();
+    s.insert_agent(&owner.ws(), &new_agent("log", None), now, &created(), unlimited())
+        .await
+        .unwrap();
     // Written next, by a node 45 s behind.
     let behind = now - Duration::seconds(45);
     let mut t = task("log", "late", 0);
     t.created_at = behind;
-    s.insert_task(&owner.id, &t, &NewActivity::new(Action::TaskAdded, "late")).await.unwrap();
+    s.insert_task(&owner.ws(), &t, &NewActivity::new(Action::TaskAdded, "late")).await.unwrap();
     let entries = s
-        .activity(&owner.id, &id("log"), &ActivityQuery { limit: 10, before: None })
+        .activity(&owner.ws(), &id("log"), &ActivityQuery { limit: 10, before: None })
         .await
         .unwrap();
     let details: Vec<&str> = entries.iter().map(|e| e.details.as_str()).collect();
@@ -375,7 +400,7 @@ async fn activity_written_by_a_node_whose_clock_is_behind_still_pages_in_written
         );
         let older = s
             .activity(
-                &owner.id,
+                &owner.ws(),
                 &id("log"),
                 &ActivityQuery { limit: 10, before: Some(entries[0].timestamp) },
             )
@@ -393,9 +418,10 @@ async fn writes_cut_off_at_any_point_leave_the_store_writable(store: TestStore) 
     // A caller that gives up (a request's deadline, a client gone) drops the write wherever
     // it is: before BEGIN, inside the transaction, at COMMIT.
     let mut stored = 0;
+    let workspace = owner.ws();
     for n in 0..200u64 {
         let agent = new_agent(&format!("cut-{n}"), None);
-        let write = s.insert_agent(&owner.id, &agent, agentcore::domain::now(), &entry, plans);
+        let write = s.insert_agent(&workspace, &agent, agentcore::domain::now(), &entry, plans);
         if let Ok(result) =
             tokio::time::timeout(std::time::Duration::from_micros(n * 5), write).await
         {
@@ -404,11 +430,13 @@ async fn writes_cut_off_at_any_point_leave_the_store_writable(store: TestStore) 
         }
     }
     // The next writes find a healthy connection, and every write that returned is there.
-    s.insert_agent(&owner.id, &new_agent("after", None), agentcore::domain::now(), &entry, plans)
+    s.insert_agent(&owner.ws(), &new_agent("after", None), agentcore::domain::now(), &entry, plans)
         .await
         .unwrap();
-    let listed =
-        s.list_agents(&owner.id, &agentcore::domain::agent::AgentFilter::default()).await.unwrap();
+    let listed = s
+        .list_agents(&owner.ws(), &agentcore::domain::agent::AgentFilter::default())
+        .await
+        .unwrap();
     assert!(listed.len() > stored, "{} listed, {stored} acknowledged", listed.len());
     assert!(s.health().fault().is_none());
 }
@@ -418,8 +446,9 @@ async fn concurrent_inserts_of_one_agent_id_keep_exactly_one(store: TestStore) {
     let owner = user("race@example.com");
     s.insert_user(&owner).await.unwrap();
     let (agent, entry, plans) = (new_agent("same", None), created(), unlimited());
+    let workspace = owner.ws();
     let attempts =
-        (0..8).map(|_| s.insert_agent(&owner.id, &agent, agentcore::domain::now(), &entry, plans));
+        (0..8).map(|_| s.insert_agent(&workspace, &agent, agentcore::domain::now(), &entry, plans));
     let results = futures::future::join_all(attempts).await;
     assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 1);
     assert!(results.iter().filter_map(|r| r.as_ref().err()).all(|e| e.code() == "agent_exists"));

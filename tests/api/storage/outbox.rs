@@ -7,15 +7,15 @@ use agentcore::domain::chat::{Connection, ConnectionKind, Mapping, NewPost, Outb
 use agentcore::store::{ConnectionRecord, Prunable};
 
 /// An owner with agent `a` mapped to channel 71 of guild 7, and `count` status posts queued.
-fn lane(owner: &UserId) -> OutboxLane {
+fn lane(owner: &WorkspaceId) -> OutboxLane {
     OutboxLane { owner_id: owner.as_str().to_owned(), channel_id: "71".into() }
 }
 
-async fn queued(s: &std::sync::Arc<dyn agentcore::store::Store>, count: usize) -> UserId {
+async fn queued(s: &std::sync::Arc<dyn agentcore::store::Store>, count: usize) -> WorkspaceId {
     let owner = user("outbox@example.com");
     s.insert_user(&owner).await.unwrap();
     s.insert_agent(
-        &owner.id,
+        &owner.ws(),
         &new_agent("a", None),
         agentcore::domain::now(),
         &created(),
@@ -35,9 +35,12 @@ async fn queued(s: &std::sync::Arc<dyn agentcore::store::Store>, count: usize) -
         allowed_role_ids: Vec::new(),
     };
     let owner_id = owner.id.as_str().to_owned();
-    s.upsert_connection(&owner.id, &ConnectionRecord { connection, sealed_token: None, owner_id })
-        .await
-        .unwrap();
+    s.upsert_connection(
+        &owner.ws(),
+        &ConnectionRecord { connection, sealed_token: None, owner_id },
+    )
+    .await
+    .unwrap();
     let mapping = Mapping {
         id: "m1".into(),
         agent_id: id("a"),
@@ -46,9 +49,9 @@ async fn queued(s: &std::sync::Arc<dyn agentcore::store::Store>, count: usize) -
         channel_name: "c".into(),
         created_at: agentcore::domain::now(),
     };
-    s.upsert_mapping(&owner.id, &mapping).await.unwrap();
+    s.upsert_mapping(&owner.ws(), &mapping).await.unwrap();
     for i in 0..count {
-        s.update_agent(&owner.id, &id("a"), &|current| {
+        s.update_agent(&owner.ws(), &id("a"), &|current| {
             Ok(Some(AgentChange {
                 agent: Agent {
                     summary: AgentSummary { name: format!("n{i}"), ..current.summary.clone() },
@@ -61,7 +64,7 @@ async fn queued(s: &std::sync::Arc<dyn agentcore::store::Store>, count: usize) -
         .await
         .unwrap();
     }
-    owner.id
+    owner.ws()
 }
 
 backend_tests! { store;

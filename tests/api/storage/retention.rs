@@ -38,7 +38,7 @@ async fn each_prune_deletes_a_bounded_batch_of_what_is_older_and_nothing_newer(s
     let owner = user("retention@example.com");
     s.insert_user(&owner).await.unwrap();
     s.insert_agent(
-        &owner.id,
+        &owner.ws(),
         &new_agent("r", None),
         agentcore::domain::now(),
         &created(),
@@ -49,7 +49,7 @@ async fn each_prune_deletes_a_bounded_batch_of_what_is_older_and_nothing_newer(s
     for title in ["old", "old", "old", "recent", "queued"] {
         let t = task("r", title, 0);
         s.insert_task(
-            &owner.id,
+            &owner.ws(),
             &t,
             &NewActivity::for_task(Action::TaskAdded, t.id.as_str(), title),
         )
@@ -68,10 +68,10 @@ async fn each_prune_deletes_a_bounded_batch_of_what_is_older_and_nothing_newer(s
         assert_eq!(s.prune(Prunable::FinishedTasks, month_ago, 2).await.unwrap(), expected);
     }
     let mut left: Vec<String> =
-        s.tasks(&owner.id, &id("r"), None).await.unwrap().into_iter().map(|t| t.title).collect();
+        s.tasks(&owner.ws(), &id("r"), None).await.unwrap().into_iter().map(|t| t.title).collect();
     left.sort();
     assert_eq!(left, ["queued", "recent"]);
-    let summary = s.agent(&owner.id, &id("r")).await.unwrap().backlog_summary;
+    let summary = s.agent(&owner.ws(), &id("r")).await.unwrap().backlog_summary;
     assert_eq!((summary.complete, summary.queued), (1, 1), "the counts follow");
 
     // Activity: the agent's creation and the first three tasks' entries are old.
@@ -85,7 +85,7 @@ async fn each_prune_deletes_a_bounded_batch_of_what_is_older_and_nothing_newer(s
     }
     let query = agentcore::domain::activity::ActivityQuery::default();
     let details: Vec<String> = s
-        .activity(&owner.id, &id("r"), &query)
+        .activity(&owner.ws(), &id("r"), &query)
         .await
         .unwrap()
         .into_iter()

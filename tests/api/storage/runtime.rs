@@ -17,7 +17,7 @@ async fn active(s: &dyn Store, priorities: &[i32]) -> (UserRecord, AgentKey, Vec
     let owner = user("runtime@example.com");
     s.insert_user(&owner).await.unwrap();
     s.insert_agent(
-        &owner.id,
+        &owner.ws(),
         &new_agent("r", None),
         agentcore::domain::now(),
         &created(),
@@ -25,7 +25,7 @@ async fn active(s: &dyn Store, priorities: &[i32]) -> (UserRecord, AgentKey, Vec
     )
     .await
     .unwrap();
-    s.update_agent(&owner.id, &id("r"), &|current| {
+    s.update_agent(&owner.ws(), &id("r"), &|current| {
         Ok(Some(AgentChange {
             agent: Agent {
                 summary: AgentSummary { status: AgentStatus::Active, ..current.summary.clone() },
@@ -40,7 +40,9 @@ async fn active(s: &dyn Store, priorities: &[i32]) -> (UserRecord, AgentKey, Vec
     let mut tasks = Vec::new();
     for (n, priority) in priorities.iter().enumerate() {
         let t = task("r", &format!("t{n}"), *priority);
-        s.insert_task(&owner.id, &t, &NewActivity::new(Action::TaskAdded, "added")).await.unwrap();
+        s.insert_task(&owner.ws(), &t, &NewActivity::new(Action::TaskAdded, "added"))
+            .await
+            .unwrap();
         tasks.push(t);
     }
     let key = AgentKey::new(owner.id.as_str(), "r");
@@ -129,7 +131,7 @@ async fn finishing_is_fenced_on_the_task_lease(store: TestStore) {
     store.db.travel(31).await;
     assert_eq!(s.requeue_expired_tasks().await.unwrap(), 1);
     assert!(!s.finish_task(&key, &running.id, A, &done(), 1, None).await.unwrap());
-    let task = s.task(&owner.id, &id("r"), &running.id).await.unwrap();
+    let task = s.task(&owner.ws(), &id("r"), &running.id).await.unwrap();
     assert_eq!((task.status, task.result), (TaskStatus::Queued, None));
 }
 
@@ -169,7 +171,7 @@ async fn a_task_cut_off_max_attempts_times_is_failed_at_its_next_claim(store: Te
     }
     // Two interrupted runs: the third claim fails the task and lets the agent go on.
     assert!(matches!(s.claim_task(&key, A, secs(30), 2).await.unwrap(), Claim::Wait(Some(_))));
-    let poisoned = s.task(&owner.id, &id("r"), &tasks[0].id).await.unwrap();
+    let poisoned = s.task(&owner.ws(), &id("r"), &tasks[0].id).await.unwrap();
     assert_eq!((poisoned.status, poisoned.attempts), (TaskStatus::Failed, 2));
     assert!(
         poisoned.error.as_deref().unwrap().starts_with("Interrupted 2 times"),
@@ -188,7 +190,7 @@ async fn releasing_a_node_requeues_its_tasks_and_frees_its_agents(store: TestSto
     s.heartbeat(A, secs(30)).await.unwrap();
     let running = claimed(s.claim_task(&key, A, secs(30), 5).await.unwrap());
     s.release_node(A).await.unwrap();
-    let task = s.task(&owner.id, &id("r"), &running.id).await.unwrap();
+    let task = s.task(&owner.ws(), &id("r"), &running.id).await.unwrap();
     assert_eq!((task.status, task.attempts), (TaskStatus::Queued, 1));
     assert_eq!(s.runtime_load().await.unwrap().nodes, 0);
     assert_eq!(s.claim_agents(B, secs(30), 10).await.unwrap(), [key]);
@@ -206,12 +208,12 @@ async fn the_database_clock_is_what_the_store_reports(store: TestStore) {
 }
 
 async fn status_of(s: &dyn Store, owner: &UserRecord, task: &Task) -> TaskStatus {
-    s.task(&owner.id, &id("r"), &task.id).await.unwrap().status
+    s.task(&owner.ws(), &id("r"), &task.id).await.unwrap().status
 }
 
 /// Sets the agent's status and throttle as a PATCH would.
 async fn set_agent(s: &dyn Store, owner: &UserRecord, status: AgentStatus, throttle: f64) {
-    s.update_agent(&owner.id, &id("r"), &|current| {
+    s.update_agent(&owner.ws(), &id("r"), &|current| {
         Ok(Some(AgentChange {
             agent: Agent {
                 summary: AgentSummary {
@@ -264,7 +266,9 @@ async fn a_finish_takes_the_next_claim_in_its_own_transaction(store: TestStore) 
     set_agent(s, &owner, AgentStatus::Active, 20.0).await;
     let third = claimed(s.claim_task(&key, A, secs(30), 5).await.unwrap());
     let extra = task("r", "t3", 0);
-    s.insert_task(&owner.id, &extra, &NewActivity::new(Action::TaskAdded, "added")).await.unwrap();
+    s.insert_task(&owner.ws(), &extra, &NewActivity::new(Action::TaskAdded, "added"))
+        .await
+        .unwrap();
     match s.finish_then_claim(&key, &third.id, A, &done(), 1, None, next).await.unwrap() {
         (true, Some(Claim::Wait(Some(wait)))) => {
             assert!(wait > secs(19) && wait <= secs(20), "{wait:?}: the throttle");

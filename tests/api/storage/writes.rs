@@ -16,7 +16,7 @@ async fn concurrent_adds_each_get_their_own_answer(store: TestStore) {
     s.insert_user(&owner).await.unwrap();
     for name in ["one", "two", "three"] {
         s.insert_agent(
-            &owner.id,
+            &owner.ws(),
             &new_agent(name, None),
             agentcore::domain::now(),
             &created(),
@@ -26,7 +26,9 @@ async fn concurrent_adds_each_get_their_own_answer(store: TestStore) {
         .unwrap();
     }
     let first = task("one", "first", 0);
-    s.insert_task(&owner.id, &first, &NewActivity::new(Action::TaskAdded, "added")).await.unwrap();
+    s.insert_task(&owner.ws(), &first, &NewActivity::new(Action::TaskAdded, "added"))
+        .await
+        .unwrap();
 
     // 120 adds at once round three agents, every seventh to an agent that does not exist, and
     // one reusing the first task's id (a constraint the database refuses).
@@ -41,8 +43,9 @@ async fn concurrent_adds_each_get_their_own_answer(store: TestStore) {
         .iter()
         .map(|t| NewActivity::for_task(Action::TaskAdded, t.id.as_str(), "added"))
         .collect();
+    let workspace = owner.ws();
     let answers = futures::future::join_all(
-        adds.iter().zip(&entries).map(|(t, entry)| s.insert_task(&owner.id, t, entry)),
+        adds.iter().zip(&entries).map(|(t, entry)| s.insert_task(&workspace, t, entry)),
     )
     .await;
 
@@ -64,7 +67,7 @@ async fn concurrent_adds_each_get_their_own_answer(store: TestStore) {
 
     let mut stored = 0;
     for name in ["one", "two", "three"] {
-        let tasks = s.tasks(&owner.id, &id(name), None).await.unwrap();
+        let tasks = s.tasks(&owner.ws(), &id(name), None).await.unwrap();
         stored += tasks.len();
         // Each answer's time is the one stored, and no two tasks of an agent share one.
         for t in &tasks {
@@ -84,9 +87,9 @@ async fn concurrent_adds_each_get_their_own_answer(store: TestStore) {
     let mut entries = 0;
     for name in ["one", "two", "three"] {
         let query = ActivityQuery { limit: 200, before: None };
-        entries += s.activity(&owner.id, &id(name), &query).await.unwrap().len();
+        entries += s.activity(&owner.ws(), &id(name), &query).await.unwrap().len();
     }
     assert_eq!(entries, 3 + added + 1);
     let duplicate = TaskId::parse(first.id.as_str()).unwrap();
-    assert_eq!(s.task(&owner.id, &id("one"), &duplicate).await.unwrap().title, "first");
+    assert_eq!(s.task(&owner.ws(), &id("one"), &duplicate).await.unwrap().title, "first");
 }

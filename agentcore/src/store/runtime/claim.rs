@@ -14,7 +14,7 @@ use crate::domain::runtime::{
     AgentKey, AgentRun, Claim, ClaimedTask, Outcome, finish, started_post,
 };
 use crate::domain::task::{Task, TaskStatus};
-use crate::domain::user::UserId;
+use crate::domain::workspace::WorkspaceId;
 use crate::error::Result;
 use crate::store::db::{Tx, query, query_as};
 use crate::store::rows::TaskRow;
@@ -96,7 +96,7 @@ pub(super) async fn claim_in(
     task.attempts += 1;
     task.started_at = Some(now);
     task.updated_at = now;
-    let owner = UserId::from_trusted(owner.to_owned());
+    let owner = WorkspaceId::from_trusted(owner.to_owned());
     let entry = NewActivity::for_task(
         Action::TaskStarted,
         task.id.as_str(),

@@ -15,7 +15,7 @@ use claim::claim_in;
 use crate::domain::runtime::{AgentKey, AgentRun, Claim, Outcome, finish};
 use crate::domain::steps::Step;
 use crate::domain::task::{Task, TaskId};
-use crate::domain::user::UserId;
+use crate::domain::workspace::WorkspaceId;
 use crate::error::Result;
 use crate::store::Notice;
 use crate::store::db::{SqlStore, Tx, query, query_as, query_scalar};
@@ -355,7 +355,7 @@ pub(super) async fn write_after_task(
         .bind(at)
         .execute(&mut *tx)
         .await?;
-    let owner_id = UserId::from_trusted(owner.to_owned());
+    let owner_id = WorkspaceId::from_trusted(owner.to_owned());
     for (nth, entry) in done.activity.iter().enumerate() {
         insert_activity(&mut *tx, &owner_id, &done.task.agent_id, entry, nth_instant(at, nth))
             .await?;

@@ -22,14 +22,16 @@ pub(super) async fn dispatch(node: Arc<Node>, mut stop: watch::Receiver<bool>) {
         Arc::new(move |signal| match signal {
             Signal::Agent(agent) => wakeups.wakeups().agent(&agent),
             Signal::Claimable => wakeups.wakeups().claimable(),
-            Signal::Revoked(user) => wakeups.token_versions().forget(&user),
+            Signal::Revoked(user) => wakeups.access().tokens.forget(&user),
+            Signal::Members(workspace) => wakeups.access().forget_members(&workspace),
+            Signal::KeyRevoked(key) => wakeups.access().keys.forget(&key),
             // The event streams' own listener (`core/events.rs`) takes these.
             Signal::Events(_) => {}
             Signal::Connected => {
-                wakeups.token_versions().set_listening(true);
+                wakeups.access().set_listening(true);
                 wakeups.wakeups().claimable();
             }
-            Signal::Lost => wakeups.token_versions().set_listening(false),
+            Signal::Lost => wakeups.access().set_listening(false),
         }),
         stop.clone(),
     );

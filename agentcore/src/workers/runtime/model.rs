@@ -8,7 +8,7 @@ use crate::core::RuntimeConfig;
 use crate::domain::backoff::exponential;
 use crate::domain::event::Retry;
 use crate::domain::runtime::Outcome;
-use crate::domain::user::UserId;
+use crate::domain::workspace::WorkspaceId;
 use crate::models::{Completion, CompletionRequest, ModelError, ModelProvider};
 use crate::store::RunRef;
 
@@ -76,7 +76,7 @@ pub(super) async fn call_model(
 /// Records the retry as the task's event (a stream shows why the task waits); a store that
 /// fails here costs the event only.
 async fn tell_retry(node: &Node, run: RunRef<'_>, retry: &Retry) {
-    let owner = UserId::from_trusted(run.agent.owner_id.clone());
+    let owner = WorkspaceId::from_trusted(run.agent.owner_id.clone());
     let Ok(agent) = crate::domain::agent::AgentId::parse(&run.agent.agent_id) else { return };
     match node.core.run_store().record_retry(&owner, &agent, run.task, retry).await {
         Ok(()) => node.core.ring_events(&owner),

@@ -49,7 +49,7 @@ pub(super) async fn offered(
     if claimed.agent.mcp_servers.is_empty() {
         return offer;
     }
-    let owner = crate::domain::user::UserId::from_trusted(agent.owner_id.clone());
+    let owner = crate::domain::workspace::WorkspaceId::from_trusted(agent.owner_id.clone());
     let servers = node.core.agent_servers(&owner, &claimed.agent.mcp_servers).await;
     for server in servers {
         let listed = match server {

@@ -24,7 +24,7 @@ use crate::domain::runtime::{AgentKey, ClaimedTask, Outcome};
 use crate::domain::steps::{Effect, LoopGuard, Step, StepCall, StepKind, Stop};
 use crate::domain::steps::{summary_request, system_prompt};
 use crate::domain::tool_result::{ToolError, ToolResult};
-use crate::domain::user::UserId;
+use crate::domain::workspace::WorkspaceId;
 use crate::models::{Completion, CompletionRequest, Message, ModelKind, ModelProvider};
 use crate::models::{ToolCall, ToolChoice};
 use crate::store::{RunContext, RunRef};
@@ -316,7 +316,7 @@ impl Run<'_> {
             self.model.request.tools = offer.tools;
         }
         let own = &self.claimed.task.agent_id;
-        let owner = UserId::from_trusted(self.agent.owner_id.clone());
+        let owner = WorkspaceId::from_trusted(self.agent.owner_id.clone());
         let result = match tools::work(call, own, &self.claimed.agent, &self.mcp) {
             Work::Refused(error) => Err(error),
             Work::Effect(effect) => {
@@ -382,7 +382,7 @@ impl Run<'_> {
         let started = StepStarted { seq: self.next_seq(), kind, tool: tool.map(str::to_owned) };
         let event =
             Event::step_started(&self.agent.agent_id, self.claimed.task.id.as_str(), started);
-        self.node.core.live_event(&UserId::from_trusted(self.agent.owner_id.clone()), event);
+        self.node.core.live_event(&WorkspaceId::from_trusted(self.agent.owner_id.clone()), event);
     }
 
     /// The number of the next step to store.
@@ -410,7 +410,7 @@ impl Run<'_> {
         match super::write_retrying(node, run.task, "store a step", record).await {
             Some(Some(stored)) => {
                 self.counts.seq = stored.seq;
-                node.core.ring_events(&UserId::from_trusted(self.agent.owner_id.clone()));
+                node.core.ring_events(&WorkspaceId::from_trusted(self.agent.owner_id.clone()));
                 Ok(stored)
             }
             Some(None) => {

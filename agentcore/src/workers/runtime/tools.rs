@@ -11,7 +11,7 @@ use crate::domain::runtime::AgentRun;
 use crate::domain::steps::{Effect, StepCall};
 use crate::domain::tool_result::{ToolError, ToolResult};
 use crate::domain::tools::ToolName;
-use crate::domain::user::UserId;
+use crate::domain::workspace::WorkspaceId;
 use crate::mcp::ServerRef;
 use crate::tools::builtin::{self, Prepared, memory};
 use crate::tools::http_fetch::FetchArgs;
@@ -90,7 +90,7 @@ pub(super) fn work(call: &StepCall, own: &AgentId, agent: &AgentRun, mcp: &McpTo
 }
 
 /// `memory` with `action: read`.
-pub(super) async fn read_memory(node: &Node, owner: &UserId, own: &AgentId) -> ToolResult {
+pub(super) async fn read_memory(node: &Node, owner: &WorkspaceId, own: &AgentId) -> ToolResult {
     match node.core.run_store().memory(owner, own).await {
         Ok(memory) => Ok(memory::read_answer(memory)),
         Err(error) => {
@@ -102,7 +102,7 @@ pub(super) async fn read_memory(node: &Node, owner: &UserId, own: &AgentId) -> T
 /// Runs a call that waits on the outside world, until `deadline` at the latest.
 pub(super) async fn run_remote(
     node: &Node,
-    owner: &UserId,
+    owner: &WorkspaceId,
     own: &AgentId,
     remote: Remote,
     arguments: &str,

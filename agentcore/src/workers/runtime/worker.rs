@@ -8,7 +8,7 @@ use super::Node;
 use super::run::Ran;
 use crate::domain::runtime::{AgentKey, Claim, ClaimedTask, Outcome};
 use crate::domain::task::TaskId;
-use crate::domain::user::UserId;
+use crate::domain::workspace::WorkspaceId;
 use crate::store::NextClaim;
 use crate::sync::lock;
 use crate::wakeups::Worker;
@@ -16,7 +16,7 @@ use crate::wakeups::Worker;
 /// Runs one agent's tasks until it stops being this node's to run.
 pub(super) async fn work(node: Arc<Node>, agent: AgentKey, worker: Arc<Worker>) {
     let store = node.core.run_store();
-    let owner = UserId::from_trusted(agent.owner_id.clone());
+    let owner = WorkspaceId::from_trusted(agent.owner_id.clone());
     // The claim a finished task's transaction made already, if any.
     let mut held: Option<Claim> = None;
     loop {
@@ -127,7 +127,7 @@ async fn run_task(
         None => None,
     };
     node.core.wake_outbox();
-    node.core.ring_events(&UserId::from_trusted(agent.owner_id.clone()));
+    node.core.ring_events(&WorkspaceId::from_trusted(agent.owner_id.clone()));
     next_claim
 }
 
