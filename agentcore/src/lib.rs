@@ -43,9 +43,9 @@ mod wakeups;
 pub mod workers;
 
 pub use crate::core::{
-    BillingConfig, Connected, Core, CoreConfig, DiscordConfig, EventStream, InteractionEndpoint,
-    OauthUrl, OutboxConfig, Principal, RetentionConfig, RuntimeConfig, ScheduleConfig, Sent,
-    Session, ToolsConfig, default_data_dir,
+    AuditPage, BillingConfig, Connected, Core, CoreConfig, DiscordConfig, EventStream,
+    InteractionEndpoint, OauthUrl, OutboxConfig, Principal, RetentionConfig, RuntimeConfig,
+    ScheduleConfig, Sent, Session, ToolsConfig, default_data_dir,
 };
 pub use error::{Conflict, Error, Refusal, Resource, Result, StorageFault, ValidationErrors};
 pub use telemetry::RuntimeStats;

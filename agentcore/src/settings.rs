@@ -76,6 +76,9 @@ impl Default for RuntimeConfig {
 pub struct RetentionConfig {
     /// Finished tasks and activity older than this many days are deleted; `None` keeps them.
     pub finished_days: Option<u32>,
+    /// Audit entries older than this many days are deleted (a workspace's latest stays);
+    /// `None` keeps them.
+    pub audit_days: Option<u32>,
 }
 
 /// How schedules fire.

@@ -164,8 +164,9 @@ impl FromRequestParts<AppState> for Caller {
                 Error::not_found(Resource::Workspace, "a workspace id is visible ASCII")
             })?),
         };
-        let principal = state.core.authenticate(token, workspace).await?;
+        let mut principal = state.core.authenticate(token, workspace).await?;
         state.http.limits.caller(&principal)?;
+        principal.address = state.http.limits.client(parts).map(|ip| ip.to_string());
         Ok(Caller(principal))
     }
 }

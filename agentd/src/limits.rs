@@ -74,7 +74,7 @@ impl Limits {
 
     /// The address the request came from: the last `X-Forwarded-For` hop (the one the trusted
     /// proxy added) when so configured, else the peer. In-process calls have none.
-    fn client(&self, request: &Parts) -> Option<IpAddr> {
+    pub(crate) fn client(&self, request: &Parts) -> Option<IpAddr> {
         let forwarded = || {
             let hops = request.headers.get_all("x-forwarded-for").into_iter();
             hops.filter_map(|value| value.to_str().ok())

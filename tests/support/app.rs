@@ -343,6 +343,20 @@ impl TestApp {
         read(request.send().await.expect("request sent")).await
     }
 
+    /// The text of a GET in `workspace` (an NDJSON export, a page).
+    pub async fn text_in(&self, workspace: &str, path: &str, token: &str) -> String {
+        let response = self
+            .client
+            .get(format!("{}{path}", self.address))
+            .bearer_auth(token)
+            .header("x-workspace", workspace)
+            .send()
+            .await
+            .expect("request sent");
+        assert_eq!(response.status(), 200, "GET {path}");
+        response.text().await.expect("a text body")
+    }
+
     /// Sends `body` as it is, for malformed input.
     pub async fn send_raw(
         &self,

@@ -158,3 +158,56 @@ pub struct InviteList {
 pub struct KeyList {
     pub keys: Vec<ApiKey>,
 }
+
+/// `GET /api/audit`'s query, as sent.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams))]
+#[cfg_attr(feature = "openapi", into_params(parameter_in = Query))]
+pub struct AuditParams {
+    /// Entries numbered below this (the `next_before` of the page before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<i64>,
+    /// 1 to 500 (default 100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+    /// Only this action (`agent.updated`, `member.removed`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    /// Only this actor's entries (a user id, a key id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actor: Option<String>,
+    /// Only entries about this kind of object (`agent`, `member`, `key`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_kind: Option<String>,
+    /// Only entries about the object with this id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_id: Option<String>,
+}
+
+impl AuditParams {
+    pub fn parse(&self) -> Result<crate::store::AuditFilter, ValidationErrors> {
+        let mut e = ValidationErrors::new();
+        let limit = self.limit.unwrap_or(100);
+        if !(1..=crate::domain::audit::MAX_PAGE).contains(&limit) {
+            e.add("limit", format!("must be 1 to {}", crate::domain::audit::MAX_PAGE));
+        }
+        let text = |e: &mut ValidationErrors, field: &str, value: &Option<String>| {
+            let value = value.as_deref().map(str::trim).filter(|v| !v.is_empty())?;
+            if value.len() > 200 || value.contains('\0') {
+                e.add(field, "must be at most 200 characters, without NUL");
+                return None;
+            }
+            Some(value.to_owned())
+        };
+        let filter = crate::store::AuditFilter {
+            before: self.before,
+            after: None,
+            action: text(&mut e, "action", &self.action),
+            actor_id: text(&mut e, "actor", &self.actor),
+            target_kind: text(&mut e, "target_kind", &self.target_kind),
+            target_id: text(&mut e, "target_id", &self.target_id),
+            limit,
+        };
+        if e.is_empty() { Ok(filter) } else { Err(e) }
+    }
+}

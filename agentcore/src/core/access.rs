@@ -44,7 +44,7 @@ impl Core {
             .role_in(&workspace, &user)
             .await?
             .ok_or_else(|| Error::not_found(Resource::Workspace, workspace.as_str()))?;
-        Ok(Principal { workspace, role, actor: Actor::User { id: user } })
+        Ok(Principal { workspace, role, actor: Actor::User { id: user }, address: None })
     }
 
     /// The user a session token names, if it is still good.
@@ -127,6 +127,7 @@ impl Core {
             workspace: grant.workspace,
             role: grant.role,
             actor: Actor::Key { id: id.to_owned(), name: grant.name },
+            address: None,
         })
     }
 

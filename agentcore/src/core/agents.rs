@@ -1,5 +1,9 @@
 //! Agents: creating, reading, changing and removing them, and moving them between statuses.
 
+use std::sync::Mutex;
+
+use serde_json::json;
+
 use super::{Core, Principal};
 use crate::domain::activity::{Action, NewActivity};
 use crate::domain::agent::{
@@ -23,9 +27,13 @@ impl Core {
         self.check_mcp_servers(&who.workspace, Some(&agent.mcp_servers)).await?;
         let activity =
             NewActivity::new(Action::AgentCreated, format!("Agent '{}' created.", agent.name));
-        self.store()
+        let created = self
+            .store()
             .insert_agent(&who.workspace, &agent, now(), &activity, self.agent_limit())
-            .await
+            .await?;
+        self.record(who, "agent.created", ("agent", created.id.as_str()), None, settings(&created))
+            .await;
+        Ok(created)
     }
 
     /// The caller's agents, oldest first.
@@ -81,11 +89,20 @@ impl Core {
         who.require(Need::Work)?;
         self.check_model(patch.model.as_ref().and_then(Option::as_ref))?;
         self.check_mcp_servers(&who.workspace, patch.mcp_servers.as_ref()).await?;
+        let before = Mutex::new(None);
         let agent = self
             .store()
-            .update_agent(&who.workspace, id, &|current| Ok(patch_agent(current, &patch, now())))
+            .update_agent(&who.workspace, id, &|current| {
+                *crate::sync::lock(&before) = Some(current.clone());
+                Ok(patch_agent(current, &patch, now()))
+            })
             .await?;
         self.after_agent_change(&who.workspace, id);
+        let before = before.into_inner().ok().flatten();
+        if before.as_ref() != Some(&agent) {
+            let was = before.as_ref().and_then(settings);
+            self.record(who, "agent.updated", ("agent", id.as_str()), was, settings(&agent)).await;
+        }
         Ok(agent)
     }
 
@@ -101,9 +118,11 @@ impl Core {
     /// Removes the agent, its backlog, activity and mapping. A task in progress is abandoned.
     pub async fn delete_agent(&self, who: &Principal, id: &AgentId) -> Result<()> {
         who.require(Need::Work)?;
+        let before = self.store().agent(&who.workspace, id).await?;
         self.store().delete_agent(&who.workspace, id).await?;
         self.wake_agent(&who.workspace, id);
         tracing::info!(workspace = %who.workspace, agent_id = %id, "agent deleted");
+        self.record(who, "agent.deleted", ("agent", id.as_str()), settings(&before), None).await;
         Ok(())
     }
 
@@ -136,9 +155,11 @@ impl Core {
         id: &AgentId,
         command: StatusCommand,
     ) -> Result<Agent> {
+        let before = Mutex::new(None);
         let agent = self
             .store()
             .update_agent(&who.workspace, id, &|current| {
+                *crate::sync::lock(&before) = Some(current.status);
                 let next = transition(current.status, current.status_before_vacation, command);
                 Ok(next.activity.map(|entry| {
                     let mut agent = current.clone();
@@ -151,6 +172,27 @@ impl Core {
             })
             .await?;
         self.after_agent_change(&who.workspace, id);
+        let action = match command {
+            StatusCommand::Start => "agent.started",
+            StatusCommand::Stop => "agent.stopped",
+            StatusCommand::Vacation(_) => "agent.vacation",
+            StatusCommand::Set(_) => "agent.status_set",
+        };
+        let was = before.into_inner().ok().flatten().map(|status| json!({"status": status}));
+        let is = Some(json!({"status": agent.status}));
+        self.record(who, action, ("agent", id.as_str()), was, is).await;
         Ok(agent)
     }
+}
+
+/// An agent's settings as the audit log keeps them (everything but its counts and runtime
+/// state).
+fn settings(agent: &Agent) -> Option<serde_json::Value> {
+    let mut value = serde_json::to_value(agent).ok()?;
+    if let Some(fields) = value.as_object_mut() {
+        for runtime in ["backlog_summary", "updated_at", "created_at"] {
+            fields.remove(runtime);
+        }
+    }
+    Some(value)
 }

@@ -28,6 +28,12 @@ impl Core {
         let which = ApprovalRef::OfTask { owner: &who.workspace, agent, task };
         let decided = self.store().decide_approval(which, decision, &Decider::Owner, now()).await?;
         self.after_decision(&decided, true).await;
+        let action = match decision {
+            Decision::Approve => "approval.approved",
+            Decision::Deny => "approval.denied",
+        };
+        let after = serde_json::to_value(&decided.approval).ok();
+        self.record(who, action, ("approval", &decided.approval.id), None, after).await;
         Ok(decided.approval)
     }
 

@@ -1,5 +1,7 @@
 //! The backlog of each agent, and its activity log.
 
+use serde_json::json;
+
 use super::{Core, Principal};
 use crate::domain::activity::{Action, ActivityEntry, ActivityQuery, NewActivity};
 use crate::domain::agent::{AgentId, AgentStatus};
@@ -109,8 +111,10 @@ impl Core {
     /// Removes a task that is not in progress.
     pub async fn delete_task(&self, who: &Principal, agent: &AgentId, id: &TaskId) -> Result<()> {
         who.require(Need::Work)?;
+        let before = std::sync::Mutex::new(None);
         self.store()
             .update_task(&who.workspace, agent, id, &|current| {
+                *crate::sync::lock(&before) = Some(current.clone());
                 if current.status == TaskStatus::InProgress {
                     return Err(Error::conflict(
                         Conflict::TaskNotEditable,
@@ -128,6 +132,9 @@ impl Core {
             })
             .await?;
         self.ring_events(&who.workspace);
+        let was = before.into_inner().ok().flatten().and_then(|t| serde_json::to_value(t).ok());
+        let target = format!("{agent}/{id}");
+        self.record(who, "task.deleted", ("task", &target), was, None).await;
         Ok(())
     }
 
@@ -173,7 +180,11 @@ impl Core {
     pub async fn cancel_task(&self, who: &Principal, agent: &AgentId, id: &TaskId) -> Result<Task> {
         who.require(Need::Work)?;
         let by = self.actor_label(who).await?;
-        self.cancel_task_as(&who.workspace, agent, id, &by).await
+        let task = self.cancel_task_as(&who.workspace, agent, id, &by).await?;
+        let target = format!("{agent}/{id}");
+        let after = json!({"title": task.title, "status": task.status});
+        self.record(who, "task.cancelled", ("task", &target), None, Some(after)).await;
+        Ok(task)
     }
 
     /// [`Core::cancel_task`], by `by` (an email, or `discord:<user>`).

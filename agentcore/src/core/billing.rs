@@ -2,7 +2,8 @@
 
 use super::{Core, Principal};
 use crate::domain::billing::{
-    Billing, BillingChange, BillingEvent, CustomerLink, Plans, SubscriptionChange, WebhookReceipt,
+    Billing, BillingApplied, BillingChange, BillingEvent, CustomerLink, Plans, SubscriptionChange,
+    WebhookReceipt,
 };
 use crate::domain::now;
 use crate::domain::user::Email;
@@ -56,6 +57,11 @@ impl Core {
             event_id = %billing_event.id, kind = %billing_event.kind, outcome = ?applied,
             "Stripe event"
         );
+        if let BillingApplied::Applied { user: workspace, plan } = &applied {
+            let after = serde_json::json!({"plan": plan, "event_id": billing_event.id});
+            let target = ("plan", workspace.as_str());
+            self.record_as(workspace, "stripe", "plan.applied", target, Some(after)).await;
+        }
         Ok(WebhookReceipt { received: true, event_id: billing_event.id, handled: true })
     }
 

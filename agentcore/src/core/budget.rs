@@ -19,8 +19,12 @@ impl Core {
     /// the next model call on.
     pub async fn set_budget(&self, who: &Principal, budget: Option<Budget>) -> Result<BudgetView> {
         who.require(Need::Manage)?;
+        let before = self.store().user_budget(&who.workspace).await?;
         let set = self.store().set_user_budget(&who.workspace, budget).await?;
         tracing::info!(workspace = %who.workspace, budget = ?budget.map(Budget::micros), "budget set");
+        let (was, is) =
+            (serde_json::to_value(view(before)).ok(), serde_json::to_value(view(set.clone())).ok());
+        self.record(who, "budget.set", ("budget", who.workspace.as_str()), was, is).await;
         Ok(view(set))
     }
 

@@ -202,7 +202,11 @@ impl Core {
                 tracing::warn!(%error, guild_id = %guild_id, "cannot remove the slash commands");
             }
         }
-        self.store().delete_connection(&who.workspace, guild_id.as_str()).await
+        self.store().delete_connection(&who.workspace, guild_id.as_str()).await?;
+        let was = found.ok().and_then(|(_, record)| serde_json::to_value(record.connection).ok());
+        self.record(who, "connection.disconnected", ("connection", guild_id.as_str()), was, None)
+            .await;
+        Ok(())
     }
 
     /// Sets the roles whose members may run commands that change something.
@@ -213,7 +217,14 @@ impl Core {
         roles: &AllowedRoles,
     ) -> Result<Connection> {
         who.require(Need::Manage)?;
-        self.store().set_allowed_roles(&who.workspace, guild_id.as_str(), roles).await
+        let before = self.store().connection(&who.workspace, guild_id.as_str()).await?;
+        let after =
+            self.store().set_allowed_roles(&who.workspace, guild_id.as_str(), roles).await?;
+        let was = serde_json::json!({"allowed_role_ids": before.connection.allowed_role_ids});
+        let is = serde_json::json!({"allowed_role_ids": after.allowed_role_ids});
+        let target = ("connection", guild_id.as_str());
+        self.record(who, "connection.roles_set", target, Some(was), Some(is)).await;
+        Ok(after)
     }
 
     /// The guild's text channels (types 0 and 5) by position; refreshes `channel_count`.
@@ -361,6 +372,9 @@ impl Core {
         };
         let stored = self.store().upsert_connection(&who.workspace, &record).await?;
         tracing::info!(workspace = %who.workspace, guild_id = %stored.guild_id, kind = bot.kind.as_str(), "guild connected");
+        let after = serde_json::to_value(&stored).ok();
+        self.record(who, "connection.connected", ("connection", &stored.guild_id), None, after)
+            .await;
         if let Some(application) = &bot.application_id {
             let commands = crate::discord::interaction::commands();
             match discord

@@ -51,6 +51,9 @@ impl Core {
         };
         self.store().insert_mcp_server(&who.workspace, &record).await?;
         tracing::info!(workspace = %who.workspace, server = %record.name, "MCP server added");
+        let after = serde_json::to_value(record.public()).ok();
+        self.record(who, "mcp_server.added", ("mcp_server", record.name.as_str()), None, after)
+            .await;
         Ok(record.public())
     }
 
@@ -67,8 +70,11 @@ impl Core {
     /// that name it keep the name: their runs go on without its tools.
     pub async fn delete_mcp_server(&self, who: &Principal, name: &McpServerName) -> Result<()> {
         who.require(Need::Manage)?;
+        let before = self.store().mcp_server(&who.workspace, name).await?;
         self.store().delete_mcp_server(&who.workspace, name).await?;
         self.mcp().forget_user(&who.workspace, name).await;
+        let was = serde_json::to_value(before.public()).ok();
+        self.record(who, "mcp_server.deleted", ("mcp_server", name.as_str()), was, None).await;
         Ok(())
     }
 

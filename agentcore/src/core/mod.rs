@@ -8,6 +8,7 @@ mod access;
 mod accounts;
 mod agents;
 mod approvals;
+mod audit;
 mod backlog;
 mod billing;
 mod budget;
@@ -50,6 +51,7 @@ use crate::tools::http_fetch::{AddressPolicy, HttpFetch};
 use crate::wakeups::Wakeups;
 
 pub use accounts::Session;
+pub use audit::AuditPage;
 pub use chat::{Connected, OauthUrl, Sent};
 pub use events::EventStream;
 pub use interactions::InteractionEndpoint;
@@ -178,6 +180,8 @@ pub struct Principal {
     pub role: Role,
     /// Who acts: a person, or an API key.
     pub actor: Actor,
+    /// The client's address, for the audit log (set by the HTTP server).
+    pub address: Option<String>,
 }
 
 impl Principal {
@@ -187,12 +191,13 @@ impl Principal {
             workspace: WorkspaceId::personal(user),
             role: Role::Owner,
             actor: Actor::User { id: user.clone() },
+            address: None,
         }
     }
 
     /// The service itself acting in a workspace (a decision's follow-up, a schedule firing).
     pub(crate) fn service(workspace: WorkspaceId) -> Self {
-        Principal { workspace, role: Role::Owner, actor: Actor::Service }
+        Principal { workspace, role: Role::Owner, actor: Actor::Service, address: None }
     }
 
     /// Fails with `forbidden` unless the caller's role allows what `need` asks.

@@ -1,6 +1,8 @@
 //! Workspaces and who is in them: creating and renaming workspaces, members and their roles,
 //! invites, and API keys.
 
+use serde_json::json;
+
 use super::{Core, Principal};
 use crate::auth::random_secret;
 use crate::domain::access::{
@@ -45,7 +47,13 @@ impl Core {
         let id = WorkspaceId::generate();
         self.store().insert_workspace(&id, &name, user, now()).await?;
         tracing::info!(workspace = %id, user_id = %user, "workspace created");
-        self.store().workspace(&id, Some(user), Role::Owner).await
+        let created = self.store().workspace(&id, Some(user), Role::Owner).await?;
+        let mut owner = who.clone();
+        owner.workspace = id.clone();
+        let after = json!({"name": created.name});
+        self.record(&owner, "workspace.created", ("workspace", id.as_str()), None, Some(after))
+            .await;
+        Ok(created)
     }
 
     pub async fn rename_workspace(
@@ -54,8 +62,19 @@ impl Core {
         name: WorkspaceName,
     ) -> Result<Workspace> {
         who.require(Need::Manage)?;
+        let before = self.workspace(who).await?;
         self.store().rename_workspace(&who.workspace, &name).await?;
-        self.workspace(who).await
+        let after = self.workspace(who).await?;
+        let (was, is) = (json!({"name": before.name}), json!({"name": after.name}));
+        self.record(
+            who,
+            "workspace.renamed",
+            ("workspace", who.workspace.as_str()),
+            Some(was),
+            Some(is),
+        )
+        .await;
+        Ok(after)
     }
 
     pub async fn members(&self, who: &Principal) -> Result<Vec<Member>> {
@@ -79,7 +98,11 @@ impl Core {
         self.store().change_member(&who.workspace, user, MemberChange::Role(role), now()).await?;
         self.forget_member(&who.workspace);
         tracing::info!(workspace = %who.workspace, user_id = %user, role = %role, "member role changed");
-        self.member(who, user).await
+        let changed = self.member(who, user).await?;
+        let (was, is) = (json!({"role": current.role}), json!({"role": changed.role}));
+        self.record(who, "member.role_changed", ("member", user.as_str()), Some(was), Some(is))
+            .await;
+        Ok(changed)
     }
 
     /// Removes a member; anyone may remove themselves (leave). Removing an owner takes an
@@ -96,6 +119,9 @@ impl Core {
         self.store().change_member(&who.workspace, user, MemberChange::Remove, now()).await?;
         self.forget_member(&who.workspace);
         tracing::info!(workspace = %who.workspace, user_id = %user, "member removed");
+        let was = json!({"email": current.email, "role": current.role});
+        let action = if leaving { "member.left" } else { "member.removed" };
+        self.record(who, action, ("member", user.as_str()), Some(was), None).await;
         Ok(())
     }
 
@@ -142,6 +168,9 @@ impl Core {
         };
         self.store().insert_invite(&record).await?;
         tracing::info!(workspace = %who.workspace, invite = %record.id, role = %record.role, "invite created");
+        let after =
+            json!({"role": record.role, "email": record.email, "expires_at": record.expires_at});
+        self.record(who, "invite.created", ("invite", &record.id), None, Some(after)).await;
         Ok(CreatedInvite {
             invite: Invite {
                 id: record.id,
@@ -162,7 +191,9 @@ impl Core {
 
     pub async fn delete_invite(&self, who: &Principal, id: &str) -> Result<()> {
         who.require(Need::Manage)?;
-        self.store().delete_invite(&who.workspace, id).await
+        self.store().delete_invite(&who.workspace, id).await?;
+        self.record(who, "invite.deleted", ("invite", id), None, None).await;
+        Ok(())
     }
 
     /// Accepts an invite as the signed-in person: they become a member with its role. Unknown,
@@ -173,6 +204,9 @@ impl Core {
         let (workspace, role) = self.store().accept_invite(&hash, user, now()).await?;
         self.forget_member(&workspace);
         tracing::info!(workspace = %workspace, user_id = %user, role = %role, "invite accepted");
+        let joined = Principal { workspace: workspace.clone(), role, ..who.clone() };
+        let after = json!({"role": role});
+        self.record(&joined, "member.joined", ("member", user.as_str()), None, Some(after)).await;
         self.store().workspace(&workspace, Some(user), role).await
     }
 
@@ -212,6 +246,8 @@ impl Core {
         };
         self.store().insert_key(&record).await?;
         tracing::info!(workspace = %who.workspace, key = %key.id, role = %key.role, "API key created");
+        let after = json!({"name": key.name, "role": key.role, "expires_at": key.expires_at});
+        self.record(who, "key.created", ("key", &key.id), None, Some(after)).await;
         Ok(CreatedKey { key, secret })
     }
 
@@ -226,6 +262,7 @@ impl Core {
         self.store().revoke_key(&who.workspace, id, now()).await?;
         self.access().keys.forget(&id.to_owned());
         tracing::info!(workspace = %who.workspace, key = %id, "API key revoked");
+        self.record(who, "key.revoked", ("key", id), None, None).await;
         self.store()
             .keys(&who.workspace)
             .await?

@@ -36,6 +36,7 @@ pub mod access;
 pub mod activity;
 pub mod agent;
 pub mod approval;
+pub mod audit;
 pub mod backoff;
 pub mod billing;
 pub mod budget;

@@ -11,6 +11,7 @@
 mod access;
 mod agents;
 mod approvals;
+mod audit;
 mod billing;
 mod budget;
 mod chat;
@@ -53,6 +54,7 @@ use crate::error::{Error, Result};
 pub use access::{AccessStore, InviteRecord, KeyRecord};
 pub use agents::{AgentChange, AgentDecision, AgentStore, AgentWithTask};
 pub use approvals::{ApprovalRef, ApprovalStore, Decided};
+pub use audit::{AuditFilter, AuditStore};
 pub use billing::{BillingStore, UserPlan};
 pub use budget::{BudgetStore, UserBudget};
 pub use chat::{ChatStore, ConnectionRecord};
@@ -175,6 +177,7 @@ pub trait Store:
     UserStore
     + WorkspaceStore
     + AccessStore
+    + AuditStore
     + AgentStore
     + TaskStore
     + BillingStore

@@ -26,6 +26,9 @@ pub enum Prunable {
     /// Events (`GET /api/events`) written before the time: a client that reconnects later
     /// gets `resync`.
     Events,
+    /// Audit entries recorded before the time, but never a workspace's last one: the chain
+    /// goes on from it (`audit verify` takes the first entry left as given).
+    Audit,
 }
 
 impl Prunable {
@@ -36,6 +39,7 @@ impl Prunable {
             Prunable::DeliveredPosts => "delivered posts",
             Prunable::BillingEvents => "billing events",
             Prunable::Events => "events",
+            Prunable::Audit => "audit entries",
         }
     }
 }
@@ -59,6 +63,7 @@ impl<S: SqlStore> RetentionStore for S {
                 Prunable::DeliveredPosts => sql::PRUNE_DELIVERED,
                 Prunable::BillingEvents => sql::PRUNE_BILLING_EVENTS,
                 Prunable::Events => sql::PRUNE_EVENTS,
+                Prunable::Audit => sql::PRUNE_AUDIT,
             };
             let mut tx = self.begin_write().await?;
             let done = query(statement).bind(before).bind(batch).execute(&mut tx).await?;
@@ -100,6 +105,11 @@ pub(super) mod sql {
     /// Through `events_by_age`.
     pub(crate) const PRUNE_EVENTS: &str = "DELETE FROM events WHERE (owner_id, seq) IN \
         (SELECT owner_id, seq FROM events WHERE created_at < $1 ORDER BY created_at LIMIT $2)";
+    /// Through `audit_log_by_time`; each workspace's latest entry stays.
+    pub(crate) const PRUNE_AUDIT: &str = "DELETE FROM audit_log WHERE (workspace_id, seq) IN \
+        (SELECT workspace_id, seq FROM audit_log a WHERE at < $1 AND seq < \
+        (SELECT MAX(seq) FROM audit_log b WHERE b.workspace_id = a.workspace_id) \
+        ORDER BY at LIMIT $2)";
     /// The schedules' fire times (`$1` seconds since the epoch), all at once: one row per
     /// schedule and minute at most.
     pub(crate) const PRUNE_FIRES: &str = "DELETE FROM schedule_fires WHERE fire_at < $1";

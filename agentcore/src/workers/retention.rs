@@ -1,7 +1,7 @@
 //! The node's housekeeping, all of it, once an hour on every node (the outbox worker's loop
 //! runs it): events after a day (`EVENT_WINDOW`), delivered posts after a week, Stripe events and the records of schedules' fire
 //! times after 30 days, and, when the operator set `retention.finished_days`, finished tasks
-//! and activity older than that. Each kind goes a bounded batch at a time, so other writes
+//! and activity older than that (`retention.audit_days`: audit entries). Each kind goes a bounded batch at a time, so other writes
 //! interleave with a large prune.
 
 use chrono::Duration as Days;
@@ -27,6 +27,9 @@ pub(crate) async fn prune_all(core: &Core) {
     if let Some(days) = core.retention_config().finished_days {
         let days = Days::days(i64::from(days));
         due.extend([(Prunable::FinishedTasks, days), (Prunable::Activity, days)]);
+    }
+    if let Some(days) = core.retention_config().audit_days {
+        due.push((Prunable::Audit, Days::days(i64::from(days))));
     }
     due.extend([
         (Prunable::DeliveredPosts, Days::days(KEEP_DELIVERED_DAYS)),

@@ -64,6 +64,7 @@ settings! {
     "schedules.missed_after_seconds": Seconds => schedules.missed_after;
     "schedules.seconds_field": Flag => schedules.seconds_field;
     "retention.finished_days": Count => retention.finished_days;
+    "retention.audit_days": Count => retention.audit_days;
     "tools.http.allow_private": Flag => tools.allow_private;
     "tools.http.allow_addresses": List => tools.allow_addresses;
     "http.body_limit_bytes": Count => http.body_limit_bytes;

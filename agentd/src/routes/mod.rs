@@ -5,6 +5,7 @@
 
 mod accounts;
 mod agents;
+mod audit;
 mod backlog;
 mod billing;
 mod budget;
@@ -48,6 +49,9 @@ pub(crate) fn api() -> OpenApiRouter<AppState> {
         .routes(routes!(workspaces::accept))
         .routes(routes!(workspaces::keys, workspaces::create_key))
         .routes(routes!(workspaces::revoke_key))
+        .routes(routes!(audit::page))
+        .routes(routes!(audit::export))
+        .routes(routes!(audit::verify))
         .routes(routes!(agents::list, agents::create))
         .routes(routes!(agents::show, agents::update, agents::delete))
         .routes(routes!(agents::start))

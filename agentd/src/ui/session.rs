@@ -77,6 +77,8 @@ impl FromRequestParts<AppState> for Viewer {
         }
         .map_err(|_| SignInFirst::Redirect)?;
         state.http.limits.caller(&principal).map_err(SignInFirst::Limited)?;
+        let mut principal = principal;
+        principal.address = state.http.limits.client(parts).map(|ip| ip.to_string());
         Ok(Viewer(principal))
     }
 }

@@ -148,7 +148,7 @@ async fn a_server_forgets_old_finished_work_only_when_the_operator_set_a_retenti
     assert_eq!(app.db.count(&old_entries, &[]).await, before);
     let (db, _) = app.stop().await;
 
-    options.retention = agentcore::RetentionConfig { finished_days: Some(30) };
+    options.retention = agentcore::RetentionConfig { finished_days: Some(30), audit_days: None };
     let app = TestApp::start(db, options).await;
     eventually(StdDuration::from_secs(10), "the old finished tasks are pruned", || async {
         complete(&app, &user).await == 2

@@ -1,5 +1,6 @@
 //! Workspaces, members, roles, invites and API keys, through the real server on both backends.
 
+mod audit;
 mod keys;
 mod roles;
 
