@@ -4,13 +4,14 @@
 //! Beyond "never panics": an event decodes only from JSON (up to the UTF-8 of skipped strings)
 //! and reads its fields as a `serde_json::Value` does; the accessors say what their
 //! documentation says; and the pure parts of the facade's event-to-billing mapping
-//! (`UserId::parse`, `Email::parse(..).key()`, `SubscriptionChange::grant`) accept whatever the
+//! (`WorkspaceId::parse`, `Email::parse(..).key()`, `SubscriptionChange::grant`) accept whatever the
 //! event carries.
 
 #![no_main]
 
 use agentcore::domain::billing::SubscriptionChange;
-use agentcore::domain::user::{Email, UserId};
+use agentcore::domain::user::Email;
+use agentcore::domain::workspace::WorkspaceId;
 use agentcore::stripe::{self, CheckoutSession, StripeEvent, Subscription};
 use libfuzzer_sys::fuzz_target;
 use serde::de::IgnoredAny;
@@ -45,15 +46,15 @@ fn check_checkout(event: &StripeEvent) {
     let typed = session.customer_details.as_ref().and_then(|d| d.email.as_deref());
     assert_eq!(session.email(), typed.or(session.customer_email.as_deref()));
     assert_eq!(session.metadata_user_id(), object["metadata"]["user_id"].as_str());
-    // As the facade links a customer to a user.
-    let user_ids: Vec<UserId> =
+    // As the facade links a customer to a workspace (a user's id names their personal one).
+    let user_ids: Vec<WorkspaceId> =
         [session.client_reference_id.as_deref(), session.metadata_user_id()]
             .into_iter()
             .flatten()
-            .filter_map(|id| UserId::parse(id).ok())
+            .filter_map(|id| WorkspaceId::parse(id).ok())
             .collect();
     for id in &user_ids {
-        assert_eq!(UserId::parse(id.as_str()).as_ref(), Ok(id), "a user id reads back");
+        assert_eq!(WorkspaceId::parse(id.as_str()).as_ref(), Ok(id), "a workspace id reads back");
     }
     if let Some(email) = session.email().and_then(|e| Email::parse(e).ok()) {
         assert_eq!(email.as_str(), email.as_str().trim());
@@ -90,7 +91,7 @@ fn check_subscription(event: &StripeEvent) {
     let change = SubscriptionChange {
         deleted: event.kind == stripe::SUBSCRIPTION_DELETED,
         price_plan: keys.first().map(|k| format!("plan-{k}")),
-        user_hint: subscription.metadata_user_id().and_then(|id| UserId::parse(id).ok()),
+        user_hint: subscription.metadata_user_id().and_then(|id| WorkspaceId::parse(id).ok()),
         id: subscription.id.clone(),
         customer: subscription.customer.clone(),
         status: subscription.status.clone(),

@@ -136,6 +136,34 @@ impl TestDb {
         }
     }
 
+    /// Brings a new database to the schema of migration `version` and no further: the
+    /// database an earlier release made, for upgrade tests.
+    pub async fn migrate_to(&self, version: i64) {
+        let dir = match self.backend {
+            Backend::Sqlite => "sqlite",
+            Backend::Postgres => "postgres",
+        };
+        let path = format!("{}/../agentcore/migrations/{dir}", env!("CARGO_MANIFEST_DIR"));
+        let mut migrator = sqlx::migrate::Migrator::new(std::path::Path::new(&path))
+            .await
+            .expect("the migrations are readable");
+        let earlier: Vec<_> =
+            migrator.migrations.iter().filter(|m| m.version <= version).cloned().collect();
+        assert_eq!(earlier.len() as i64, version, "migrations 1 to {version} exist");
+        migrator.migrations = std::borrow::Cow::Owned(earlier);
+        match self.backend {
+            Backend::Sqlite => {
+                let url = format!("{}?mode=rwc", self.raw_url);
+                let mut conn = sqlx::SqliteConnection::connect(&url).await.unwrap();
+                migrator.run(&mut conn).await.expect("the earlier migrations apply");
+            }
+            Backend::Postgres => {
+                let mut conn = sqlx::PgConnection::connect(&self.raw_url).await.unwrap();
+                migrator.run(&mut conn).await.expect("the earlier migrations apply");
+            }
+        }
+    }
+
     pub async fn execute(&self, sql: &str, binds: &[&str]) {
         with_connection!(self, |conn| {
             let mut query = sqlx::query(sql);

@@ -16,7 +16,7 @@ use crate::domain::interaction::{AgentAction, Command, Reply, Request, nothing_t
 use crate::domain::now;
 use crate::domain::runtime::started_cancelled_body;
 use crate::domain::task::{NewTask, Priority, TaskDescription, TaskId, TaskStatus, TaskTitle};
-use crate::domain::workspace::WorkspaceId;
+use crate::domain::workspace::{Actor, Role, WorkspaceId};
 use crate::error::{Error, Result, ValidationErrors};
 use crate::store::{ApprovalRef, ConnectionRecord};
 
@@ -75,14 +75,22 @@ impl Core {
         let Some(connection) = connection else {
             return Ok(Reply::private("This server is not connected to the agents service."));
         };
-        let context = Context {
-            owner: Principal::service(WorkspaceId::from_trusted(connection.owner_id)),
-            guild_id,
-            allowed_roles: connection.connection.allowed_role_ids,
-        };
         let member = interaction.member.clone();
         let Some(member) = member else {
             return Ok(Reply::private("Commands work in a server's channels only."));
+        };
+        let allowed_roles = connection.connection.allowed_role_ids;
+        // Discord's changers act as members of the workspace, everyone else as viewers.
+        let role = if member.may_change(&allowed_roles) { Role::Member } else { Role::Viewer };
+        let context = Context {
+            owner: Principal {
+                workspace: WorkspaceId::from_trusted(connection.owner_id),
+                role,
+                actor: Actor::Discord { id: member.user.id.clone(), name: member.display_name() },
+                address: None,
+            },
+            guild_id,
+            allowed_roles,
         };
         let changes = match &request {
             Request::Command(command) => command.changes(),

@@ -67,6 +67,7 @@ async fn exercise(address: &str) {
 backend_tests! { db;
     requests_are_answered_when_standard_error_is_a_closed_pipe,
     requests_are_answered_when_the_log_file_disk_is_full,
+    an_api_key_and_an_invite_token_never_reach_the_log,
 }
 
 async fn requests_are_answered_when_standard_error_is_a_closed_pipe(db: TestDb) {
@@ -92,4 +93,84 @@ async fn requests_are_answered_when_the_log_file_disk_is_full(db: TestDb) {
     let (mut child, address) = start(&db, data_dir.path(), Stdio::from(log)).await;
     exercise(&address).await;
     assert!(child.try_wait().unwrap().is_none(), "agentd still runs");
+}
+
+/// At the most detailed level, the log of making, using, misusing and revoking a key and an
+/// invite holds neither secret.
+async fn an_api_key_and_an_invite_token_never_reach_the_log(db: TestDb) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("agentd.log");
+    let log = std::fs::File::create(&path).unwrap();
+    let (mut child, address) = start(&db, dir.path(), Stdio::from(log)).await;
+    let client = reqwest::Client::new();
+    let send =
+        |method: reqwest::Method, path: &str, token: &str, body: Option<serde_json::Value>| {
+            let mut request = client.request(method, format!("{address}{path}")).bearer_auth(token);
+            if let Some(body) = body {
+                request = request.json(&body);
+            }
+            request.send()
+        };
+    let register = |email: &str| {
+        client
+            .post(format!("{address}/auth/register"))
+            .json(&json!({"email": email, "password": "correct horse", "name": "Logs"}))
+            .send()
+    };
+    let ada: serde_json::Value = register("ada@example.com").await.unwrap().json().await.unwrap();
+    let ada = ada["access_token"].as_str().unwrap().to_owned();
+    let key: serde_json::Value = send(
+        reqwest::Method::POST,
+        "/api/workspace/keys",
+        &ada,
+        Some(json!({"name": "ci", "role": "member"})),
+    )
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    let (id, secret) =
+        (key["id"].as_str().unwrap().to_owned(), key["secret"].as_str().unwrap().to_owned());
+    assert_eq!(
+        send(reqwest::Method::GET, "/api/agents", &secret, None).await.unwrap().status(),
+        200
+    );
+    let wrong = format!("{}0", &secret[..secret.len() - 1]);
+    assert_eq!(
+        send(reqwest::Method::GET, "/api/agents", &wrong, None).await.unwrap().status(),
+        401
+    );
+    let invite: serde_json::Value = send(
+        reqwest::Method::POST,
+        "/api/workspace/invites",
+        &ada,
+        Some(json!({"role": "viewer"})),
+    )
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    let token = invite["token"].as_str().unwrap().to_owned();
+    let bob: serde_json::Value = register("bob@example.com").await.unwrap().json().await.unwrap();
+    let bob = bob["access_token"].as_str().unwrap().to_owned();
+    let accepted = send(reqwest::Method::POST, &format!("/api/invites/{token}/accept"), &bob, None)
+        .await
+        .unwrap();
+    assert_eq!(accepted.status(), 200);
+    let revoked = send(reqwest::Method::DELETE, &format!("/api/workspace/keys/{id}"), &ada, None)
+        .await
+        .unwrap();
+    assert_eq!(revoked.status(), 200);
+    assert_eq!(
+        send(reqwest::Method::GET, "/api/agents", &secret, None).await.unwrap().status(),
+        401
+    );
+    child.kill().await.unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("API key created"), "the log was written at debug level: {text}");
+    let secret_part = secret.rsplit('_').next().unwrap();
+    assert!(!text.contains(secret_part), "the key's secret is in the log");
+    assert!(!text.contains(&token), "the invite's token is in the log");
 }

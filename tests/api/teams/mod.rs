@@ -3,6 +3,7 @@
 mod audit;
 mod keys;
 mod roles;
+mod upgrade;
 
 use std::time::Duration;
 
