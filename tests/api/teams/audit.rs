@@ -12,6 +12,11 @@ const GUILD: &str = "4242";
 backend_tests! { app;
     every_kind_of_change_is_recorded_once_with_who_and_what,
     an_edited_or_removed_entry_breaks_the_chain,
+    a_team_plan_bought_through_stripe_is_recorded,
+}
+
+backend_tests! { db;
+    approvals_are_recorded_with_the_decision,
 }
 
 /// The actions of the workspace's log, oldest first, read a page at a time.
@@ -213,4 +218,39 @@ async fn an_edited_or_removed_entry_breaks_the_chain(app: TestApp) {
         (removed.body["intact"].clone(), removed.body["broken_at"].clone()),
         (json!(false), json!(3))
     );
+}
+
+async fn a_team_plan_bought_through_stripe_is_recorded(app: TestApp) {
+    use crate::stripe_events::{PRICE_PRO, Sub, checkout, now, subscription};
+    let ada = app.register("ada@example.com").await;
+    let ops = team(&app, &ada, "Ops").await;
+    // The checkout names the team workspace: its plan changes, not Ada's own.
+    app.deliver(&checkout("evt_c1", "cus_ops", Some(&ops), None, None)).await;
+    let sub =
+        Sub { id: "sub_1", customer: "cus_ops", status: "active", price: PRICE_PRO, user_id: None };
+    app.deliver(&subscription("created", "evt_s1", now(), &sub)).await;
+    let plan = in_ws(&app, &ops, &ada, Method::GET, "/api/billing", None).await;
+    assert_eq!(plan.assert_status(200)["plan"], "pro");
+    assert_eq!(app.get("/api/billing", &ada).await.assert_status(200)["plan"], "free");
+    let entries = actions(&app, &ops, &ada).await;
+    let last = entries.last().unwrap();
+    assert_eq!(
+        (last["action"].as_str(), last["actor_kind"].as_str()),
+        (Some("plan.applied"), Some("stripe"))
+    );
+    assert_eq!(last["after"]["plan"], "pro");
+}
+
+async fn approvals_are_recorded_with_the_decision(db: crate::helpers::TestDb) {
+    let app = crate::helpers::app_with(db, |o| o.tools.http.allow_private = true).await;
+    let ada = app.register("ada@example.com").await;
+    let (task, _page) = crate::interactions::approvals::waiting_fetch_for(&app, &ada).await;
+    let path = format!("/api/agents/ops/backlog/{task}/approve");
+    app.post_empty(&path, &ada).await.assert_status(200);
+    let entries = actions(&app, &ada.id, &ada).await;
+    let approved: Vec<&Value> =
+        entries.iter().filter(|e| e["action"] == "approval.approved").collect();
+    assert_eq!(approved.len(), 1, "{entries:?}");
+    assert_eq!(approved[0]["after"]["status"], "approved");
+    assert_eq!(approved[0]["actor_label"], "ada@example.com");
 }
