@@ -20,6 +20,7 @@ mod schedules;
 mod secrets;
 mod steps;
 mod tasks;
+mod teams;
 
 /// A running `agentd` process and the address it reported.
 pub(crate) struct Server {
@@ -137,10 +138,25 @@ impl Server {
         token: Option<&str>,
         body: Value,
     ) -> (u16, Value) {
+        self.send_in(None, method, path, token, body).await
+    }
+
+    /// [`Server::send`] in `workspace` (`X-Workspace`), when given.
+    pub(crate) async fn send_in(
+        &self,
+        workspace: Option<&str>,
+        method: reqwest::Method,
+        path: &str,
+        token: Option<&str>,
+        body: Value,
+    ) -> (u16, Value) {
         let mut request =
             self.client.request(method, format!("{}{path}", self.address)).json(&body);
         if let Some(token) = token {
             request = request.bearer_auth(token);
+        }
+        if let Some(workspace) = workspace {
+            request = request.header("x-workspace", workspace);
         }
         let response = request.send().await.unwrap();
         let status = response.status().as_u16();
