@@ -220,7 +220,8 @@ impl Core {
                 who.role
             )));
         }
-        if self.store().keys(&who.workspace).await?.len() >= access::MAX_KEYS {
+        let keys = self.store().keys(&who.workspace).await?;
+        if keys.iter().filter(|k| k.revoked_at.is_none()).count() >= access::MAX_KEYS {
             return Err(Error::QuotaExceeded {
                 quota: Quota::ApiKeys,
                 limit: access::MAX_KEYS as u64,

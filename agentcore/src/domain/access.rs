@@ -12,7 +12,7 @@ pub const KEY_PREFIX: &str = "agk_";
 /// How long an invite lasts unless asked otherwise, and at most.
 pub const INVITE_HOURS: i64 = 72;
 pub const MAX_INVITE_HOURS: i64 = 30 * 24;
-/// Invites waiting for an answer per workspace, and keys per workspace (revoked ones included).
+/// Invites waiting for an answer per workspace, and keys not revoked per workspace.
 pub const MAX_PENDING_INVITES: usize = 100;
 pub const MAX_KEYS: usize = 100;
 /// How long a key's name may be.

@@ -22,7 +22,7 @@ pub enum Quota {
     WorkspacesPerUser,
     /// Invites of a workspace waiting for an answer (fixed: 100).
     PendingInvites,
-    /// API keys of a workspace, revoked ones included (fixed: 100).
+    /// API keys of a workspace not revoked (fixed: 100).
     ApiKeys,
 }
 

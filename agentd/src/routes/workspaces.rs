@@ -158,7 +158,7 @@ pub(super) async fn keys(
 #[utoipa::path(post, path = "/api/workspace/keys", operation_id = "create_key", tag = "workspaces", security(("bearer" = [])),
     request_body = KeyRequest,
     responses((status = 201, description = "The key and, this once, its `secret` (`agk_...`): send it as `Authorization: Bearer <secret>`.", body = CreatedKey),
-        (status = 429, description = "`quota_exceeded`: the workspace has 100 keys (`api_keys_per_workspace`).", body = crate::error::ErrorBody)))]
+        (status = 429, description = "`quota_exceeded`: the workspace has 100 keys not revoked (`api_keys_per_workspace`).", body = crate::error::ErrorBody)))]
 pub(super) async fn create_key(
     State(state): State<AppState>,
     Caller(who): Caller,
