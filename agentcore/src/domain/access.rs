@@ -3,7 +3,7 @@
 //! once and stored only as keyed hashes.
 
 use chrono::{DateTime, Duration, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::workspace::Role;
 
@@ -19,7 +19,7 @@ pub const MAX_KEYS: usize = 100;
 pub const MAX_KEY_NAME_CHARS: usize = 100;
 
 /// An invite waiting for an answer, as admins see it (never its token).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Invite {
     pub id: String,
@@ -34,7 +34,7 @@ pub struct Invite {
 }
 
 /// An invite just made: the one time its token is shown.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CreatedInvite {
     #[serde(flatten)]
@@ -45,7 +45,7 @@ pub struct CreatedInvite {
 }
 
 /// An API key as admins see it (never its secret).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ApiKey {
     pub id: String,
@@ -73,7 +73,7 @@ impl ApiKey {
 }
 
 /// A key just made: the one time its secret is shown.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CreatedKey {
     #[serde(flatten)]

@@ -177,7 +177,7 @@ impl Need {
 }
 
 /// A workspace as its members see it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Workspace {
     pub id: WorkspaceId,
@@ -192,7 +192,7 @@ pub struct Workspace {
 }
 
 /// One member of a workspace.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Member {
     pub user_id: UserId,
