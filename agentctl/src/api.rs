@@ -32,6 +32,8 @@ use agentcore::{Connected, OauthUrl, Sent};
 use crate::client::{Answer, Client, segment};
 use crate::failure::Failure;
 
+mod teams;
+
 /// A typed answer, and the body it was read from.
 #[derive(Debug, Clone)]
 pub struct Reply<T> {

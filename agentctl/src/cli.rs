@@ -3,12 +3,24 @@
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 mod chat;
+mod teams;
 
 pub(crate) use chat::{ChatCommand, McpCommand};
+pub(crate) use teams::{
+    InvitesCommand, KeysCommand, MembersCommand, WorkspaceCommand, WorkspacesCommand,
+};
+
+/// Who the requests are from, said once below every command's options.
+const CREDENTIALS: &str = "\
+Credentials: when AGENTD_API_KEY is set, its key (agk_...) is sent instead of the profile's \
+login, and acts in the key's own workspace (the profile's `workspace use` choice is not \
+applied; --workspace may only name that one); `logout` still ends the profile's login. \
+Otherwise the profile's login is sent, in the workspace chosen by --workspace, else by \
+`agentctl workspace use`, else the personal one.";
 
 /// Manage agents from the terminal, remotely over HTTP or locally against the database.
 #[derive(Debug, Parser)]
-#[command(name = "agentctl", version, about, propagate_version = true)]
+#[command(name = "agentctl", version, about, propagate_version = true, after_help = CREDENTIALS)]
 pub(crate) struct Cli {
     #[command(flatten)]
     pub global: Global,
@@ -27,6 +39,11 @@ pub(crate) struct Global {
     /// The database of --local [default: the profile's, else agentd's: AGENTD_DATABASE_URL or agentd.db in its data directory]
     #[arg(long, global = true, value_name = "URL")]
     pub database_url: Option<String>,
+    /// The workspace to act in, by id or name (`agentctl workspaces` lists them) [default:
+    /// the profile's, from `agentctl workspace use`, else your personal one]. Give it before
+    /// the command: after `agents list|create|update`, --workspace is an agent's grouping
+    #[arg(long, env = "AGENTCTL_WORKSPACE", value_name = "ID|NAME")]
+    pub workspace: Option<String>,
     /// Which saved login to use
     #[arg(
         long,
@@ -74,6 +91,29 @@ pub(crate) enum Command {
     Logout,
     /// Who the profile is logged in as
     Whoami,
+    /// Your workspaces and your role in each (`list`, the default); `create` a team one
+    Workspaces {
+        #[command(subcommand)]
+        command: Option<WorkspacesCommand>,
+    },
+    /// Which workspace commands act in: `use` one (kept in the profile), show the `current` one
+    #[command(subcommand)]
+    Workspace(WorkspaceCommand),
+    /// The workspace's members and their roles (`list`, the default): change, remove, leave
+    Members {
+        #[command(subcommand)]
+        command: Option<MembersCommand>,
+    },
+    /// The workspace's invites (`list`, the default): create, withdraw, or accept one
+    Invites {
+        #[command(subcommand)]
+        command: Option<InvitesCommand>,
+    },
+    /// The workspace's API keys for scripts (`list`, the default): create and revoke them
+    Keys {
+        #[command(subcommand)]
+        command: Option<KeysCommand>,
+    },
     /// Agents: create, inspect, change, start and stop them
     #[command(subcommand)]
     Agents(AgentsCommand),

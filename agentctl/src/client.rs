@@ -22,6 +22,16 @@ const MAX_LOCAL_BODY: usize = 64 * 1024 * 1024;
 /// A stream that sends nothing, not even its 15-second keep-alive, for this long is dead.
 const STREAM_SILENCE: Duration = Duration::from_secs(45);
 
+/// The header naming the workspace a request acts in (its id).
+const WORKSPACE_HEADER: &str = "X-Workspace";
+
+/// Who a request is from and where it acts: the bearer token and the workspace id, if any.
+#[derive(Debug, Clone, Copy)]
+struct Caller<'a> {
+    token: Option<&'a str>,
+    workspace: Option<&'a str>,
+}
+
 #[derive(Debug, Clone)]
 pub enum Transport {
     Remote {
@@ -71,7 +81,7 @@ impl Transport {
         &self,
         method: Method,
         path: &str,
-        token: Option<&str>,
+        caller: Caller<'_>,
         body: Option<&Value>,
     ) -> Result<(StatusCode, Vec<u8>), Failure> {
         match self {
@@ -79,8 +89,11 @@ impl Transport {
                 let method = reqwest::Method::from_bytes(method.as_str().as_bytes())
                     .map_err(|e| Failure::network(e.to_string()))?;
                 let mut request = http.request(method, format!("{base}{path}"));
-                if let Some(token) = token {
+                if let Some(token) = caller.token {
                     request = request.bearer_auth(token);
+                }
+                if let Some(workspace) = caller.workspace {
+                    request = request.header(WORKSPACE_HEADER, workspace);
                 }
                 if let Some(body) = body {
                     request = request.json(body);
@@ -101,8 +114,11 @@ impl Transport {
             }
             Transport::Local { router, .. } => {
                 let mut request = Request::builder().method(method).uri(path);
-                if let Some(token) = token {
+                if let Some(token) = caller.token {
                     request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
+                }
+                if let Some(workspace) = caller.workspace {
+                    request = request.header(WORKSPACE_HEADER, workspace);
                 }
                 let payload = match body {
                     Some(body) => {
@@ -127,7 +143,7 @@ impl Transport {
     async fn open(
         &self,
         path: &str,
-        token: Option<&str>,
+        caller: Caller<'_>,
         last_event_id: Option<i64>,
     ) -> Result<(StatusCode, Incoming), Failure> {
         match self {
@@ -135,8 +151,11 @@ impl Transport {
                 let mut request = streams
                     .get(format!("{base}{path}"))
                     .header(reqwest::header::ACCEPT, "text/event-stream");
-                if let Some(token) = token {
+                if let Some(token) = caller.token {
                     request = request.bearer_auth(token);
+                }
+                if let Some(workspace) = caller.workspace {
+                    request = request.header(WORKSPACE_HEADER, workspace);
                 }
                 if let Some(id) = last_event_id {
                     request = request.header("Last-Event-ID", id.to_string());
@@ -156,8 +175,11 @@ impl Transport {
                     .method(Method::GET)
                     .uri(path)
                     .header(header::ACCEPT, "text/event-stream");
-                if let Some(token) = token {
+                if let Some(token) = caller.token {
                     request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
+                }
+                if let Some(workspace) = caller.workspace {
+                    request = request.header(WORKSPACE_HEADER, workspace);
                 }
                 if let Some(id) = last_event_id {
                     request = request.header("last-event-id", id.to_string());
@@ -178,14 +200,22 @@ impl Transport {
     }
 }
 
-/// The transport with the caller's token, if any.
+/// The transport with the caller's token, if any, and the workspace its requests act in.
 #[derive(Debug, Clone)]
 pub struct Client {
     pub transport: Transport,
+    /// A session token or an API key (`agk_...`).
     pub token: Option<String>,
+    /// The workspace id sent as `X-Workspace`; `None`: the caller's personal workspace (an API
+    /// key's own).
+    pub workspace: Option<String>,
 }
 
 impl Client {
+    fn caller(&self) -> Caller<'_> {
+        Caller { token: self.token.as_deref(), workspace: self.workspace.as_deref() }
+    }
+
     /// Sends a request and returns the service's JSON answer, or the failure its error body
     /// describes.
     pub async fn call(
@@ -195,7 +225,7 @@ impl Client {
         body: Option<Value>,
     ) -> Result<Answer, Failure> {
         let (status, bytes) =
-            self.transport.send(method, path, self.token.as_deref(), body.as_ref()).await?;
+            self.transport.send(method, path, self.caller(), body.as_ref()).await?;
         let value = self.json(status, &bytes)?;
         if !status.is_success() {
             return Err(Failure::from_response(status, &value));
@@ -211,7 +241,7 @@ impl Client {
         last_event_id: Option<i64>,
     ) -> Result<Incoming, Failure> {
         let (status, mut incoming) =
-            self.transport.open(path, self.token.as_deref(), last_event_id).await?;
+            self.transport.open(path, self.caller(), last_event_id).await?;
         if status.is_success() {
             return Ok(incoming);
         }

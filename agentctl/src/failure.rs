@@ -13,7 +13,8 @@ pub enum Kind {
     Usage,
     /// 3: not logged in, or the token is no longer accepted.
     Auth,
-    /// 4: the agent, task, connection, mapping or template does not exist.
+    /// 4: the agent, task, connection, mapping, template, workspace, member or invite does
+    /// not exist.
     NotFound,
     /// 5: a conflict with the current state, or the plan's limit.
     Conflict,
@@ -77,6 +78,11 @@ impl Failure {
 
     pub fn auth(message: impl Into<String>) -> Self {
         Self::new(Kind::Auth, message)
+    }
+
+    /// Something named on the command line that the service does not have for the caller.
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(Kind::NotFound, message)
     }
 
     pub fn network(message: impl Into<String>) -> Self {

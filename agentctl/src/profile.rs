@@ -18,6 +18,20 @@ pub(crate) struct Profile {
     pub local: bool,
     pub email: String,
     pub token: String,
+    /// The workspace commands act in (`agentctl workspace use`), its id; `None`: the personal
+    /// one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
+}
+
+impl Profile {
+    /// Whether `other` is the same person logged in at the same place.
+    pub(crate) fn is_same_login(&self, other: &Profile) -> bool {
+        self.server == other.server
+            && self.database_url == other.database_url
+            && self.local == other.local
+            && self.email == other.email
+    }
 }
 
 #[derive(Debug, Clone)]

@@ -25,7 +25,8 @@ const BOT: &str = "typed-bot.1";
 async fn every_typed_call_reads_the_servers_answer(app: TestApp) {
     app.discord.add_bot(BOT, "TypedBot");
     app.discord.add_guild(GUILD, "Typed", &[BOT]);
-    let anonymous = Client { transport: Transport::remote(&app.address).unwrap(), token: None };
+    let transport = Transport::remote(&app.address).unwrap();
+    let anonymous = Client { transport, token: None, workspace: None };
     let register = RegisterRequest {
         email: Some("typed@example.com".into()),
         password: Some("correct horse".into()),

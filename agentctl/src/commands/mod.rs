@@ -18,6 +18,7 @@ use crate::render::Render;
 mod chat;
 mod onboard;
 mod schedules;
+mod teams;
 mod watch;
 
 const DEFAULT_SERVER: &str = "http://127.0.0.1:8080";
@@ -64,14 +65,32 @@ impl Context {
         })
     }
 
-    /// A client for the mode in use, with the profile's token.
-    pub(crate) async fn client(&self) -> Result<Client, Failure> {
+    /// A client for the mode in use, with the token `command` is sent with: the API key in
+    /// `AGENTD_API_KEY` when set (but to `logout`, which ends the profile's login), else the
+    /// profile's. Its workspace is set by [`Context::workspace_for`].
+    pub(crate) async fn client(&self, command: &Command) -> Result<Client, Failure> {
         let transport = if self.is_local() {
             Transport::local(self.open_core().await?)
         } else {
             Transport::remote(&self.server())?
         };
-        Ok(Client { transport, token: self.profile.as_ref().map(|p| p.token.clone()) })
+        let login = self.profile.as_ref().map(|p| p.token.clone());
+        let token = match command {
+            Command::Logout => login,
+            _ => teams::api_key().or(login),
+        };
+        Ok(Client { transport, token, workspace: None })
+    }
+
+    /// A refused API key is not a login to renew: says which key.
+    fn explain(&self, mut failure: Failure) -> Failure {
+        if failure.code.as_deref() == Some("unauthorized") && teams::api_key().is_some() {
+            failure.message = format!(
+                "The API key in {} is not accepted: revoked, expired or mistyped.",
+                teams::API_KEY_VARIABLE
+            );
+        }
+        failure
     }
 
     /// Prints an answer: the service's JSON as it came, or the typed body's table.
@@ -106,13 +125,18 @@ impl Context {
     pub(crate) fn remember(&mut self, session: &Session, email: &str) -> Result<String, Failure> {
         let token = session.access_token.clone();
         let local = self.is_local();
-        let profile = Profile {
+        let mut profile = Profile {
             server: (!local).then(|| self.server()),
             database_url: if local { self.database_url() } else { None },
             local,
             email: email.to_owned(),
             token: token.clone(),
+            workspace: None,
         };
+        // The same person at the same place keeps the workspace they chose.
+        if let Some(earlier) = self.profile.as_ref().filter(|p| p.is_same_login(&profile)) {
+            profile.workspace = earlier.workspace.clone();
+        }
         let path = self.profiles.save(&self.global.profile, &profile)?;
         self.profile = Some(profile);
         eprintln!("The login is kept in {} (readable by you alone).", path.display());
@@ -175,10 +199,16 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
             Err(Failure::auth(format!("profile '{}' is not logged in", cx.global.profile)))
         }
         command => {
-            let client = cx.client().await?;
-            let result = dispatch(&mut cx, &client, command).await;
+            let mut client = cx.client(&command).await?;
+            let result = match cx.workspace_for(&client, &command).await {
+                Ok(workspace) => {
+                    client.workspace = workspace;
+                    dispatch(&mut cx, &client, command).await
+                }
+                Err(failure) => Err(failure),
+            };
             client.transport.close().await;
-            result
+            result.map_err(|failure| cx.explain(failure))
         }
     }
 }
@@ -203,6 +233,11 @@ async fn dispatch(cx: &mut Context, client: &Client, command: Command) -> Result
         }
         Command::Logout => logout(cx, client).await,
         Command::Whoami => cx.emit(&client.me().await?),
+        Command::Workspaces { command } => teams::workspaces(cx, client, command).await,
+        Command::Workspace(command) => teams::workspace(cx, client, command).await,
+        Command::Members { command } => teams::members(cx, client, command).await,
+        Command::Invites { command } => teams::invites(cx, client, command).await,
+        Command::Keys { command } => teams::keys(cx, client, command).await,
         Command::Agents(command) => agents(cx, client, command).await,
         Command::Tasks(command) => tasks(cx, client, command).await,
         Command::Schedules(command) => schedules::run(cx, client, command).await,

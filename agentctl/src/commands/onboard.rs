@@ -174,7 +174,7 @@ async fn sign_in(
         client.login(&LoginRequest { email: Some(email.clone()), password: Some(password) }).await?
     };
     let token = cx.remember(&session.body, &email)?;
-    Ok(Client { transport: client.transport.clone(), token: Some(token) })
+    Ok(Client { token: Some(token), ..client.clone() })
 }
 
 /// Connects a Discord server with the flags, or as the person chooses; `None` to skip.

@@ -17,19 +17,24 @@ use agentcore::api::{
     AgentStatusResponse, ApprovalDecided, ConnectionTest, Deleted, Disconnected, Mapped,
     StatusResponse, Unmapped,
 };
+use agentcore::domain::access::ApiKey;
 use agentcore::domain::billing::Billing;
 use agentcore::domain::chat::Connection;
 use agentcore::domain::mcp::McpServer;
 use agentcore::domain::task::Task;
 use agentcore::domain::usage::BudgetView;
 use agentcore::domain::user::User;
+use agentcore::domain::workspace::{Member, Workspace};
 use agentcore::{Connected, OauthUrl, Sent};
 
 mod account;
 mod agents;
 pub(crate) mod events;
+mod teams;
 #[cfg(test)]
 mod tests;
+
+pub(crate) use teams::InviteLink;
 
 /// An answer as `--output table` prints it.
 pub(crate) trait Render {
@@ -50,6 +55,7 @@ macro_rules! flat {
 
 flat!(
     AgentStatusResponse,
+    ApiKey,
     ApprovalDecided,
     Billing,
     BudgetView,
@@ -60,12 +66,14 @@ flat!(
     Disconnected,
     Mapped,
     McpServer,
+    Member,
     OauthUrl,
     Sent,
     StatusResponse,
     Task,
     Unmapped,
     User,
+    Workspace,
 );
 
 fn table() -> Table {

@@ -2,7 +2,8 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use agentcore::Session;
-use agentcore::api::{AgentList, ScheduleList, StepList, TaskList};
+use agentcore::api::{AgentList, KeyList, ScheduleList, StepList, TaskList};
+use agentcore::domain::access::{CreatedInvite, CreatedKey};
 use agentcore::domain::agent::{Agent, AgentDetail};
 use agentcore::domain::billing::Billing;
 use agentcore::domain::mcp::McpServerTools;
@@ -144,4 +145,31 @@ fn steps_show_calls_results_and_tokens() {
     for expected in ["→ memory", "10/3", "memory({\"text\":\"x\"})", "error: too long…"] {
         assert!(table.contains(expected), "{expected} missing from\n{table}");
     }
+}
+
+#[test]
+fn a_new_key_or_invite_shows_its_secret_once_below_its_fields() {
+    let key = json!({"id": "00112233aabbccdd", "prefix": "agk_00112233aabbccdd", "name": "ci",
+        "role": "member", "created_by": "ada@example.com", "created_at": "2026-01-02T03:04:05Z",
+        "expires_at": null, "last_used_at": null, "revoked_at": null});
+    let mut created = key.clone();
+    created["secret"] = json!("agk_00112233aabbccdd_5ec2e7");
+    let shown = typed::<CreatedKey>(created).render();
+    assert!(shown.ends_with("\nSecret: agk_00112233aabbccdd_5ec2e7"), "{shown}");
+    assert_eq!(shown.matches("5ec2e7").count(), 1, "{shown}");
+    let listed = typed::<KeyList>(json!({"keys": [key]})).render();
+    for expected in ["LAST USED", "REVOKED", "ci", "member", "ada@example.com"] {
+        assert!(listed.contains(expected), "{expected} missing from\n{listed}");
+    }
+
+    let invite: CreatedInvite = typed(json!({"id": "i1", "role": "viewer", "email": null,
+        "created_by": "ada@example.com", "created_at": "2026-01-02T03:04:05Z",
+        "expires_at": "2026-01-05T03:04:05Z", "token": "70ce4"}));
+    let link = "https://agents.example.com/invite/70ce4".to_owned();
+    let shown = InviteLink { invite: &invite, link }.render();
+    assert!(
+        shown.ends_with("\nToken: 70ce4\nLink: https://agents.example.com/invite/70ce4"),
+        "{shown}"
+    );
+    assert!(shown.contains("viewer") && shown.contains("2026-01-05T03:04:05Z"), "{shown}");
 }

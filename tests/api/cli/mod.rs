@@ -18,6 +18,7 @@ mod approvals;
 mod budget;
 mod local;
 mod schedules;
+mod teams;
 mod watch;
 mod wizard;
 
