@@ -12,6 +12,7 @@ use agentcore::domain::agent::AgentId;
 use agentcore::domain::chat::GuildId;
 use agentcore::domain::schedule::ScheduleId;
 use agentcore::domain::task::TaskId;
+use agentcore::domain::user::UserId;
 use agentcore::{Error, Principal, Resource};
 
 use crate::AppState;
@@ -187,4 +188,24 @@ pub(crate) fn guild_id(raw: &str) -> Result<GuildId, ApiError> {
 
 pub(crate) fn schedule_id(raw: &str) -> Result<ScheduleId, ApiError> {
     ScheduleId::parse(raw).map_err(|_| Error::not_found(Resource::Schedule, raw).into())
+}
+
+/// An invite id (a UUID) that cannot exist is an invite that does not.
+pub(crate) fn invite_id(raw: &str) -> Result<String, ApiError> {
+    match uuid::Uuid::try_parse(raw) {
+        Ok(id) if id.hyphenated().to_string() == raw => Ok(raw.to_owned()),
+        _ => Err(Error::not_found(Resource::Invite, raw).into()),
+    }
+}
+
+/// A key id (16 lowercase hex characters) that cannot exist is a key that does not.
+pub(crate) fn key_id(raw: &str) -> Result<String, ApiError> {
+    let shaped = raw.len() == agentcore::domain::access::KEY_ID_CHARS
+        && raw.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    if shaped { Ok(raw.to_owned()) } else { Err(Error::not_found(Resource::ApiKey, raw).into()) }
+}
+
+/// A user id that cannot exist is a member that does not.
+pub(crate) fn member_id(raw: &str) -> Result<UserId, ApiError> {
+    UserId::parse(raw).map_err(|_| Error::not_found(Resource::Member, raw).into())
 }

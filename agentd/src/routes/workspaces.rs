@@ -10,13 +10,11 @@ use agentcore::api::{
     WorkspaceList, WorkspaceRequest,
 };
 use agentcore::domain::access::{ApiKey, CreatedInvite, CreatedKey};
-use agentcore::domain::user::UserId;
 use agentcore::domain::workspace::{Member, Workspace};
-use agentcore::{Error, Resource};
 
 use crate::AppState;
 use crate::error::ApiError;
-use crate::extract::{Caller, Json, Path};
+use crate::extract::{Caller, Json, Path, invite_id, key_id, member_id};
 
 #[utoipa::path(get, path = "/api/workspaces", operation_id = "list_workspaces", tag = "workspaces", security(("bearer" = [])),
     responses((status = 200, description = "The workspaces the caller belongs to, with their role in each, their personal one first (an API key: its own).", body = WorkspaceList)))]
@@ -177,24 +175,4 @@ pub(super) async fn revoke_key(
     Path(id): Path<String>,
 ) -> Result<Reply<ApiKey>, ApiError> {
     Ok(Reply(state.core.revoke_key(&who, &key_id(&id)?).await?))
-}
-
-/// An invite id (a UUID) that cannot exist is an invite that does not.
-fn invite_id(raw: &str) -> Result<String, ApiError> {
-    match uuid::Uuid::try_parse(raw) {
-        Ok(id) if id.hyphenated().to_string() == raw => Ok(raw.to_owned()),
-        _ => Err(Error::not_found(Resource::Invite, raw).into()),
-    }
-}
-
-/// A key id (16 lowercase hex characters) that cannot exist is a key that does not.
-fn key_id(raw: &str) -> Result<String, ApiError> {
-    let shaped = raw.len() == agentcore::domain::access::KEY_ID_CHARS
-        && raw.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-    if shaped { Ok(raw.to_owned()) } else { Err(Error::not_found(Resource::ApiKey, raw).into()) }
-}
-
-/// A user id that cannot exist is a member that does not.
-fn member_id(raw: &str) -> Result<UserId, ApiError> {
-    UserId::parse(raw).map_err(|_| Error::not_found(Resource::Member, raw).into())
 }
