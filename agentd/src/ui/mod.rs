@@ -6,8 +6,9 @@
 //! with the session cookie) to refresh the live parts of a page (`data-live`) as things
 //! happen; every page also works without JavaScript, by reloading. Signing in
 //! gives the browser the API's own token in an `HttpOnly` cookie, and every POST is checked
-//! for its CSRF token before a handler runs (`session.rs`). The pages are not part of the API
-//! and not in its OpenAPI document; `http.ui = false` leaves them out.
+//! for its CSRF token before a handler runs (`session.rs`). The pages act in the workspace the
+//! header's switcher chose (a cookie, as `X-Workspace` is for the API). The pages are not part
+//! of the API and not in its OpenAPI document; `http.ui = false` leaves them out.
 
 mod assets;
 mod form;
@@ -20,7 +21,9 @@ use axum::routing::{get, post};
 
 use crate::AppState;
 
-use pages::{accounts, agents, backlog, chat, events, onboarding, settings, usage};
+use pages::{
+    accounts, agents, backlog, chat, events, onboarding, settings, team, usage, workspaces,
+};
 
 /// Every page and form of the dashboard, each behind the CSRF guard and the browser security
 /// headers.
@@ -52,6 +55,16 @@ pub(crate) fn routes(state: AppState) -> Router<AppState> {
         .route("/onboarding", get(onboarding::page).post(onboarding::setup))
         .route("/usage", get(usage::page))
         .route("/usage/budget", post(usage::set_budget))
+        .route("/workspace", post(workspaces::switch))
+        .route("/workspaces", post(workspaces::create))
+        .route("/invite/{token}", get(workspaces::invite).post(workspaces::join))
+        .route("/team", get(team::page))
+        .route("/team/name", post(team::rename))
+        .route("/team/members/{user_id}/{command}", post(team::member))
+        .route("/team/invites", post(team::invite))
+        .route("/team/invites/{id}/withdraw", post(team::withdraw))
+        .route("/team/keys", post(team::create_key))
+        .route("/team/keys/{id}/revoke", post(team::revoke_key))
         .layer(axum::middleware::from_fn_with_state(state, session::guard))
         .route("/assets/{file}", get(assets::serve))
 }

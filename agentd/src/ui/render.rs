@@ -30,6 +30,8 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("guild.html", include_str!("../../templates/guild.html")),
     ("onboarding.html", include_str!("../../templates/onboarding.html")),
     ("usage.html", include_str!("../../templates/usage.html")),
+    ("team.html", include_str!("../../templates/team.html")),
+    ("invite.html", include_str!("../../templates/invite.html")),
 ];
 
 static TEMPLATE_SET: LazyLock<Environment<'static>> = LazyLock::new(|| {

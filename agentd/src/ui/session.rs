@@ -186,12 +186,51 @@ pub(super) fn sign_in_cookies(state: &AppState, headers: &HeaderMap, token: &str
     [session.to_string(), csrf.to_string()]
 }
 
-/// The `Set-Cookie` value that removes the session.
-pub(super) fn sign_out_cookie(state: &AppState, headers: &HeaderMap) -> String {
+/// The `Set-Cookie` values that remove the session and the chosen workspace (the next person to
+/// sign in on this browser starts in their own).
+pub(super) fn sign_out_cookies(state: &AppState, headers: &HeaderMap) -> [String; 2] {
     let https = is_secure(state, headers);
     let mut gone = set_cookie(name(SESSION_COOKIE, https), String::new(), SameSite::Lax, https);
     gone.set_max_age(cookie::time::Duration::ZERO);
-    gone.to_string()
+    [gone.to_string(), workspace_cookie(state, headers, None)]
+}
+
+/// The `Set-Cookie` value that makes the dashboard act in `workspace`, or, with `None`, in the
+/// viewer's personal workspace (the cookie removed). Sent like the session's: `HttpOnly`,
+/// `SameSite=Lax`, and `__Host-` and `Secure` over https.
+pub(super) fn workspace_cookie(
+    state: &AppState,
+    headers: &HeaderMap,
+    workspace: Option<&str>,
+) -> String {
+    let https = is_secure(state, headers);
+    let value = workspace.unwrap_or_default().to_owned();
+    let mut chosen = set_cookie(name(WORKSPACE_COOKIE, https), value, SameSite::Lax, https);
+    if workspace.is_none() {
+        chosen.set_max_age(cookie::time::Duration::ZERO);
+    }
+    chosen.to_string()
+}
+
+/// `response` with each of `cookies` (`Set-Cookie` values) added.
+pub(super) fn with_cookies(
+    mut response: Response,
+    cookies: impl IntoIterator<Item = String>,
+) -> Response {
+    for cookie in cookies {
+        if let Ok(value) = HeaderValue::from_str(&cookie) {
+            response.headers_mut().append(header::SET_COOKIE, value);
+        }
+    }
+    response
+}
+
+/// This dashboard's address as the browser reached it (the scheme and `Host`), to write a whole
+/// link for someone else to open; empty without a `Host`.
+pub(super) fn origin(state: &AppState, headers: &HeaderMap) -> String {
+    let scheme = if is_secure(state, headers) { "https" } else { "http" };
+    header_value(headers, header::HOST.as_str())
+        .map_or_else(String::new, |host| format!("{scheme}://{host}"))
 }
 
 /// A cookie for the whole site that scripts cannot read, `Secure` over https.

@@ -7,6 +7,7 @@ mod forms;
 mod http;
 mod live;
 mod live_browser;
+mod teams;
 
 use std::collections::HashMap;
 

@@ -1,9 +1,12 @@
-//! Signing in, registering and signing out.
+//! Signing in, registering and signing out. Both forms can carry `next`, an invite's page
+//! (`/invite/<token>`) to go back to once signed in, so a person can join through a link before
+//! having an account; no other place is taken, so a link cannot send anyone elsewhere.
 
-use axum::extract::State;
-use axum::http::header::{self, HeaderMap, HeaderValue};
+use axum::extract::{Query, State};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Redirect, Response};
 use minijinja::context;
+use serde::Deserialize;
 
 use agentcore::Session;
 use agentcore::api::{LoginRequest, RegisterRequest};
@@ -15,12 +18,20 @@ use crate::ui::form::Fields;
 use crate::ui::render::{FormErrors, Page};
 use crate::ui::session::{self, Csrf, Viewer};
 
-pub(crate) async fn login_page(csrf: Csrf) -> Page {
-    form_page("login.html", &csrf, &Fields::default(), FormErrors::default())
+/// Where to go once signed in (`?next=`).
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct Next {
+    next: Option<String>,
 }
 
-pub(crate) async fn register_page(csrf: Csrf) -> Page {
-    form_page("register.html", &csrf, &Fields::default(), FormErrors::default())
+pub(crate) async fn login_page(csrf: Csrf, Query(next): Query<Next>) -> Page {
+    let next = next.next.as_deref().and_then(invite_path);
+    form_page("login.html", &csrf, &Fields::default(), next, FormErrors::default())
+}
+
+pub(crate) async fn register_page(csrf: Csrf, Query(next): Query<Next>) -> Page {
+    let next = next.next.as_deref().and_then(invite_path);
+    form_page("register.html", &csrf, &Fields::default(), next, FormErrors::default())
 }
 
 pub(crate) async fn login(
@@ -70,15 +81,12 @@ pub(crate) async fn logout(
     {
         return crate::ui::render::error_page(&error.into());
     }
-    let mut response = Redirect::to("/login").into_response();
-    if let Ok(value) = HeaderValue::from_str(&session::sign_out_cookie(&state, &headers)) {
-        response.headers_mut().append(header::SET_COOKIE, value);
-    }
-    response
+    let response = Redirect::to("/login").into_response();
+    session::with_cookies(response, session::sign_out_cookies(&state, &headers))
 }
 
-/// Signed in: the session's cookies and on to the overview. Refused: the form again, with the
-/// refusal's status and its errors beside their fields.
+/// Signed in: the session's cookies and on to the overview (or the invite in `next`). Refused:
+/// the form again, with the refusal's status and its errors beside their fields.
 fn answer(
     state: &AppState,
     headers: &HeaderMap,
@@ -87,25 +95,62 @@ fn answer(
     fields: &Fields,
     result: Result<Session, ApiError>,
 ) -> Response {
+    let next = fields.get("next").as_deref().and_then(invite_path);
     let session = match result {
         Ok(session) => session,
         Err(error) => {
-            return form_page(template, csrf, fields, FormErrors::of(&error))
+            return form_page(template, csrf, fields, next, FormErrors::of(&error))
                 .with_status(error.status())
                 .into_response();
         }
     };
-    let mut response = Redirect::to("/").into_response();
-    for cookie in session::sign_in_cookies(state, headers, &session.access_token) {
-        if let Ok(value) = HeaderValue::from_str(&cookie) {
-            response.headers_mut().append(header::SET_COOKIE, value);
-        }
-    }
-    response
+    let response = Redirect::to(next.as_deref().unwrap_or("/")).into_response();
+    session::with_cookies(response, session::sign_in_cookies(state, headers, &session.access_token))
 }
 
-fn form_page(template: &'static str, csrf: &Csrf, fields: &Fields, errors: FormErrors) -> Page {
+fn form_page(
+    template: &'static str,
+    csrf: &Csrf,
+    fields: &Fields,
+    next: Option<String>,
+    errors: FormErrors,
+) -> Page {
     let mut values = fields.values();
     values.remove("password");
-    Page::new(template, context! { csrf => csrf.0, values, errors })
+    values.remove("next");
+    Page::new(template, context! { csrf => csrf.0, values, next, errors })
+}
+
+/// `path` when it is an invite's page on this dashboard (`/invite/` and up to 128 letters and
+/// digits, which every token is): nothing else is a place to be sent after signing in.
+pub(super) fn invite_path(path: &str) -> Option<String> {
+    let token = path.strip_prefix("/invite/")?;
+    let shaped =
+        (1..=128).contains(&token.len()) && token.bytes().all(|b| b.is_ascii_alphanumeric());
+    shaped.then(|| path.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::invite_path;
+
+    #[test]
+    fn only_an_invites_page_is_a_place_to_go_next() {
+        let token = "0f".repeat(32);
+        assert_eq!(invite_path(&format!("/invite/{token}")), Some(format!("/invite/{token}")));
+        for elsewhere in [
+            "/",
+            "/agents",
+            "//evil.example/invite/abc",
+            "https://evil.example/invite/abc",
+            "/invite/",
+            "/invite/../agents",
+            "/invite/abc/../../x",
+            "/invite/abc?x=1",
+            "/invite/abc\\evil",
+        ] {
+            assert_eq!(invite_path(elsewhere), None, "{elsewhere}");
+        }
+        assert_eq!(invite_path(&format!("/invite/{}", "a".repeat(129))), None);
+    }
 }

@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 
 use axum::extract::{Path, Query, State};
-use axum::response::IntoResponse;
 use minijinja::{Value, context};
 use serde::Deserialize;
 
@@ -15,10 +14,10 @@ use agentcore::domain::agent::{AgentFilter, AgentId};
 
 use crate::AppState;
 use crate::ui::form::Fields;
-use crate::ui::render::{FormErrors, Page};
+use crate::ui::render::FormErrors;
 use crate::ui::session::{Csrf, Viewer};
 
-use super::{Shown, agent_id, agent_url, fail, refused, see};
+use super::{Shown, agent_id, agent_url, fail, refused, see, signed_in};
 
 /// `GET /`: every agent with its status, backlog counts, last activity and cost this month.
 pub(crate) async fn overview(
@@ -66,14 +65,16 @@ async fn overview_page(
     let agents = agent_rows(state, who).await?;
     let billing = state.core.billing(who).await.map_err(fail)?;
     let default_model = state.core.models().default_model();
-    Ok(Page::new(
+    signed_in(
+        state,
+        who,
         "agents.html",
         context! {
             csrf => csrf.0, nav => "agents", events => "/events", agents, billing, default_model,
             values => fields.values(), errors,
         },
     )
-    .into_response())
+    .await
 }
 
 /// Each agent as the overview shows it: the summary, its cost this month and its last entry.
@@ -152,7 +153,9 @@ pub(super) async fn agent_page(
         .chain(servers.servers.iter().map(|server| server.name.to_string()))
         .collect();
     let default_model = state.core.models().default_model();
-    Ok(Page::new(
+    signed_in(
+        state,
+        who,
         "agent.html",
         context! {
             csrf => csrf.0, nav => "agents", events => format!("/events?agent={id}"),
@@ -160,7 +163,7 @@ pub(super) async fn agent_page(
             activity, older, memory, schedules, tools, mcp_servers, default_model, form,
         },
     )
-    .into_response())
+    .await
 }
 
 /// `POST /agents/{id}/{command}`: start, stop, vacation (on or off) or delete.

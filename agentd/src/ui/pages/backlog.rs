@@ -2,7 +2,6 @@
 //! running now, live), and editing, retrying, cancelling and deleting it.
 
 use axum::extract::{Path, State};
-use axum::response::IntoResponse;
 use minijinja::{Value, context};
 
 use agentcore::Principal;
@@ -14,11 +13,11 @@ use agentcore::domain::task::TaskId;
 use crate::AppState;
 use crate::error::ApiError;
 use crate::ui::form::Fields;
-use crate::ui::render::{FormErrors, Page};
+use crate::ui::render::FormErrors;
 use crate::ui::session::{Csrf, Viewer};
 
 use super::settings::answer;
-use super::{Shown, agent_id, agent_url, fail, refused, see, task_id};
+use super::{Shown, agent_id, agent_url, fail, refused, see, signed_in, task_id};
 
 /// `POST /agents/{id}/tasks`: a new task in the backlog.
 pub(crate) async fn add(
@@ -64,13 +63,15 @@ async fn task_page(
     let steps = state.core.steps(who, agent, id).await.map_err(fail)?;
     let running = super::running::running(&task, &steps);
     let events = format!("/events?agent={agent}&task={id}");
-    Ok(Page::new(
+    signed_in(
+        state,
+        who,
         "task.html",
         context! {
             csrf => csrf.0, nav => "agents", events, agent_id => agent, task, steps, running, form,
         },
     )
-    .into_response())
+    .await
 }
 
 /// `POST /agents/{id}/tasks/{task_id}`: title, description and priority of a queued task.

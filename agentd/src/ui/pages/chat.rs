@@ -2,7 +2,6 @@
 //! channels and the agent-to-channel mappings, the connection test, and disconnecting.
 
 use axum::extract::{Path, Query, State};
-use axum::response::IntoResponse;
 use minijinja::{Value, context};
 use serde::Deserialize;
 
@@ -14,10 +13,10 @@ use agentcore::{Error, Principal, Resource};
 use crate::AppState;
 use crate::error::ApiError;
 use crate::ui::form::Fields;
-use crate::ui::render::{FormErrors, Page};
+use crate::ui::render::FormErrors;
 use crate::ui::session::{Csrf, Viewer};
 
-use super::{Shown, fail, refused, see};
+use super::{Shown, fail, refused, see, signed_in};
 
 fn guild_id(raw: &str) -> Result<GuildId, super::Failed> {
     crate::extract::guild_id(raw).map_err(fail)
@@ -39,11 +38,13 @@ async fn discord_page(
     let mappings = state.core.mappings(who).await.map_err(fail)?;
     // The install link exists only where the operator configured the service's own bot.
     let install = state.core.oauth_url(who).await.ok().map(|url| url.url);
-    Ok(Page::new(
+    signed_in(
+        state,
+        who,
         "discord.html",
         context! { csrf => csrf.0, nav => "discord", connections, mappings, install, form, notice },
     )
-    .into_response())
+    .await
 }
 
 /// `POST /discord/connect`: a guild through the user's own bot token.
@@ -140,11 +141,13 @@ async fn guild_page(
         .into_iter()
         .filter(|m| m.guild_id == guild.as_str())
         .collect();
-    Ok(Page::new(
+    signed_in(
+        state,
+        who,
         "guild.html",
         context! { csrf => csrf.0, nav => "discord", connection, channels, agents, mappings, form, notice },
     )
-    .into_response())
+    .await
 }
 
 /// `POST /discord/{guild_id}/{command}`: map an agent to a channel, test the connection, or

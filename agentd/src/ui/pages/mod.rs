@@ -11,16 +11,21 @@ pub(super) mod events;
 pub(super) mod onboarding;
 mod running;
 pub(super) mod settings;
+pub(super) mod team;
 pub(super) mod usage;
+pub(super) mod workspaces;
 
 use axum::response::{IntoResponse, Redirect, Response};
+use minijinja::{Value, context};
 
+use agentcore::Principal;
 use agentcore::domain::agent::AgentId;
 use agentcore::domain::task::TaskId;
 
+use crate::AppState;
 use crate::error::ApiError;
 
-use super::render::error_page;
+use super::render::{Page, error_page};
 
 /// A page, or the error page.
 pub(super) type Shown = Result<Response, Failed>;
@@ -37,6 +42,19 @@ impl IntoResponse for Failed {
 
 pub(super) fn fail(error: impl Into<ApiError>) -> Failed {
     Failed(error.into())
+}
+
+/// A page of the signed-in dashboard: `values`, and for its header the viewer's workspaces
+/// (`workspaces`) and the one the page acts in (`workspace`, with the viewer's role there).
+pub(super) async fn signed_in(
+    state: &AppState,
+    who: &Principal,
+    template: &'static str,
+    values: Value,
+) -> Shown {
+    let workspaces = state.core.workspaces(who).await.map_err(fail)?;
+    let workspace = workspaces.iter().find(|w| w.id == who.workspace).cloned();
+    Ok(Page::new(template, context! { workspaces, workspace, ..values }).into_response())
 }
 
 /// After an accepted form: 303 to `to`.

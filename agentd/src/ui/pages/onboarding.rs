@@ -2,7 +2,6 @@
 //! channel, set its first task, and start it.
 
 use axum::extract::State;
-use axum::response::IntoResponse;
 use minijinja::context;
 
 use agentcore::Principal;
@@ -12,10 +11,10 @@ use agentcore::domain::chat::GuildId;
 use crate::AppState;
 use crate::error::ApiError;
 use crate::ui::form::Fields;
-use crate::ui::render::{FormErrors, Page};
+use crate::ui::render::FormErrors;
 use crate::ui::session::{Csrf, Viewer};
 
-use super::{Shown, agent_url, fail, refused, see};
+use super::{Shown, agent_url, fail, refused, see, signed_in};
 
 /// `GET /onboarding`.
 pub(crate) async fn page(State(state): State<AppState>, Viewer(who): Viewer, csrf: Csrf) -> Shown {
@@ -31,11 +30,13 @@ async fn onboarding_page(
 ) -> Shown {
     let templates = state.core.onboarding_templates();
     let connections = state.core.connections(who).await.map_err(fail)?;
-    Ok(Page::new(
+    signed_in(
+        state,
+        who,
         "onboarding.html",
         context! { csrf => csrf.0, nav => "onboarding", templates, connections, values => fields.values(), errors },
     )
-    .into_response())
+    .await
 }
 
 /// `POST /onboarding`: every field is checked before anything is created; the agent, its first

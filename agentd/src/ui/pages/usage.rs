@@ -2,7 +2,6 @@
 //! with its agent limit.
 
 use axum::extract::{Query, State};
-use axum::response::IntoResponse;
 use minijinja::context;
 
 use agentcore::Principal;
@@ -11,10 +10,10 @@ use agentcore::api::{BudgetRequest, UsageParams};
 use crate::AppState;
 use crate::error::ApiError;
 use crate::ui::form::Fields;
-use crate::ui::render::{FormErrors, Page};
+use crate::ui::render::FormErrors;
 use crate::ui::session::{Csrf, Viewer};
 
-use super::{Shown, fail, refused, see};
+use super::{Shown, fail, refused, see, signed_in};
 
 /// `GET /usage?from=&to=`: the period's usage three ways, the budget and the plan.
 pub(crate) async fn page(
@@ -44,11 +43,13 @@ async fn usage_page(
     }
     let budget = state.core.budget(who).await.map_err(fail)?;
     let billing = state.core.billing(who).await.map_err(fail)?;
-    Ok(Page::new(
+    signed_in(
+        state,
+        who,
         "usage.html",
         context! { csrf => csrf.0, nav => "usage", reports, budget, billing, params, values => fields.values(), errors },
     )
-    .into_response())
+    .await
 }
 
 /// `POST /usage/budget`: sets the monthly budget of all the user's agents; blank removes it.
