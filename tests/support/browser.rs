@@ -75,6 +75,13 @@ impl Browser {
         field.send_keys(value).await.unwrap_or_else(|e| panic!("type into {name}: {e}"));
     }
 
+    /// Types `value` into the first element matching `css` (a field among others of its name).
+    pub async fn type_into(&self, css: &str, value: &str) {
+        let field = self.find(css).await;
+        field.clear().await.ok();
+        field.send_keys(value).await.unwrap_or_else(|e| panic!("type into {css}: {e}"));
+    }
+
     /// The first element matching `css`, waiting for it to appear.
     pub async fn find(&self, css: &str) -> fantoccini::elements::Element {
         self.client

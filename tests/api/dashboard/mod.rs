@@ -8,6 +8,7 @@ mod http;
 mod live;
 mod live_browser;
 mod teams;
+mod teams_browser;
 
 use std::collections::HashMap;
 
