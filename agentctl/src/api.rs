@@ -245,6 +245,11 @@ impl Client {
 
     // Schedules.
 
+    /// A page of the workspace's audit log; `query` from [`query`].
+    pub async fn audit(&self, query: &str) -> Result<Reply<agentcore::AuditPage>, Failure> {
+        self.get_as(&format!("/api/audit{query}")).await
+    }
+
     pub async fn schedules(&self, agent: &str) -> Result<Reply<ScheduleList>, Failure> {
         self.get_as(&agent_path(agent, "/schedules")).await
     }

@@ -7,7 +7,7 @@ mod teams;
 
 pub(crate) use chat::{ChatCommand, McpCommand};
 pub(crate) use teams::{
-    InvitesCommand, KeysCommand, MembersCommand, WorkspaceCommand, WorkspacesCommand,
+    AuditCommand, InvitesCommand, KeysCommand, MembersCommand, WorkspaceCommand, WorkspacesCommand,
 };
 
 /// Who the requests are from, said once below every command's options.
@@ -114,6 +114,9 @@ pub(crate) enum Command {
         #[command(subcommand)]
         command: Option<KeysCommand>,
     },
+    /// The workspace's audit log: list, export, and verify its chain of hashes
+    #[command(subcommand)]
+    Audit(AuditCommand),
     /// Agents: create, inspect, change, start and stop them
     #[command(subcommand)]
     Agents(AgentsCommand),

@@ -1,7 +1,7 @@
 //! The audit log as the facade keeps and shows it: every change a member, key or Discord user
 //! makes to what a workspace shares is recorded after it is made, chained to the entry before.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{Core, Principal};
@@ -134,7 +134,7 @@ impl Core {
 }
 
 /// A page of `GET /api/audit`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AuditPage {
     pub entries: Vec<AuditEntry>,

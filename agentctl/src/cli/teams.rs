@@ -72,3 +72,40 @@ pub(crate) enum KeysCommand {
     /// Revoke a key (its id, or its prefix agk_<id>): it is refused from now on
     Revoke { id: String },
 }
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum AuditCommand {
+    /// Entries, newest first (owners and admins)
+    List {
+        /// Only this action, e.g. agent.updated, member.removed
+        #[arg(long)]
+        action: Option<String>,
+        /// Only this actor's entries (a user id or a key id)
+        #[arg(long)]
+        actor: Option<String>,
+        /// Only entries about this kind of object: agent, member, key, ...
+        #[arg(long)]
+        target_kind: Option<String>,
+        /// Only entries about the object with this id
+        #[arg(long)]
+        target_id: Option<String>,
+        /// Entries per page, 1 to 500
+        #[arg(long, default_value_t = 100)]
+        limit: u32,
+        /// Entries numbered below this (the next page)
+        #[arg(long)]
+        before: Option<i64>,
+    },
+    /// The whole log as NDJSON, oldest first, to standard output
+    Export,
+    /// Check the chain of hashes here, from the server's export or a file `export` wrote;
+    /// exits 5 when an entry was edited or removed, or the chain ends before `--head`
+    Verify {
+        /// An NDJSON file written by `audit export` [default: the server's log, read now]
+        #[arg(long)]
+        file: Option<std::path::PathBuf>,
+        /// A `last_hash` an earlier verification printed: the log must still contain it
+        #[arg(long)]
+        head: Option<String>,
+    },
+}

@@ -15,6 +15,7 @@ use crate::failure::{Failure, Kind};
 use crate::profile::{Profile, Profiles};
 use crate::render::Render;
 
+mod audit;
 mod chat;
 mod onboard;
 mod schedules;
@@ -238,6 +239,7 @@ async fn dispatch(cx: &mut Context, client: &Client, command: Command) -> Result
         Command::Members { command } => teams::members(cx, client, command).await,
         Command::Invites { command } => teams::invites(cx, client, command).await,
         Command::Keys { command } => teams::keys(cx, client, command).await,
+        Command::Audit(command) => audit::run(cx, client, command).await,
         Command::Agents(command) => agents(cx, client, command).await,
         Command::Tasks(command) => tasks(cx, client, command).await,
         Command::Schedules(command) => schedules::run(cx, client, command).await,

@@ -86,3 +86,25 @@ impl Render for CreatedKey {
         format!("{}\nSecret: {}", flat(&self.key), self.secret)
     }
 }
+
+impl Render for agentcore::AuditPage {
+    fn render(&self) -> String {
+        let headers = ["SEQ", "AT", "ACTOR", "ACTION", "TARGET", "ADDRESS"];
+        rows(&self.entries, headers, |entry| {
+            [
+                entry.seq.to_string(),
+                cell(&entry.at),
+                entry.actor_label.clone(),
+                entry.action.clone(),
+                format!("{} {}", entry.target_kind, entry.target_id),
+                entry.address.clone().unwrap_or_else(|| "-".into()),
+            ]
+        })
+    }
+}
+
+impl Render for agentcore::domain::audit::Verified {
+    fn render(&self) -> String {
+        flat(self)
+    }
+}

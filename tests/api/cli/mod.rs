@@ -15,6 +15,7 @@ use crate::terminal::{DOWN, ENTER, Terminal};
 
 mod acting;
 mod approvals;
+mod audit;
 mod budget;
 mod local;
 mod schedules;
