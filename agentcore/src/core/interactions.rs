@@ -373,6 +373,13 @@ impl Core {
             Ok(decided) => {
                 // The clicked message is replaced by the answer itself.
                 self.after_decision(&decided, false).await;
+                let action = match decision {
+                    Decision::Approve => "approval.approved",
+                    Decision::Deny => "approval.denied",
+                };
+                let after = serde_json::to_value(&decided.approval).ok();
+                let target = ("approval", decided.approval.id.as_str());
+                self.record(&context.owner, action, target, None, after).await;
                 Ok(Reply::Update(decided_body(&decided.approval)))
             }
             Err(error @ Error::Conflict { .. }) => Ok(Reply::private(error.public_message())),
@@ -395,7 +402,13 @@ impl Core {
         let owner = &context.owner.workspace;
         let name = member.display_name();
         match self.cancel_task_as(owner, &agent, &id, &format!("discord:{name}")).await {
-            Ok(task) => Ok(Reply::Update(started_cancelled_body(&task.title, &name))),
+            Ok(task) => {
+                let target = format!("{agent}/{id}");
+                let after = serde_json::json!({"title": task.title, "status": task.status});
+                let target = ("task", target.as_str());
+                self.record(&context.owner, "task.cancelled", target, None, Some(after)).await;
+                Ok(Reply::Update(started_cancelled_body(&task.title, &name)))
+            }
             Err(Error::Conflict { .. }) => {
                 let task = self.store().task(owner, &agent, &id).await?;
                 Ok(Reply::private(nothing_to_cancel(&task)))

@@ -137,6 +137,11 @@ async fn approve_resumes_the_run_and_the_fetch_happens_once(db: TestDb) {
     assert_eq!(clicked["data"]["components"], json!([]));
     let title = clicked["data"]["embeds"][0]["title"].as_str().unwrap();
     assert!(title.contains("Approved by hal (Discord)"), "{title}");
+    // The audit log names the Discord member who decided.
+    let audit = app.get("/api/audit?action=approval.approved", &user).await;
+    let entry = &audit.assert_status(200)["entries"][0];
+    assert_eq!(entry["actor_kind"], "discord", "{entry}");
+    assert!(entry["actor_label"].as_str().unwrap().starts_with("discord:"), "{entry}");
 
     let done = finished(&app, &user, &task).await;
     assert_eq!(done["status"], "complete", "{done}");
