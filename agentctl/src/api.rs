@@ -245,7 +245,7 @@ impl Client {
 
     // Schedules.
 
-    /// A page of the workspace's audit log; `query` from [`query`].
+    /// A page of the workspace's audit log; `query` as `query()` in this module makes it.
     pub async fn audit(&self, query: &str) -> Result<Reply<agentcore::AuditPage>, Failure> {
         self.get_as(&format!("/api/audit{query}")).await
     }
