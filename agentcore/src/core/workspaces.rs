@@ -12,7 +12,7 @@ use crate::domain::now;
 use crate::domain::quota::Quota;
 use crate::domain::user::UserId;
 use crate::domain::workspace::{
-    MAX_OWNED_WORKSPACES, Member, Need, Role, Workspace, WorkspaceId, WorkspaceName,
+    MAX_MEMBERS, MAX_OWNED_WORKSPACES, Member, Need, Role, Workspace, WorkspaceId, WorkspaceName,
 };
 use crate::error::{Error, Resource, Result};
 use crate::store::{InviteRecord, KeyRecord, MemberChange};
@@ -149,11 +149,15 @@ impl Core {
         }
         let pending = self.store().invites(&who.workspace).await?;
         let at = now();
-        if pending.iter().filter(|i| i.expires_at > at).count() >= access::MAX_PENDING_INVITES {
+        let waiting = pending.iter().filter(|i| i.expires_at > at).count();
+        if waiting >= access::MAX_PENDING_INVITES {
             return Err(Error::QuotaExceeded {
                 quota: Quota::PendingInvites,
                 limit: access::MAX_PENDING_INVITES as u64,
             });
+        }
+        if self.store().members(&who.workspace).await?.len() + waiting >= MAX_MEMBERS {
+            return Err(Error::QuotaExceeded { quota: Quota::Members, limit: MAX_MEMBERS as u64 });
         }
         let token = random_secret()?;
         let record = InviteRecord {

@@ -24,6 +24,8 @@ pub enum Quota {
     PendingInvites,
     /// API keys of a workspace not revoked (fixed: 100).
     ApiKeys,
+    /// Members of a workspace and invites waiting for an answer together (fixed: 1,000).
+    Members,
 }
 
 impl Quota {
@@ -40,6 +42,7 @@ impl Quota {
             Quota::WorkspacesPerUser => "workspaces_per_user",
             Quota::PendingInvites => "pending_invites_per_workspace",
             Quota::ApiKeys => "api_keys_per_workspace",
+            Quota::Members => "members_per_workspace",
         }
     }
 
@@ -57,6 +60,7 @@ impl Quota {
             Quota::WorkspacesPerUser => "team workspaces owned",
             Quota::PendingInvites => "invites waiting for an answer",
             Quota::ApiKeys => "API keys",
+            Quota::Members => "members and invites waiting for an answer",
         }
     }
 }

@@ -15,6 +15,8 @@ use super::user::UserId;
 
 /// Team workspaces one person may own (their personal one aside).
 pub const MAX_OWNED_WORKSPACES: i64 = 20;
+/// Members of one workspace, with the invites waiting for an answer counted as members.
+pub const MAX_MEMBERS: usize = 1_000;
 
 /// A workspace's id: a UUID in its hyphenated text form (a personal workspace's is its user's).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

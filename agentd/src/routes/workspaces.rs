@@ -109,7 +109,7 @@ pub(super) async fn invites(
 #[utoipa::path(post, path = "/api/workspace/invites", operation_id = "create_invite", tag = "workspaces", security(("bearer" = [])),
     request_body = InviteRequest,
     responses((status = 201, description = "The invite and, this once, its `token`: the link is `/invite/<token>` on the dashboard, or `POST /api/invites/<token>/accept`.", body = CreatedInvite),
-        (status = 429, description = "`quota_exceeded`: 100 invites wait for an answer (`pending_invites_per_workspace`).", body = crate::error::ErrorBody)))]
+        (status = 429, description = "`quota_exceeded`: 100 invites wait for an answer (`pending_invites_per_workspace`), or the members and waiting invites reach 1,000 (`members_per_workspace`).", body = crate::error::ErrorBody)))]
 pub(super) async fn invite(
     State(state): State<AppState>,
     Caller(who): Caller,
