@@ -87,7 +87,13 @@ async fn the_pages_follow_a_run_as_it_happens_and_cancel_it(db: TestDb) {
             running.starts_with("Step 5 running: model call, for")
         })
         .await;
-    assert_eq!(browser.text("#task-status").await, "in_progress");
+    // The region holding it may be in the middle of being replaced by a refresh: read it
+    // until a whole one answers.
+    browser
+        .until("the status in_progress", || async {
+            browser.text("#task-status").await == "in_progress"
+        })
+        .await;
     browser
         .until("steps 1 to 4 shown", || async { count(&browser, "#steps li.step").await == 4 })
         .await;
