@@ -15,7 +15,6 @@ use governor::{DefaultKeyedRateLimiter, Quota};
 
 use agentcore::Principal;
 use agentcore::domain::user::Email;
-use agentcore::domain::workspace::Actor;
 
 use crate::AppState;
 use crate::config::LimitsConfig;
@@ -63,13 +62,8 @@ impl Limits {
     /// when they are over the limit.
     pub(crate) fn caller(&self, who: &Principal) -> Result<(), ApiError> {
         let Some(limit) = &self.users else { return Ok(()) };
-        let key = match &who.actor {
-            Actor::User { id } => id.to_string(),
-            Actor::Key { id, .. } => format!("key:{id}"),
-            Actor::Discord { id, .. } => format!("discord:{id}"),
-            Actor::Service => "service".to_owned(),
-        };
-        limit.check(&key)
+        let (kind, id) = who.actor.kind_and_id();
+        limit.check(&format!("{kind}:{id}"))
     }
 
     /// The address the request came from: the last `X-Forwarded-For` hop (the one the trusted

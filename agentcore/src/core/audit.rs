@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::{Core, Principal};
 use crate::domain::audit::{self, AuditEntry, MAX_PAGE, NewAuditEntry, Verified};
-use crate::domain::workspace::{Actor, Need, WorkspaceId};
+use crate::domain::workspace::{Need, WorkspaceId};
 use crate::error::Result;
 use crate::store::AuditFilter;
 
@@ -77,12 +77,7 @@ impl Core {
         before: Option<Value>,
         after: Option<Value>,
     ) -> Result<NewAuditEntry> {
-        let (actor_kind, actor_id) = match &who.actor {
-            Actor::User { id } => ("user", id.to_string()),
-            Actor::Key { id, .. } => ("key", id.clone()),
-            Actor::Discord { id, .. } => ("discord", id.clone()),
-            Actor::Service => ("service", "service".to_owned()),
-        };
+        let (actor_kind, actor_id) = who.actor.kind_and_id();
         Ok(NewAuditEntry {
             actor_kind: actor_kind.to_owned(),
             actor_id,

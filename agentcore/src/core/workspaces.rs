@@ -64,7 +64,7 @@ impl Core {
         who.require(Need::Manage)?;
         let before = self.workspace(who).await?;
         self.store().rename_workspace(&who.workspace, &name).await?;
-        let after = self.workspace(who).await?;
+        let after = Workspace { name: name.as_str().to_owned(), ..before.clone() };
         let (was, is) = (json!({"name": before.name}), json!({"name": after.name}));
         self.record(
             who,
@@ -98,7 +98,7 @@ impl Core {
         self.store().change_member(&who.workspace, user, MemberChange::Role(role), now()).await?;
         self.forget_member(&who.workspace);
         tracing::info!(workspace = %who.workspace, user_id = %user, role = %role, "member role changed");
-        let changed = self.member(who, user).await?;
+        let changed = Member { role, ..current.clone() };
         let (was, is) = (json!({"role": current.role}), json!({"role": changed.role}));
         self.record(who, "member.role_changed", ("member", user.as_str()), Some(was), Some(is))
             .await;

@@ -224,6 +224,16 @@ pub enum Actor {
 }
 
 impl Actor {
+    /// What kind of actor it is (`user`, `key`, `discord`, `service`) and its id in that kind.
+    pub fn kind_and_id(&self) -> (&'static str, String) {
+        match self {
+            Actor::User { id } => ("user", id.to_string()),
+            Actor::Key { id, .. } => ("key", id.clone()),
+            Actor::Discord { id, .. } => ("discord", id.clone()),
+            Actor::Service => ("service", "service".to_owned()),
+        }
+    }
+
     /// The user behind the request, if a person makes it.
     pub fn user(&self) -> Option<&UserId> {
         match self {

@@ -75,6 +75,21 @@ struct MemberRow {
     created_at: DateTime<Utc>,
 }
 
+impl WorkspaceRow {
+    /// The workspace as `viewer`, with `role` there, sees it: `personal` when it is theirs.
+    fn seen_by(self, viewer: Option<&UserId>, role: Role) -> Workspace {
+        Workspace {
+            personal: self.personal_of.is_some()
+                && self.personal_of.as_deref() == viewer.map(UserId::as_str),
+            id: WorkspaceId::from_trusted(self.id),
+            name: self.name,
+            role,
+            plan: self.plan,
+            created_at: self.created_at,
+        }
+    }
+}
+
 pub(super) fn role_of(text: &str) -> Result<Role> {
     Role::parse(text).map_err(Error::internal)
 }
@@ -88,14 +103,8 @@ impl<S: SqlStore> WorkspaceStore for S {
             .await?;
         rows.into_iter()
             .map(|row| {
-                Ok(Workspace {
-                    personal: row.personal_of.as_deref() == Some(user.as_str()),
-                    id: WorkspaceId::from_trusted(row.id),
-                    name: row.name,
-                    role: role_of(&row.role)?,
-                    plan: row.plan,
-                    created_at: row.created_at,
-                })
+                let role = role_of(&row.role)?;
+                Ok(row.seen_by(Some(user), role))
             })
             .collect()
     }
@@ -112,15 +121,7 @@ impl<S: SqlStore> WorkspaceStore for S {
             .fetch_optional(&mut self.read().await?)
             .await?;
         let row = row.ok_or_else(|| Error::not_found(Resource::Workspace, id.as_str()))?;
-        Ok(Workspace {
-            personal: row.personal_of.is_some()
-                && row.personal_of.as_deref() == viewer.map(UserId::as_str),
-            id: WorkspaceId::from_trusted(row.id),
-            name: row.name,
-            role,
-            plan: row.plan,
-            created_at: row.created_at,
-        })
+        Ok(row.seen_by(viewer, role))
     }
 
     async fn member_role(&self, workspace: &WorkspaceId, user: &UserId) -> Result<Option<Role>> {
