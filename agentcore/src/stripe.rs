@@ -214,8 +214,18 @@ fn metadata_user_id(metadata: Option<&BTreeMap<String, Value>>) -> Option<&str> 
 }
 
 /// Reads the envelope; `Err` says what is missing, in a sentence.
+///
+/// An event is a JSON object whose `data.object` is an object. Serde's derived structs also
+/// read a JSON array as their fields in order, so the shape is checked before the fields are.
 pub fn decode_event(payload: &[u8]) -> Result<StripeEvent, String> {
-    serde_json::from_slice(payload).map_err(|e| format!("not a Stripe event: {e}"))
+    let value: Value =
+        serde_json::from_slice(payload).map_err(|e| format!("not a Stripe event: {e}"))?;
+    if !value.is_object() || !value["data"].is_object() || !value["data"]["object"].is_object() {
+        return Err(
+            "not a Stripe event: an event is a JSON object with a `data.object` object".to_string()
+        );
+    }
+    serde_json::from_value(value).map_err(|e| format!("not a Stripe event: {e}"))
 }
 
 /// Reads the event's object as `T`.
@@ -333,5 +343,15 @@ mod tests {
             ["price_1PgafmB7WZ01zgkW6dKueIc5"]
         );
         assert!(decode_event(b"{\"id\": \"evt_1\"}").is_err());
+        // The envelope's fields in order, as an array: a derived struct would read it.
+        let array =
+            br#"["evt_1", "customer.subscription.updated", 80, {"object": {"id": "sub_1"}}]"#;
+        assert!(decode_event(array).is_err());
+        let data_array =
+            br#"{"id": "evt_1", "type": "x", "created": 80, "data": [{"id": "sub_1"}]}"#;
+        assert!(decode_event(data_array).is_err());
+        let object_array =
+            br#"{"id": "evt_1", "type": "x", "created": 80, "data": {"object": ["sub_1"]}}"#;
+        assert!(decode_event(object_array).is_err());
     }
 }

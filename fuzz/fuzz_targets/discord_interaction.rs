@@ -15,8 +15,8 @@
 
 #![no_main]
 
-use agentcore::discord::signature::{PublicKey, SignatureError, TOLERANCE_SECONDS};
 use agentcore::discord::interaction::{Interaction, MAX_CONTENT, wire};
+use agentcore::discord::signature::{PublicKey, SignatureError, TOLERANCE_SECONDS};
 use agentcore::domain::interaction::{Reply, Request};
 use ed25519_dalek::{Signer, SigningKey};
 use libfuzzer_sys::fuzz_target;
