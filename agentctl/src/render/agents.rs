@@ -8,10 +8,10 @@ use agentcore::domain::steps::StepKind;
 use agentcore::domain::task::Task;
 use agentcore::domain::tools::Memory;
 
-use super::{Render, cell, fields, rows, short};
+use super::{Render, Screen, cell, dollars, fields, rows, short};
 
 impl Render for AgentList {
-    fn render(&self) -> String {
+    fn render(&self, screen: Screen) -> String {
         let headers = [
             "ID",
             "NAME",
@@ -25,7 +25,7 @@ impl Render for AgentList {
             "DONE",
             "FAILED",
         ];
-        rows(&self.agents, headers, |agent| {
+        rows(screen, &self.agents, headers, |agent| {
             let backlog = &agent.backlog_summary;
             [
                 cell(&agent.id),
@@ -46,25 +46,27 @@ impl Render for AgentList {
 
 /// An agent as created or updated: its fields, and no backlog.
 impl Render for Agent {
-    fn render(&self) -> String {
-        with_backlog(agent_fields(self, None), &[])
+    fn render(&self, screen: Screen) -> String {
+        with_backlog(screen, agent_fields(screen, self, None), &[])
     }
 }
 
+/// The role prompt is shown whole, wrapped to the screen; the backlog's titles are cut.
 impl Render for AgentDetail {
-    fn render(&self) -> String {
-        with_backlog(agent_fields(&self.agent, self.next_cursor.as_deref()), &self.backlog)
+    fn render(&self, screen: Screen) -> String {
+        let agent = agent_fields(screen, &self.agent, self.next_cursor.as_deref());
+        with_backlog(screen, agent, &self.backlog)
     }
 }
 
-fn with_backlog(agent: String, backlog: &[Task]) -> String {
-    format!("{agent}\nBacklog:\n{}", tasks(backlog))
+fn with_backlog(screen: Screen, agent: String, backlog: &[Task]) -> String {
+    format!("{agent}\nBacklog:\n{}", tasks(screen, backlog))
 }
 
 /// Every field of the agent but its backlog counts (the backlog follows), with the page's
 /// cursor when there is one. The fields are named one by one: a field added to the agent
 /// does not compile here until it is shown.
-fn agent_fields(agent: &Agent, next_cursor: Option<&str>) -> String {
+fn agent_fields(screen: Screen, agent: &Agent, next_cursor: Option<&str>) -> String {
     let Agent { summary, role_prompt, status_before_vacation: _ } = agent;
     let AgentSummary {
         id,
@@ -85,7 +87,7 @@ fn agent_fields(agent: &Agent, next_cursor: Option<&str>) -> String {
     } = summary;
     let shown = [
         ("approval_tools", cell(approval_tools)),
-        ("budget_monthly_usd", cell(budget_monthly_usd)),
+        ("budget_monthly_usd", budget_monthly_usd.map_or_else(|| "-".to_owned(), dollars)),
         ("channel", channel.clone()),
         ("created_at", cell(created_at)),
         ("id", cell(id)),
@@ -101,21 +103,38 @@ fn agent_fields(agent: &Agent, next_cursor: Option<&str>) -> String {
         ("workspace", cell(workspace)),
     ];
     let cursor = next_cursor.map(|cursor| ("next_cursor", cursor.to_owned()));
-    fields(shown.into_iter().chain(cursor))
+    fields(screen, shown.into_iter().chain(cursor))
 }
 
-impl Render for TaskList {
-    fn render(&self) -> String {
-        tasks(&self.tasks)
+/// A task just queued, in two lines: what a person checks (its id, title, priority and
+/// status); `tasks show` and `--output json` have every field.
+pub(crate) struct Added<'a>(pub &'a Task);
+
+impl Render for Added<'_> {
+    fn render(&self, _screen: Screen) -> String {
+        let task = self.0;
+        format!(
+            "Added task {}: {}\nPriority {}, {}.",
+            cell(&task.id),
+            short(&task.title),
+            task.priority,
+            cell(&task.status)
+        )
     }
 }
 
-fn tasks(tasks: &[Task]) -> String {
+impl Render for TaskList {
+    fn render(&self, screen: Screen) -> String {
+        tasks(screen, &self.tasks)
+    }
+}
+
+fn tasks(screen: Screen, tasks: &[Task]) -> String {
     let headers = ["ID", "TITLE", "STATUS", "PRIORITY", "ATTEMPTS", "CREATED"];
-    rows(tasks, headers, |task| {
+    rows(screen, tasks, headers, |task| {
         [
             cell(&task.id),
-            task.title.clone(),
+            short(&task.title),
             cell(&task.status),
             task.priority.to_string(),
             task.attempts.to_string(),
@@ -127,9 +146,9 @@ fn tasks(tasks: &[Task]) -> String {
 /// A run's transcript: one row a step; a model step shows the calls it asked for, a tool step
 /// its arguments; long texts are cut to a line.
 impl Render for StepList {
-    fn render(&self) -> String {
+    fn render(&self, screen: Screen) -> String {
         let headers = ["#", "KIND", "CALL", "RESULT", "MS", "TOKENS"];
-        rows(&self.steps, headers, |step| {
+        rows(screen, &self.steps, headers, |step| {
             let call = match step.kind {
                 StepKind::Tool => {
                     format!("{}({})", cell(&step.tool), short(&cell(&step.arguments)))
@@ -161,7 +180,7 @@ impl Render for StepList {
 }
 
 impl Render for Memory {
-    fn render(&self) -> String {
+    fn render(&self, _screen: Screen) -> String {
         let used = format!("({} of {} characters)", self.chars, self.limit);
         if self.memory.is_empty() {
             format!("(empty) {used}")
@@ -172,14 +191,14 @@ impl Render for Memory {
 }
 
 impl Render for ActivityList {
-    fn render(&self) -> String {
+    fn render(&self, screen: Screen) -> String {
         let headers = ["TIME", "ACTION", "TASK", "DETAILS"];
-        rows(&self.entries, headers, |entry| {
+        rows(screen, &self.entries, headers, |entry| {
             [
                 cell(&entry.timestamp),
                 cell(&entry.action),
                 cell(&entry.task_id),
-                entry.details.clone(),
+                short(&entry.details),
             ]
         })
     }
@@ -187,15 +206,15 @@ impl Render for ActivityList {
 
 /// Next runs are shown in the schedule's own zone; `(off)` when none is coming.
 impl Render for ScheduleList {
-    fn render(&self) -> String {
+    fn render(&self, screen: Screen) -> String {
         let headers = ["ID", "CRON", "ZONE", "TITLE", "ENABLED", "NEXT RUN (LOCAL)", "LAST FIRED"];
-        rows(&self.schedules, headers, |schedule| {
+        rows(screen, &self.schedules, headers, |schedule| {
             let next = schedule.next_runs.first().map_or("(off)", |run| run.local.as_str());
             [
                 cell(&schedule.id),
                 schedule.cron.clone(),
                 schedule.timezone.clone(),
-                schedule.title.clone(),
+                short(&schedule.title),
                 schedule.enabled.to_string(),
                 next.to_owned(),
                 cell(&schedule.last_fired_at),
@@ -207,7 +226,7 @@ impl Render for ScheduleList {
 /// Every field of the schedule, then its next runs in its zone and in UTC. The fields are
 /// named one by one: a field added to the schedule does not compile here until it is shown.
 impl Render for Schedule {
-    fn render(&self) -> String {
+    fn render(&self, screen: Screen) -> String {
         let Schedule {
             id,
             agent_id,
@@ -224,7 +243,7 @@ impl Render for Schedule {
             created_at,
             updated_at,
         } = self;
-        let head = fields([
+        let head = fields(screen, [
             ("agent_id", cell(agent_id)),
             ("catch_up", cell(catch_up)),
             ("created_at", cell(created_at)),
@@ -239,8 +258,9 @@ impl Render for Schedule {
             ("title", title.clone()),
             ("updated_at", cell(updated_at)),
         ]);
-        let runs =
-            rows(next_runs, ["NEXT RUNS (LOCAL)", "UTC"], |run| [run.local.clone(), cell(&run.at)]);
+        let runs = rows(screen, next_runs, ["NEXT RUNS (LOCAL)", "UTC"], |run| {
+            [run.local.clone(), cell(&run.at)]
+        });
         format!("{head}\n{runs}")
     }
 }

@@ -7,7 +7,7 @@ use chrono::{DateTime, Local, Utc};
 use agentcore::domain::event::{Event, EventType, Retry, StepStarted};
 use agentcore::domain::steps::{Step, StepKind};
 
-use super::short;
+use super::{short, usd};
 
 /// The widest type word (`approval.requested`), so the gists line up.
 const TYPE_WIDTH: usize = 18;
@@ -83,7 +83,7 @@ fn finished(step: &Step) -> String {
         spent.push(if cost.unpriced {
             format!("{} unpriced", cost.model)
         } else {
-            format!("{} ${}", cost.model, dollars(cost.cost_micros))
+            format!("{} {}", cost.model, usd(cost.cost_micros))
         });
     }
     if !spent.is_empty() {
@@ -100,14 +100,6 @@ fn retrying(retry: &Retry) -> String {
         short(&retry.reason),
         clock(retry.next_attempt_at)
     )
-}
-
-/// Micro-dollars as dollars, to the last non-zero digit (at least cents).
-fn dollars(micros: i64) -> String {
-    let whole = format!("{:.6}", micros as f64 / 1e6);
-    let trimmed = whole.trim_end_matches('0');
-    let decimals = trimmed.split_once('.').map_or(0, |(_, d)| d.len());
-    if decimals < 2 { format!("{:.2}", micros as f64 / 1e6) } else { trimmed.to_owned() }
 }
 
 #[cfg(test)]
@@ -141,8 +133,8 @@ mod tests {
         model.tool_calls =
             vec![StepCall { id: "c".into(), name: "memory".into(), arguments: "{}".into() }];
         model.usage = Some(Usage { input_tokens: 120, output_tokens: 30 });
-        model.cost = Some(StepCost { model: "openai:x".into(), cost_micros: 150, unpriced: false });
-        assert_eq!(finished(&model), "step 2 model → memory [120+30 tokens, openai:x $0.00015]");
+        model.cost = Some(StepCost { model: "openai:x".into(), cost_micros: 4_200, unpriced: false });
+        assert_eq!(finished(&model), "step 2 model → memory [120+30 tokens, openai:x $0.0042]");
         let mut tool = step(StepKind::Tool);
         tool.tool = Some("memory".into());
         tool.output = Some("Saved.\nmore".into());
@@ -152,10 +144,11 @@ mod tests {
     }
 
     #[test]
-    fn dollars_keep_their_last_digit_and_at_least_cents() {
-        assert_eq!(dollars(0), "0.00");
-        assert_eq!(dollars(1_500_000), "1.50");
-        assert_eq!(dollars(4_200), "0.0042");
-        assert_eq!(dollars(1), "0.000001");
+    fn money_reads_as_the_dashboards_usd_filter() {
+        assert_eq!(usd(0), "$0.00");
+        assert_eq!(usd(1_500_000), "$1.50");
+        assert_eq!(usd(25_000_000), "$25.00");
+        assert_eq!(usd(4_200), "$0.0042");
+        assert_eq!(usd(10_000), "$0.01");
     }
 }

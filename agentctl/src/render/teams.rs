@@ -4,12 +4,12 @@
 use agentcore::api::{InviteList, KeyList, MemberList, WorkspaceList};
 use agentcore::domain::access::{CreatedInvite, CreatedKey};
 
-use super::{Render, cell, flat, rows};
+use super::{Render, Screen, cell, flat, rows};
 
 impl Render for WorkspaceList {
-    fn render(&self) -> String {
+    fn render(&self, screen: Screen) -> String {
         let headers = ["ID", "NAME", "ROLE", "PERSONAL", "PLAN"];
-        rows(&self.workspaces, headers, |workspace| {
+        rows(screen, &self.workspaces, headers, |workspace| {
             [
                 cell(&workspace.id),
                 workspace.name.clone(),
@@ -22,8 +22,8 @@ impl Render for WorkspaceList {
 }
 
 impl Render for MemberList {
-    fn render(&self) -> String {
-        rows(&self.members, ["USER", "EMAIL", "NAME", "ROLE", "JOINED"], |member| {
+    fn render(&self, screen: Screen) -> String {
+        rows(screen, &self.members, ["USER", "EMAIL", "NAME", "ROLE", "JOINED"], |member| {
             [
                 cell(&member.user_id),
                 member.email.clone(),
@@ -36,9 +36,9 @@ impl Render for MemberList {
 }
 
 impl Render for InviteList {
-    fn render(&self) -> String {
+    fn render(&self, screen: Screen) -> String {
         let headers = ["ID", "ROLE", "EMAIL", "CREATED BY", "CREATED", "EXPIRES"];
-        rows(&self.invites, headers, |invite| {
+        rows(screen, &self.invites, headers, |invite| {
             [
                 invite.id.clone(),
                 cell(&invite.role),
@@ -52,9 +52,9 @@ impl Render for InviteList {
 }
 
 impl Render for KeyList {
-    fn render(&self) -> String {
+    fn render(&self, screen: Screen) -> String {
         let headers = ["ID", "NAME", "ROLE", "CREATED BY", "EXPIRES", "LAST USED", "REVOKED"];
-        rows(&self.keys, headers, |key| {
+        rows(screen, &self.keys, headers, |key| {
             [
                 key.id.clone(),
                 key.name.clone(),
@@ -75,22 +75,22 @@ pub(crate) struct InviteLink<'a> {
 }
 
 impl Render for InviteLink<'_> {
-    fn render(&self) -> String {
-        format!("{}\nToken: {}\nLink: {}", flat(&self.invite.invite), self.invite.token, self.link)
+    fn render(&self, screen: Screen) -> String {
+        format!("{}\nToken: {}\nLink: {}", flat(screen, &self.invite.invite), self.invite.token, self.link)
     }
 }
 
 /// A new key and its secret.
 impl Render for CreatedKey {
-    fn render(&self) -> String {
-        format!("{}\nSecret: {}", flat(&self.key), self.secret)
+    fn render(&self, screen: Screen) -> String {
+        format!("{}\nSecret: {}", flat(screen, &self.key), self.secret)
     }
 }
 
 impl Render for agentcore::AuditPage {
-    fn render(&self) -> String {
+    fn render(&self, screen: Screen) -> String {
         let headers = ["SEQ", "AT", "ACTOR", "ACTION", "TARGET", "ADDRESS"];
-        rows(&self.entries, headers, |entry| {
+        rows(screen, &self.entries, headers, |entry| {
             [
                 entry.seq.to_string(),
                 cell(&entry.at),
@@ -104,7 +104,7 @@ impl Render for agentcore::AuditPage {
 }
 
 impl Render for agentcore::domain::audit::Verified {
-    fn render(&self) -> String {
-        flat(self)
+    fn render(&self, screen: Screen) -> String {
+        flat(screen, self)
     }
 }

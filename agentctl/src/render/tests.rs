@@ -2,7 +2,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use agentcore::Session;
-use agentcore::api::{AgentList, KeyList, ScheduleList, StepList, TaskList};
+use agentcore::api::{AgentList, KeyList, ScheduleList, StepList, TaskList, ToolList};
 use agentcore::domain::access::{CreatedInvite, CreatedKey};
 use agentcore::domain::agent::{Agent, AgentDetail};
 use agentcore::domain::billing::Billing;
@@ -10,6 +10,7 @@ use agentcore::domain::mcp::McpServerTools;
 use agentcore::domain::onboarding::Onboarded;
 use agentcore::domain::schedule::Schedule;
 use agentcore::domain::tools::Memory;
+use agentcore::domain::usage::{BudgetView, UsageReport};
 
 use super::*;
 
@@ -53,21 +54,21 @@ fn schedule_json(next_runs: Value) -> Value {
 #[test]
 fn lists_render_their_columns_and_empty_ones_say_so() {
     let agents: AgentList = typed(json!({"agents": [agent_json()]}));
-    let table = agents.render();
+    let table = agents.render(Screen::default());
     for expected in ["ID", "QUEUED", "writer", "Writer", "idle", "news", "2"] {
         assert!(table.contains(expected), "{expected} missing from\n{table}");
     }
-    assert_eq!(typed::<TaskList>(json!({"tasks": []})).render(), "(none)");
+    assert_eq!(typed::<TaskList>(json!({"tasks": []})).render(Screen::default()), "(none)");
     let billing: Billing = typed(
         json!({"plan": "free", "agent_limit": 3, "agents_used": 1, "subscription_status": null}),
     );
-    assert!(billing.render().contains("agent_limit"));
+    assert!(billing.render(Screen::default()).contains("agent_limit"));
 }
 
 #[test]
 fn an_agent_shows_its_fields_in_key_order_then_its_backlog() {
     let agent: Agent = typed(agent_json());
-    let shown = agent.render();
+    let shown = agent.render(Screen::default());
     let keys: Vec<&str> = shown
         .lines()
         .filter_map(|line| line.split_whitespace().next())
@@ -86,7 +87,7 @@ fn an_agent_shows_its_fields_in_key_order_then_its_backlog() {
     detail["backlog"] = json!([task_json()]);
     detail["next_cursor"] = json!("page-2");
     let detail: AgentDetail = typed(detail);
-    let shown = detail.render();
+    let shown = detail.render(Screen::default());
     assert!(shown.contains("next_cursor") && shown.contains("page-2"), "{shown}");
     assert!(shown.contains("Write a haiku") && shown.contains("PRIORITY"), "{shown}");
 }
@@ -95,25 +96,25 @@ fn an_agent_shows_its_fields_in_key_order_then_its_backlog() {
 fn texts_read_their_typed_fields() {
     let memory: Memory =
         typed(json!({"agent_id": "keeper", "memory": "Standup at 9.", "chars": 13, "limit": 8000}));
-    assert_eq!(memory.render(), "Standup at 9.\n(13 of 8000 characters)");
+    assert_eq!(memory.render(Screen::default()), "Standup at 9.\n(13 of 8000 characters)");
     let empty = Memory { memory: String::new(), chars: 0, ..memory };
-    assert_eq!(empty.render(), "(empty) (0 of 8000 characters)");
+    assert_eq!(empty.render(Screen::default()), "(empty) (0 of 8000 characters)");
 
     let session: Session = typed(json!({"access_token": "secret", "token_type": "Bearer",
         "user": {"id": "u1", "email": "ada@example.com", "name": "Ada"}}));
-    assert_eq!(session.render(), "Logged in as Ada <ada@example.com> (u1).");
+    assert_eq!(session.render(Screen::default()), "Logged in as Ada <ada@example.com> (u1).");
 
     let onboarded: Onboarded = typed(json!({"task": task_json(), "agent": {"id": "support-lead",
         "name": "Support", "status": "active", "channel": "support", "created_at": "2026-01-02T03:04:05Z"}}));
     assert_eq!(
-        onboarded.render(),
-        "Created agent support-lead (Support, active) posting to #support, with its first task \
-         queued: Write a haiku (0190a8b4-0000-7000-8000-000000000001)."
+        onboarded.render(Screen::default()),
+        "Created agent support-lead (Support), active, with its first task queued: Write a \
+         haiku (0190a8b4-0000-7000-8000-000000000001)."
     );
 
     let unreachable: McpServerTools =
         typed(json!({"server": "calc", "origin": "user", "tools": [], "error": "refused"}));
-    assert_eq!(unreachable.render(), "MCP server calc (user): unreachable: refused");
+    assert_eq!(unreachable.render(Screen::default()), "MCP server calc (user): unreachable: refused");
 }
 
 #[test]
@@ -121,10 +122,10 @@ fn schedules_show_their_next_run_or_off() {
     let runs = json!([{"at": "2026-01-02T14:00:00Z", "local": "2026-01-02T09:00:00-05:00"}]);
     let listed: ScheduleList =
         typed(json!({"schedules": [schedule_json(runs.clone()), schedule_json(json!([]))]}));
-    let table = listed.render();
+    let table = listed.render(Screen::default());
     assert!(table.contains("2026-01-02T09:00:00-05:00") && table.contains("(off)"), "{table}");
     let shown: Schedule = typed(schedule_json(runs));
-    let shown = shown.render();
+    let shown = shown.render(Screen::default());
     for expected in ["catch_up", "run_once", "NEXT RUNS (LOCAL)", "2026-01-02T14:00:00Z"] {
         assert!(shown.contains(expected), "{expected} missing from\n{shown}");
     }
@@ -141,7 +142,7 @@ fn steps_show_calls_results_and_tokens() {
          "output": null, "tool_calls": [], "error": "too long\nreally", "duration_ms": 4,
          "usage": null, "created_at": "2026-01-02T03:04:06Z"},
     ]}));
-    let table = steps.render();
+    let table = steps.render(Screen::default());
     for expected in ["→ memory", "10/3", "memory({\"text\":\"x\"})", "error: too long…"] {
         assert!(table.contains(expected), "{expected} missing from\n{table}");
     }
@@ -154,10 +155,10 @@ fn a_new_key_or_invite_shows_its_secret_once_below_its_fields() {
         "expires_at": null, "last_used_at": null, "revoked_at": null});
     let mut created = key.clone();
     created["secret"] = json!("agk_00112233aabbccdd_5ec2e7");
-    let shown = typed::<CreatedKey>(created).render();
+    let shown = typed::<CreatedKey>(created).render(Screen::default());
     assert!(shown.ends_with("\nSecret: agk_00112233aabbccdd_5ec2e7"), "{shown}");
     assert_eq!(shown.matches("5ec2e7").count(), 1, "{shown}");
-    let listed = typed::<KeyList>(json!({"keys": [key]})).render();
+    let listed = typed::<KeyList>(json!({"keys": [key]})).render(Screen::default());
     for expected in ["LAST USED", "REVOKED", "ci", "member", "ada@example.com"] {
         assert!(listed.contains(expected), "{expected} missing from\n{listed}");
     }
@@ -166,10 +167,61 @@ fn a_new_key_or_invite_shows_its_secret_once_below_its_fields() {
         "created_by": "ada@example.com", "created_at": "2026-01-02T03:04:05Z",
         "expires_at": "2026-01-05T03:04:05Z", "token": "70ce4"}));
     let link = "https://agents.example.com/invite/70ce4".to_owned();
-    let shown = InviteLink { invite: &invite, link }.render();
+    let shown = InviteLink { invite: &invite, link }.render(Screen::default());
     assert!(
         shown.ends_with("\nToken: 70ce4\nLink: https://agents.example.com/invite/70ce4"),
         "{shown}"
     );
     assert!(shown.contains("viewer") && shown.contains("2026-01-05T03:04:05Z"), "{shown}");
+}
+
+/// The widest line of `text`, in characters (every character these tables draw is one column).
+fn widest(text: &str) -> usize {
+    text.lines().map(|line| line.chars().count()).max().unwrap_or(0)
+}
+
+#[test]
+fn tables_fit_the_screen_and_lists_cut_long_texts() {
+    let screen = Screen { width: Some(80) };
+    let long = "A long paragraph of the kind a role prompt holds. ".repeat(20);
+    let mut agent = agent_json();
+    agent["role_prompt"] = json!(long);
+    let mut task = task_json();
+    task["title"] = json!("A title that goes on ".repeat(12));
+    agent["backlog"] = json!([task.clone()]);
+    let detail: AgentDetail = typed(agent.clone());
+    let shown = detail.render(screen);
+    assert!(widest(&shown) <= 80, "{shown}");
+    let prompt_words = shown.matches("paragraph").count();
+    assert_eq!(prompt_words, 20, "show keeps the whole role prompt:\n{shown}");
+    assert!(shown.contains('…'), "the backlog's long title is cut:\n{shown}");
+
+    let agents: AgentList = typed(json!({"agents": [agent]}));
+    let tasks: TaskList = typed(json!({"tasks": [task]}));
+    let tools: ToolList = typed(json!({"tools": [{"name": "http_fetch", "effect": false,
+        "parameters": {}, "description": "Fetches a public web page. ".repeat(30)}],
+        "mcp_servers": []}));
+    for table in [agents.render(screen), tasks.render(screen), tools.render(screen)] {
+        assert!(widest(&table) <= 80, "{table}");
+    }
+    assert!(widest(&tools.render(Screen::default())) > 80, "no screen, no wrapping");
+}
+
+#[test]
+fn money_is_dollars_and_cents() {
+    let budget: BudgetView = typed(
+        json!({"monthly_usd": 25.0, "month": "2026-11", "spent_micros": 0, "spent_usd": 0.0}),
+    );
+    let shown = budget.render(Screen::default());
+    assert!(shown.contains("$25.00") && shown.contains("$0.00"), "{shown}");
+    assert!(!shown.contains("25.0 ") && !shown.contains(" 0.0"), "{shown}");
+    let row = json!({"input_tokens": 1, "output_tokens": 1, "cost_micros": 4200,
+        "cost_usd": 0.0042, "tasks": 1, "steps": 1, "unpriced_steps": 0});
+    let usage: UsageReport = typed(json!({"from": "2026-11-01T00:00:00Z",
+        "to": "2026-12-01T00:00:00Z", "rows": [], "total": row}));
+    let shown = usage.render(Screen::default());
+    assert!(shown.contains("$0.0042"), "{shown}");
+    let mut agent = agent_json();
+    agent["budget_monthly_usd"] = json!(12.5);
+    assert!(typed::<Agent>(agent).render(Screen::default()).contains("$12.50"));
 }
