@@ -19,6 +19,10 @@ Otherwise the profile's login is sent, in the workspace chosen by --workspace, e
 `agentctl workspace use`, else the personal one.";
 
 /// Manage agents from the terminal, remotely over HTTP or locally against the database.
+///
+/// Tables fit the terminal (or `COLUMNS`); lists cut long texts with `…`, which `show` and
+/// `-o json` print whole. Lists read as on the dashboard: agents and schedules oldest first,
+/// activity newest first, tasks at work, then queued in run order, then finished newest first.
 #[derive(Debug, Parser)]
 #[command(name = "agentctl", version, about, propagate_version = true, after_help = CREDENTIALS)]
 pub(crate) struct Cli {
@@ -161,7 +165,8 @@ pub(crate) enum Command {
     Mcp(McpCommand),
     /// The onboarding templates
     Templates,
-    /// A ready agent from a template: asks for what is missing on a terminal
+    /// A ready agent from a template: asks for what is missing on a terminal, and creates the
+    /// agent only after the last answer (Ctrl-C, or Esc at a choice, quits without one)
     Onboard(OnboardArgs),
     /// Print shell completions
     Completions {
@@ -261,7 +266,8 @@ pub(crate) enum TasksCommand {
         #[arg(long)]
         watch: bool,
     },
-    /// The agent's tasks in creation order
+    /// The agent's tasks as the dashboard and `agents show` list them: at work first, then
+    /// queued ones in the order they will run, then finished ones newest first
     List {
         agent: String,
         /// queued, in_progress, awaiting_approval, complete, failed or cancelled
