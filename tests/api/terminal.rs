@@ -33,16 +33,27 @@ pub(crate) struct Terminal {
 /// Arrow keys as a terminal sends them.
 pub(crate) const DOWN: &str = "\x1b[B";
 pub(crate) const ENTER: &str = "\r";
+/// Esc, alone: leaves a choice.
+pub(crate) const ESC: &str = "\x1b";
+/// Ctrl-C as a terminal in raw mode passes it on.
+pub(crate) const CTRL_C: &str = "\x03";
 
 impl Terminal {
     /// Runs `command` with its stdin, stdout and stderr on a new 40x120 terminal.
-    pub(crate) fn spawn(mut command: Command) -> Self {
+    pub(crate) fn spawn(command: Command) -> Self {
+        Self::spawn_with_width(command, 120)
+    }
+
+    /// Runs `command` on a new terminal of 40 rows and `columns` columns; the terminal's size
+    /// is all it has to go by (`COLUMNS` and `LINES` are not passed on).
+    pub(crate) fn spawn_with_width(mut command: Command, columns: u16) -> Self {
         let master =
             openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).expect("a pty");
         grantpt(&master).unwrap();
         unlockpt(&master).unwrap();
-        tcsetwinsize(&master, Winsize { ws_row: 40, ws_col: 120, ws_xpixel: 0, ws_ypixel: 0 })
-            .unwrap();
+        let size = Winsize { ws_row: 40, ws_col: columns, ws_xpixel: 0, ws_ypixel: 0 };
+        tcsetwinsize(&master, size).unwrap();
+        command.env_remove("COLUMNS").env_remove("LINES");
         let name = ptsname(&master, Vec::new()).unwrap();
         let side = OpenOptions::new()
             .read(true)
@@ -77,6 +88,11 @@ impl Terminal {
     /// The screen's text so far, without escape sequences.
     pub(crate) fn text(&self) -> String {
         visible(&self.output.lock().unwrap())
+    }
+
+    /// The lines of the screen so far (without the terminal's carriage returns).
+    pub(crate) fn lines(&self) -> Vec<String> {
+        self.text().lines().map(|line| line.trim_end_matches('\r').to_owned()).collect()
     }
 
     /// Waits until `wanted` appears after what earlier calls consumed, and consumes it.
@@ -119,6 +135,16 @@ impl Terminal {
         })
         .await;
         self.master.write_all(format!("{secret}{ENTER}").as_bytes()).unwrap();
+    }
+
+    /// Waits for the program to exit and for everything it wrote to be read.
+    pub(crate) async fn finish(&mut self) -> ExitStatus {
+        let status = self.wait().await;
+        let read = async { while self.grown.changed().await.is_ok() {} };
+        if tokio::time::timeout(PATIENCE, read).await.is_err() {
+            panic!("the terminal stayed open after the program exited:\n{}", self.text());
+        }
+        status
     }
 
     /// Waits for the program to exit.

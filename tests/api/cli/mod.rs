@@ -11,12 +11,13 @@ use tokio::process::Command;
 use crate::fake_discord::FakeDiscord;
 use crate::fake_models::{FakeModels, OPENAI_KEY, Script};
 use crate::helpers::{TestApp, TestDb, backend_tests, eventually};
-use crate::terminal::{DOWN, ENTER, Terminal};
+use crate::terminal::{CTRL_C, DOWN, ENTER, ESC, Terminal};
 
 mod acting;
 mod approvals;
 mod audit;
 mod budget;
+mod fit;
 mod local;
 mod schedules;
 mod teams;
