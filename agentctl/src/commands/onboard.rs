@@ -3,8 +3,8 @@
 //! usage error raised before anything is created.
 //!
 //! The wizard asks everything first and creates the agent, its tasks, its channel mapping and
-//! its start only after the last answer, so quitting at any question (Ctrl-C, or Esc or `q` at
-//! a choice) leaves no agent. Two things are made before, because later questions need them:
+//! its start only after the last answer, so quitting at any question (Ctrl-C, which ends the
+//! program, or Esc or `q` at a choice, which says so) leaves no agent. Two things are made before, because later questions need them:
 //! the account, once its answers are in (the Discord questions act as that account), and a
 //! Discord server's connection, once its answers are in (its channels are listed from it; it
 //! belongs to the workspace, not to the agent, and any later agent can use it). The service's
@@ -48,10 +48,8 @@ pub(crate) async fn run(
     let client = &sign_in(cx, client, &args, asking).await?;
     let answers = ask(client, &args, asking).await?;
 
-    let setup = SetupRequest {
-        company_name: Some(answers.company),
-        role_template: Some(answers.template),
-    };
+    let setup =
+        SetupRequest { company_name: Some(answers.company), role_template: Some(answers.template) };
     let mut onboarded = client.setup(&setup).await?;
     let agent = onboarded.body.agent.id.as_str().to_owned();
     eprintln!("Created agent {agent} with its sample task.");
@@ -139,7 +137,8 @@ fn quit() -> Failure {
     Failure::usage("Quit before the last answer: no agent was created.")
 }
 
-/// A prompt's answer; Ctrl-C is quitting.
+/// A prompt's answer; Ctrl-C is quitting. (On a terminal Ctrl-C usually ends the program at
+/// once, before anything of the agent is made; this is for when the signal is not delivered.)
 fn asked<T>(answer: dialoguer::Result<T>) -> Result<T, Failure> {
     answer.map_err(|error| {
         let dialoguer::Error::IO(io) = &error;
