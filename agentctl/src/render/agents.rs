@@ -243,21 +243,24 @@ impl Render for Schedule {
             created_at,
             updated_at,
         } = self;
-        let head = fields(screen, [
-            ("agent_id", cell(agent_id)),
-            ("catch_up", cell(catch_up)),
-            ("created_at", cell(created_at)),
-            ("cron", cron.clone()),
-            ("description", cell(description)),
-            ("enabled", enabled.to_string()),
-            ("id", cell(id)),
-            ("last_fired_at", cell(last_fired_at)),
-            ("overlap", cell(overlap)),
-            ("priority", priority.to_string()),
-            ("timezone", timezone.clone()),
-            ("title", title.clone()),
-            ("updated_at", cell(updated_at)),
-        ]);
+        let head = fields(
+            screen,
+            [
+                ("agent_id", cell(agent_id)),
+                ("catch_up", cell(catch_up)),
+                ("created_at", cell(created_at)),
+                ("cron", cron.clone()),
+                ("description", cell(description)),
+                ("enabled", enabled.to_string()),
+                ("id", cell(id)),
+                ("last_fired_at", cell(last_fired_at)),
+                ("overlap", cell(overlap)),
+                ("priority", priority.to_string()),
+                ("timezone", timezone.clone()),
+                ("title", title.clone()),
+                ("updated_at", cell(updated_at)),
+            ],
+        );
         let runs = rows(screen, next_runs, ["NEXT RUNS (LOCAL)", "UTC"], |run| {
             [run.local.clone(), cell(&run.at)]
         });

@@ -133,7 +133,8 @@ mod tests {
         model.tool_calls =
             vec![StepCall { id: "c".into(), name: "memory".into(), arguments: "{}".into() }];
         model.usage = Some(Usage { input_tokens: 120, output_tokens: 30 });
-        model.cost = Some(StepCost { model: "openai:x".into(), cost_micros: 4_200, unpriced: false });
+        model.cost =
+            Some(StepCost { model: "openai:x".into(), cost_micros: 4_200, unpriced: false });
         assert_eq!(finished(&model), "step 2 model → memory [120+30 tokens, openai:x $0.0042]");
         let mut tool = step(StepKind::Tool);
         tool.tool = Some("memory".into());

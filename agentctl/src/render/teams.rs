@@ -76,7 +76,12 @@ pub(crate) struct InviteLink<'a> {
 
 impl Render for InviteLink<'_> {
     fn render(&self, screen: Screen) -> String {
-        format!("{}\nToken: {}\nLink: {}", flat(screen, &self.invite.invite), self.invite.token, self.link)
+        format!(
+            "{}\nToken: {}\nLink: {}",
+            flat(screen, &self.invite.invite),
+            self.invite.token,
+            self.link
+        )
     }
 }
 

@@ -114,7 +114,10 @@ fn texts_read_their_typed_fields() {
 
     let unreachable: McpServerTools =
         typed(json!({"server": "calc", "origin": "user", "tools": [], "error": "refused"}));
-    assert_eq!(unreachable.render(Screen::default()), "MCP server calc (user): unreachable: refused");
+    assert_eq!(
+        unreachable.render(Screen::default()),
+        "MCP server calc (user): unreachable: refused"
+    );
 }
 
 #[test]
