@@ -10,8 +10,13 @@ pub(crate) use teams::{
     AuditCommand, InvitesCommand, KeysCommand, MembersCommand, WorkspaceCommand, WorkspacesCommand,
 };
 
-/// Who the requests are from, said once below every command's options.
-const CREDENTIALS: &str = "\
+/// How tables read and who the requests are from, said once below every command's options.
+const AFTER_HELP: &str = "\
+Tables fit the terminal (or COLUMNS; piped, they are not wrapped); lists cut long texts with \
+`…`, which `show` and `-o json` print whole. Lists read as on the dashboard: agents and \
+schedules oldest first, activity newest first, tasks at work, then queued in run order, then \
+finished newest first. Money reads as on the dashboard: $0.00, four decimals below a cent.
+
 Credentials: when AGENTD_API_KEY is set, its key (agk_...) is sent instead of the profile's \
 login, and acts in the key's own workspace (the profile's `workspace use` choice is not \
 applied; --workspace may only name that one); `logout` still ends the profile's login. \
@@ -19,12 +24,8 @@ Otherwise the profile's login is sent, in the workspace chosen by --workspace, e
 `agentctl workspace use`, else the personal one.";
 
 /// Manage agents from the terminal, remotely over HTTP or locally against the database.
-///
-/// Tables fit the terminal (or `COLUMNS`); lists cut long texts with `…`, which `show` and
-/// `-o json` print whole. Lists read as on the dashboard: agents and schedules oldest first,
-/// activity newest first, tasks at work, then queued in run order, then finished newest first.
 #[derive(Debug, Parser)]
-#[command(name = "agentctl", version, about, propagate_version = true, after_help = CREDENTIALS)]
+#[command(name = "agentctl", version, about, propagate_version = true, after_help = AFTER_HELP)]
 pub(crate) struct Cli {
     #[command(flatten)]
     pub global: Global,
