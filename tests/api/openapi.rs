@@ -70,6 +70,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("GET", "/api/audit/export"),
     ("GET", "/api/audit/verify"),
     ("POST", "/api/mcp/servers/{name}/test"),
+    ("GET", "/api/models"),
     ("GET", "/api/budget"),
     ("PUT", "/api/budget"),
     ("GET", "/api/usage"),

@@ -106,10 +106,11 @@ impl Core {
         Ok(agent)
     }
 
-    /// A model a request names must be `echo` or name a configured provider; one stored
-    /// earlier whose provider was removed fails its tasks when they run.
+    /// A model a request names must be `echo` or name a configured provider that can be
+    /// called (it has its key, or needs none); one stored earlier whose provider was removed
+    /// fails its tasks when they run.
     fn check_model(&self, model: Option<&ModelName>) -> Result<()> {
-        match model.map(|model| self.models().check(model)) {
+        match model.map(|model| self.models().check_usable(model)) {
             Some(Err(problem)) => Err(ValidationErrors::single("model", problem).into()),
             _ => Ok(()),
         }

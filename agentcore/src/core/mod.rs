@@ -18,6 +18,7 @@ mod events;
 mod interactions;
 mod mcp;
 mod metrics;
+mod models;
 mod onboarding;
 mod quotas;
 mod schedules;

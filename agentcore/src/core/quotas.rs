@@ -37,8 +37,9 @@ impl Core {
         &self.inner.quotas
     }
 
-    /// Whether billing is configured (Stripe's webhook): then the plans limit agents.
-    pub(crate) fn billing_configured(&self) -> bool {
+    /// Whether billing is configured (Stripe's webhook): then the plans limit agents; else
+    /// the operator's `quotas.agents_per_user` does (front ends word the limit after it).
+    pub fn billing_configured(&self) -> bool {
         !self.inner.billing.webhook_secrets.is_empty()
     }
 

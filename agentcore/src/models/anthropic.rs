@@ -18,6 +18,7 @@ const API_VERSION: &str = "2023-06-01";
 pub(super) const KIND: Kind = Kind {
     name: "anthropic",
     default_base_url: "https://api.anthropic.com",
+    keyless_elsewhere: false,
     build: |endpoint: Endpoint| {
         std::sync::Arc::new(AnthropicProvider::new(
             endpoint.http,

@@ -18,7 +18,9 @@ impl ModelProvider for EchoProvider {
         });
         let text = format!(
             "[echo] No model was called: this agent uses the offline `echo` model. \
-             Configure a model provider to get real answers.\n\nTask received:\n{}",
+             Configure a model provider to get real answers: the [Models page](/models) of \
+             the dashboard (or `GET /api/models`) lists the providers and how to add a key.\n\n\
+             Task received:\n{}",
             task.unwrap_or_default()
         );
         Ok(Completion { text, tool_calls: Vec::new(), usage: None })

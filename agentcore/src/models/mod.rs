@@ -29,7 +29,7 @@ pub use anthropic::AnthropicProvider;
 pub use echo::EchoProvider;
 pub use openai::OpenAiProvider;
 pub use registry::{
-    EXAMPLE_PRICES, Endpoint, KINDS, Kind, ModelKind, Models, ModelsConfig, ProviderConfig,
+    Configured, EXAMPLE_PRICES, Endpoint, KINDS, Kind, ModelKind, Models, ModelsConfig, ProviderConfig,
     kind_names,
 };
 

@@ -18,6 +18,8 @@ const NAME: &str = "the OpenAI-compatible provider";
 pub(super) const KIND: Kind = Kind {
     name: "openai",
     default_base_url: "https://api.openai.com/v1",
+    // A local OpenAI-compatible server (Ollama, llama.cpp, vLLM) takes calls without a key.
+    keyless_elsewhere: true,
     build: |endpoint: Endpoint| {
         std::sync::Arc::new(OpenAiProvider::new(
             endpoint.http,

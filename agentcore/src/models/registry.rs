@@ -29,6 +29,10 @@ pub struct Kind {
     /// As `kind = "..."` names it.
     pub name: &'static str,
     pub default_base_url: &'static str,
+    /// Whether a server of this kind at another address than `default_base_url` may take
+    /// calls without a key (a local OpenAI-compatible server); at the kind's own address, and
+    /// for a kind without this, calls need one.
+    pub keyless_elsewhere: bool,
     /// Builds a provider of this kind for one endpoint.
     pub build: fn(Endpoint) -> Arc<dyn ModelProvider>,
 }
@@ -130,6 +134,27 @@ fn kind(name: &str) -> Option<&'static Kind> {
     KINDS.iter().find(|k| k.name == name)
 }
 
+/// One configured provider as a caller may see it: where it is and whether it has a key,
+/// never the key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Configured {
+    pub name: String,
+    /// One of the [kinds](Kind).
+    pub kind: &'static str,
+    /// The address calls go to.
+    pub base_url: String,
+    pub has_key: bool,
+    /// Whether calls to it need a key: see [`Kind::keyless_elsewhere`].
+    pub needs_key: bool,
+}
+
+impl Configured {
+    /// Whether a call to it can succeed as configured: it has a key, or needs none.
+    pub fn usable(&self) -> bool {
+        self.has_key || !self.needs_key
+    }
+}
+
 /// The configured providers, and which one a model name means.
 #[derive(Debug, Clone)]
 pub struct Models {
@@ -137,6 +162,8 @@ pub struct Models {
     max_tokens: u32,
     /// `echo` first, then the configured ones by name.
     providers: Vec<(String, Arc<dyn ModelProvider>)>,
+    /// The configured ones by name, as callers see them.
+    configured: Vec<Configured>,
     prices: BTreeMap<String, Price>,
 }
 
@@ -178,6 +205,7 @@ impl Models {
             .map_err(|e| Error::internal(format!("cannot build the HTTP client: {e}")))?;
         let mut providers: Vec<(String, Arc<dyn ModelProvider>)> =
             vec![(ECHO.into(), Arc::new(EchoProvider))];
+        let mut configured = Vec::with_capacity(config.providers.len());
         for (name, provider) in &config.providers {
             let setting = format!("models.providers.{name}");
             provider_name(name).map_err(|e| Error::NotConfigured(format!("{setting}: {e}")))?;
@@ -194,6 +222,14 @@ impl Models {
                     "{setting}.base_url: '{base_url}' is not an http(s) URL"
                 )));
             }
+            let has_key = provider.api_key.as_ref().is_some_and(|k| !k.expose_secret().is_empty());
+            configured.push(Configured {
+                name: name.clone(),
+                kind: kind.name,
+                base_url: base_url.to_owned(),
+                has_key,
+                needs_key: !kind.keyless_elsewhere || base_url == kind.default_base_url,
+            });
             let endpoint = Endpoint {
                 http: http.clone(),
                 base_url: base_url.to_owned(),
@@ -219,6 +255,7 @@ impl Models {
             default: config.default.clone(),
             max_tokens: config.max_tokens,
             providers,
+            configured,
             prices: config.prices.clone(),
         };
         let default = ModelName::parse(&config.default).map_err(|e| {
@@ -251,17 +288,60 @@ impl Models {
         self.providers.iter().map(|(name, _)| name.as_str())
     }
 
-    /// Whether `model` names a configured provider; the error says which ones are.
+    /// The configured providers by name, with their addresses and whether each has a key.
+    pub fn configured(&self) -> &[Configured] {
+        &self.configured
+    }
+
+    /// The providers a call can reach as configured: `echo`, then each that has a key or
+    /// needs none.
+    pub fn usable_providers(&self) -> impl Iterator<Item = &str> {
+        let usable = self.configured.iter().filter(|p| p.usable()).map(|p| p.name.as_str());
+        std::iter::once(ECHO).chain(usable)
+    }
+
+    /// The model names worth offering: `echo`, the default and every priced model whose
+    /// provider is usable, each once.
+    pub fn usable_models(&self) -> Vec<String> {
+        let usable: Vec<&str> = self.usable_providers().collect();
+        let reachable = |name: &str| {
+            let provider = name.split_once(':').map_or(name, |(provider, _)| provider);
+            usable.contains(&provider)
+        };
+        let mut models = vec![ECHO.to_owned()];
+        let named = std::iter::once(self.default.as_str()).chain(self.priced());
+        for name in named.filter(|name| reachable(name)) {
+            if !models.iter().any(|m| m == name) {
+                models.push(name.to_owned());
+            }
+        }
+        models
+    }
+
+    /// Whether `model` names a configured provider; the error says which ones are usable.
     pub fn check(&self, model: &ModelName) -> std::result::Result<(), String> {
         if self.find(model.provider()).is_some() {
             return Ok(());
         }
-        let configured: Vec<&str> = self.provider_names().filter(|n| *n != ECHO).collect();
         Err(format!(
-            "names provider '{}', which is not configured (configured: {})",
+            "names provider '{}', which is not configured (usable: {})",
             model.provider(),
-            if configured.is_empty() { "none".to_owned() } else { configured.join(", ") }
+            self.usable_providers().collect::<Vec<_>>().join(", ")
         ))
+    }
+
+    /// [`Models::check`], and that the provider can be called: one configured without the key
+    /// it needs is refused too, so an agent is not created to fail its every task.
+    pub fn check_usable(&self, model: &ModelName) -> std::result::Result<(), String> {
+        self.check(model)?;
+        match self.configured.iter().find(|p| p.name == model.provider()) {
+            Some(provider) if !provider.usable() => Err(format!(
+                "names provider '{}', which has no API key on this server (usable: {})",
+                provider.name,
+                self.usable_providers().collect::<Vec<_>>().join(", ")
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// Which model answers `model` (or the default).
@@ -349,8 +429,17 @@ mod tests {
         let refused = models.check(&named("mistral:large")).unwrap_err();
         assert_eq!(
             refused,
-            "names provider 'mistral', which is not configured (configured: anthropic, ollama, openai)"
+            "names provider 'mistral', which is not configured (usable: echo, ollama)"
         );
+        let keyless = models.check_usable(&named("openai:gpt-4o")).unwrap_err();
+        assert_eq!(
+            keyless,
+            "names provider 'openai', which has no API key on this server (usable: echo, ollama)"
+        );
+        assert!(models.check_usable(&named("ollama:qwen2.5")).is_ok(), "a local server needs none");
+        let shown: Vec<_> = models.configured().iter().map(|p| (&*p.name, p.usable())).collect();
+        assert_eq!(shown, [("anthropic", false), ("ollama", true), ("openai", false)]);
+        assert_eq!(models.usable_models(), ["echo", "ollama:llama3.1"]);
     }
 
     /// A kind of provider is a `Kind` and its registration: here a fake one, beside the
@@ -375,6 +464,7 @@ mod tests {
         const FIXED: Kind = Kind {
             name: "fixed",
             default_base_url: "http://127.0.0.1:9/fixed",
+            keyless_elsewhere: false,
             build: |endpoint| Arc::new(Fixed(endpoint.base_url)),
         };
         let kinds = [KINDS[0], KINDS[1], FIXED];

@@ -13,6 +13,7 @@ mod chat;
 mod events;
 mod interactions;
 mod mcp;
+mod models;
 mod onboarding;
 mod ops;
 mod schedules;
@@ -74,6 +75,7 @@ pub(crate) fn api() -> OpenApiRouter<AppState> {
         .routes(routes!(mcp::list, mcp::add))
         .routes(routes!(mcp::delete))
         .routes(routes!(mcp::test))
+        .routes(routes!(models::list))
         .routes(routes!(budget::show, budget::set))
         .routes(routes!(budget::usage))
         .routes(routes!(billing::show))
