@@ -99,6 +99,12 @@ pub fn router(state: AppState) -> Router {
             error::ApiError::Core(agentcore::Error::internal("handler panicked")).into_response()
         }))
         .layer(axum::middleware::from_fn(request_id::assign));
+    // Around every layer that can answer an error, so a browser never gets JSON.
+    let router = if http.ui {
+        router.layer(axum::middleware::from_fn_with_state(state.clone(), ui::errors_as_pages))
+    } else {
+        router
+    };
     let router = match cors(&http.cors_origins) {
         Some(cors) => router.layer(cors),
         None => router,

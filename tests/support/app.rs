@@ -69,6 +69,8 @@ pub struct Options {
     pub models: FakeModels,
     /// More OpenAI-compatible providers, by name, each a fake model server of its own.
     pub more_providers: Vec<(String, FakeModels)>,
+    /// Providers configured without their key (`anthropic`, say): none unless set.
+    pub keyless: Vec<String>,
     pub runtime: RuntimeConfig,
     /// Schedules: looked at every 100 ms, with the seconds field allowed so a test's
     /// schedule fires every second.
@@ -113,6 +115,7 @@ impl Options {
             discord: FakeDiscord::start().await,
             models: FakeModels::start().await,
             more_providers: Vec::new(),
+            keyless: Vec::new(),
             runtime: RuntimeConfig {
                 lease: Duration::from_secs(2),
                 poll: Duration::from_millis(200),
@@ -174,6 +177,9 @@ impl Options {
                 ..ProviderConfig::of_kind("openai")
             };
             config.models.providers.insert(name.clone(), provider);
+        }
+        for name in &self.keyless {
+            config.models.provider_mut(name).api_key = None;
         }
         config.models.timeout = Duration::from_secs(5);
         for model in [PRICED_MODEL, PRICED_TOO] {

@@ -13,6 +13,10 @@ use crate::wait::eventually;
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 
+/// The window sizes each dashboard point is checked at: a desktop's and a phone's.
+pub const DESKTOP: (u32, u32) = (1280, 900);
+pub const PHONE: (u32, u32) = (390, 844);
+
 pub struct Browser {
     pub client: Client,
     _driver: tokio::process::Child,
@@ -143,6 +147,12 @@ impl Browser {
 
     pub async fn set_size(&self, width: u32, height: u32) {
         self.client.set_window_size(width, height).await.expect("resize the window");
+    }
+
+    /// Whether the page is as wide as the window at most (no sideways scrolling).
+    pub async fn fits_width(&self) -> bool {
+        let fits = "return document.documentElement.scrollWidth <= window.innerWidth";
+        self.eval(fits).await.as_bool() == Some(true)
     }
 
     /// A PNG of the viewport, written to `path`.

@@ -11,6 +11,7 @@
 //! of the API and not in its OpenAPI document; `http.ui = false` leaves them out.
 
 mod assets;
+mod errors;
 mod form;
 mod pages;
 mod render;
@@ -21,8 +22,10 @@ use axum::routing::{get, post};
 
 use crate::AppState;
 
+pub(crate) use errors::as_pages as errors_as_pages;
+
 use pages::{
-    accounts, agents, backlog, chat, events, onboarding, settings, team, usage, workspaces,
+    accounts, agents, backlog, chat, events, models, onboarding, settings, team, usage, workspaces,
 };
 
 /// Every page and form of the dashboard, each behind the CSRF guard and the browser security
@@ -53,6 +56,7 @@ pub(crate) fn routes(state: AppState) -> Router<AppState> {
         .route("/discord/{guild_id}", get(chat::guild))
         .route("/discord/{guild_id}/{command}", post(chat::command))
         .route("/onboarding", get(onboarding::page).post(onboarding::setup))
+        .route("/models", get(models::page))
         .route("/usage", get(usage::page))
         .route("/usage/budget", post(usage::set_budget))
         .route("/workspace", post(workspaces::switch))

@@ -32,6 +32,8 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("usage.html", include_str!("../../templates/usage.html")),
     ("team.html", include_str!("../../templates/team.html")),
     ("invite.html", include_str!("../../templates/invite.html")),
+    ("models.html", include_str!("../../templates/models.html")),
+    ("agent_limit.html", include_str!("../../templates/agent_limit.html")),
 ];
 
 static TEMPLATE_SET: LazyLock<Environment<'static>> = LazyLock::new(|| {
@@ -136,15 +138,31 @@ pub(super) fn render(template: &str, values: &Value) -> Result<String, minijinja
 }
 
 /// A whole page for an error that has no form to stand beside: its status and its words.
+/// The page carries its error ([`ShownError`]), so the outermost layer (`errors.rs`) can show it
+/// again with the navigation of whoever is signed in.
 pub(super) fn error_page(error: &ApiError) -> Response {
     error.log();
     let body = error.body(&crate::request_id::current().unwrap_or_default()).error;
-    Page::new(
-        "error.html",
-        context! { code => body.code, message => body.message, request_id => body.request_id },
-    )
-    .with_status(error.status())
-    .into_response()
+    let shown = ShownError { code: body.code, message: body.message, request_id: body.request_id };
+    let page = Page::new("error.html", shown.values()).with_status(error.status());
+    let mut response = page.into_response();
+    response.extensions_mut().insert(shown);
+    response
+}
+
+/// An error as its page shows it.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+pub(super) struct ShownError {
+    pub code: String,
+    pub message: String,
+    #[serde(default)]
+    pub request_id: String,
+}
+
+impl ShownError {
+    pub(super) fn values(&self) -> Value {
+        context! { code => self.code, message => self.message, request_id => self.request_id }
+    }
 }
 
 /// What a refused form shows: a sentence at the top and, for each field the API named, its

@@ -66,21 +66,30 @@ impl FromRequestParts<AppState> for Viewer {
     type Rejection = SignInFirst;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, SignInFirst> {
-        let token = session_cookie(state, &parts.headers).ok_or(SignInFirst::Redirect)?;
-        let chosen =
-            cookie(&parts.headers, &name(WORKSPACE_COOKIE, is_secure(state, &parts.headers)));
-        // A workspace the viewer has left (or was removed from) falls back to their own.
-        let principal = match state.core.authenticate(&token, chosen.as_deref()).await {
-            Ok(principal) => Ok(principal),
-            Err(_) if chosen.is_some() => state.core.authenticate(&token, None).await,
-            Err(error) => Err(error),
-        }
-        .map_err(|_| SignInFirst::Redirect)?;
+        let principal = signed_in(state, &parts.headers).await.ok_or(SignInFirst::Redirect)?;
         state.http.limits.caller(&principal).map_err(SignInFirst::Limited)?;
         let mut principal = principal;
         principal.address = state.http.limits.client(parts).map(|ip| ip.to_string());
         Ok(Viewer(principal))
     }
+}
+
+/// Who the session cookie of `headers` signs in, in the workspace the browser chose; `None`
+/// without a cookie, or with a token that expired or was revoked.
+pub(super) async fn signed_in(state: &AppState, headers: &HeaderMap) -> Option<Principal> {
+    let token = session_cookie(state, headers)?;
+    let chosen = cookie(headers, &name(WORKSPACE_COOKIE, is_secure(state, headers)));
+    // A workspace the viewer has left (or was removed from) falls back to their own.
+    match state.core.authenticate(&token, chosen.as_deref()).await {
+        Ok(principal) => Some(principal),
+        Err(_) if chosen.is_some() => state.core.authenticate(&token, None).await.ok(),
+        Err(_) => None,
+    }
+}
+
+/// The form token a signed-in page of `headers`'s session carries (see [`guard`]).
+pub(super) fn session_form_token(state: &AppState, headers: &HeaderMap) -> Option<String> {
+    session_cookie(state, headers).map(|session| state.core.form_token(&session))
 }
 
 /// The CSRF token of this browser, for the page's forms.
@@ -159,7 +168,7 @@ fn refused() -> Response {
 
 /// The browser-facing security headers: a strict Content-Security-Policy (scripts and styles
 /// only from this origin, no inline script), no framing, no sniffing, and no caching of pages.
-fn secure_headers(headers: &mut HeaderMap) {
+pub(super) fn secure_headers(headers: &mut HeaderMap) {
     let fixed: [(&str, &str); 4] = [
         (
             "content-security-policy",

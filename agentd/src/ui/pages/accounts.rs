@@ -48,8 +48,26 @@ pub(crate) async fn login(
         state.http.limits.account(&credentials.email)?;
         Ok::<_, ApiError>(state.core.login(credentials).await?)
     };
-    answer(&state, &headers, "login.html", &csrf, &fields, signed_in.await)
+    match signed_in.await {
+        // The API's words for a refused token ("log in again") mean nothing on the sign-in
+        // form itself: say what went wrong, without saying which of the two it was.
+        Err(error @ ApiError::Core(agentcore::Error::Unauthorized)) => {
+            let next = fields.get("next").as_deref().and_then(invite_path);
+            let errors = FormErrors {
+                message: Some(WRONG_PASSWORD.into()),
+                ..FormErrors::default()
+            };
+            form_page("login.html", &csrf, &fields, next, errors)
+                .with_status(error.status())
+                .into_response()
+        }
+        result => answer(&state, &headers, "login.html", &csrf, &fields, result),
+    }
 }
+
+/// What a refused sign-in says.
+const WRONG_PASSWORD: &str = "The e-mail address or the password is wrong. Check both and try \
+                              again.";
 
 pub(crate) async fn register(
     State(state): State<AppState>,

@@ -63,14 +63,15 @@ async fn overview_page(
     errors: FormErrors,
 ) -> Shown {
     let agents = agent_rows(state, who).await?;
-    let billing = state.core.billing(who).await.map_err(fail)?;
-    let default_model = state.core.models().default_model();
+    let limit = super::agent_limit(state, who).await?;
+    let models = state.core.model_list(who);
     signed_in(
         state,
         who,
         "agents.html",
         context! {
-            csrf => csrf.0, nav => "agents", events => "/events", agents, billing, default_model,
+            csrf => csrf.0, nav => "agents", events => "/events", agents, limit,
+            default_model => models.default_model, usable_models => models.models,
             values => fields.values(), errors,
         },
     )

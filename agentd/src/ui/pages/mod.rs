@@ -8,6 +8,7 @@ pub(super) mod agents;
 pub(super) mod backlog;
 pub(super) mod chat;
 pub(super) mod events;
+pub(super) mod models;
 pub(super) mod onboarding;
 mod running;
 pub(super) mod settings;
@@ -45,7 +46,8 @@ pub(super) fn fail(error: impl Into<ApiError>) -> Failed {
 }
 
 /// A page of the signed-in dashboard: `values`, and for its header the viewer's workspaces
-/// (`workspaces`) and the one the page acts in (`workspace`, with the viewer's role there).
+/// (`workspaces`), the one the page acts in (`workspace`, with the viewer's role there) and
+/// who is signed in (`me`, beside the sign-out button).
 pub(super) async fn signed_in(
     state: &AppState,
     who: &Principal,
@@ -54,7 +56,24 @@ pub(super) async fn signed_in(
 ) -> Shown {
     let workspaces = state.core.workspaces(who).await.map_err(fail)?;
     let workspace = workspaces.iter().find(|w| w.id == who.workspace).cloned();
-    Ok(Page::new(template, context! { workspaces, workspace, ..values }).into_response())
+    let me = state.core.me(who).await.map_err(fail)?;
+    Ok(Page::new(template, context! { workspaces, workspace, me, ..values }).into_response())
+}
+
+/// The workspace's agents against their limit, as `agent_limit.html` shows it.
+#[derive(Debug, serde::Serialize)]
+pub(super) struct AgentLimit {
+    billing: agentcore::domain::billing::Billing,
+    /// Billing is configured: the limit is a plan's, else it is this server's own.
+    billed: bool,
+    /// No room for another agent: forms that create one are not shown.
+    at_limit: bool,
+}
+
+pub(super) async fn agent_limit(state: &AppState, who: &Principal) -> Result<AgentLimit, Failed> {
+    let billing = state.core.billing(who).await.map_err(fail)?;
+    let at_limit = billing.agent_limit.is_some_and(|limit| billing.agents_used >= i64::from(limit));
+    Ok(AgentLimit { billing, billed: state.core.billing_configured(), at_limit })
 }
 
 /// After an accepted form: 303 to `to`.

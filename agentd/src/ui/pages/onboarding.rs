@@ -30,11 +30,16 @@ async fn onboarding_page(
 ) -> Shown {
     let templates = state.core.onboarding_templates();
     let connections = state.core.connections(who).await.map_err(fail)?;
+    // The agent limit is shown before the form is filled in, not only once it is refused.
+    let limit = super::agent_limit(state, who).await?;
     signed_in(
         state,
         who,
         "onboarding.html",
-        context! { csrf => csrf.0, nav => "onboarding", templates, connections, values => fields.values(), errors },
+        context! {
+            csrf => csrf.0, nav => "onboarding", templates, connections, limit,
+            values => fields.values(), errors,
+        },
     )
     .await
 }
