@@ -287,3 +287,61 @@ async fn a_model_with_its_own_script_leaves_the_shared_one_to_the_others() {
     assert_eq!(call(&models, "openai:other").await.unwrap().text, "shared");
     assert_eq!(call(&models, "openai:other").await.unwrap().text, "Answer to: Write a haiku");
 }
+
+crate::helpers::backend_tests! { db;
+    the_model_list_names_each_provider_and_whether_it_has_a_key_never_the_key,
+    a_provider_without_its_key_is_refused_naming_the_usable_ones,
+}
+
+/// `GET /api/models`, for any member, with `anthropic` configured without its key.
+async fn the_model_list_names_each_provider_and_whether_it_has_a_key_never_the_key(
+    db: crate::helpers::TestDb,
+) {
+    let app = crate::helpers::app_with(db, |o| o.keyless = vec!["anthropic".into()]).await;
+    app.request(reqwest::Method::GET, "/api/models", None, None)
+        .await
+        .assert_error(401, "unauthorized");
+    let user = app.register("models@example.com").await;
+    let reply = app.get("/api/models", &user).await;
+    let list = reply.assert_status(200);
+    assert!(!list.to_string().contains(OPENAI_KEY), "no key in {list}");
+    assert!(!list.to_string().contains(ANTHROPIC_KEY), "no key in {list}");
+    assert_eq!(list["default_model"], "echo");
+    assert_eq!(list["usable_providers"], json!(["echo", "openai"]));
+    let models: Vec<&str> =
+        list["models"].as_array().unwrap().iter().map(|m| m.as_str().unwrap()).collect();
+    assert_eq!(models[0], "echo");
+    assert!(models.contains(&crate::helpers::PRICED_MODEL), "{models:?}");
+    assert!(!models.iter().any(|m| m.starts_with("anthropic:")), "{models:?}");
+    let provider = |name: &str| {
+        list["providers"].as_array().unwrap().iter().find(|p| p["name"] == name).cloned().unwrap()
+    };
+    let anthropic = provider("anthropic");
+    assert_eq!(anthropic["kind"], "anthropic");
+    assert_eq!(
+        (&anthropic["has_key"], &anthropic["needs_key"], &anthropic["usable"]),
+        (&json!(false), &json!(true), &json!(false))
+    );
+    let openai = provider("openai");
+    assert_eq!((&openai["has_key"], &openai["usable"]), (&json!(true), &json!(true)));
+    assert_eq!(openai["base_url"], app.options.models.openai_base());
+}
+
+async fn a_provider_without_its_key_is_refused_naming_the_usable_ones(db: crate::helpers::TestDb) {
+    let app = crate::helpers::app_with(db, |o| o.keyless = vec!["anthropic".into()]).await;
+    let user = app.register("keyless@example.com").await;
+    let agent = json!({"id": "a", "name": "A", "role_prompt": "Answer.", "channel": "a",
+                       "model": "anthropic:claude-sonnet-4-5"});
+    let refused = app.post("/api/agents", &user, agent).await;
+    refused.assert_error(400, "validation_failed");
+    let problem = refused.body["error"]["details"]["model"].as_str().unwrap();
+    assert_eq!(
+        problem,
+        "names provider 'anthropic', which has no API key on this server (usable: echo, openai)"
+    );
+    let listed = app.get("/api/agents", &user).await;
+    assert_eq!(listed.assert_status(200)["agents"], json!([]), "nothing was created");
+    let agent = json!({"id": "b", "name": "B", "role_prompt": "Answer.", "channel": "b",
+                       "model": crate::helpers::PRICED_MODEL});
+    app.post("/api/agents", &user, agent).await.assert_status(201);
+}

@@ -3,10 +3,12 @@
 //! token, another user's URL, a revoked cookie).
 
 mod browser;
+mod errors;
 mod forms;
 mod http;
 mod live;
 mod live_browser;
+mod models;
 mod teams;
 mod teams_browser;
 
