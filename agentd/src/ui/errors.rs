@@ -88,7 +88,7 @@ async fn page(state: &AppState, headers: &HeaderMap, status: StatusCode, shown: 
     };
     if let Some(who) = session::signed_in(state, headers).await {
         let csrf = session::session_form_token(state, headers).unwrap_or_default();
-        let values = context! { csrf, nav => "error", ..values };
+        let values = context! { csrf, nav => "error", ..values.clone() };
         if let Ok(mut page) = pages::signed_in(state, &who, "error.html", values).await {
             *page.status_mut() = status;
             return page;

@@ -53,7 +53,10 @@ async fn the_placeholder_leads_to_the_models_page_and_the_model_field_offers_onl
         let how = browser.text("#add-a-key").await;
         assert!(how.contains("AGENTD_MODELS__PROVIDERS__"), "how to add a key: {how}");
         assert!(how.contains("ANTHROPIC_API_KEY"), "{how}");
-        assert!(browser.fits_width().await, "the Models page fits {width} px");
+        let wide = browser
+            .eval("return [...document.querySelectorAll('main *')].filter(e => e.getBoundingClientRect().right > window.innerWidth).map(e => e.tagName + '.' + e.className + ':' + e.textContent.slice(0, 40))")
+            .await;
+        assert!(browser.fits_width().await, "the Models page fits {width} px: {wide}");
         assert_eq!(
             browser.find("nav a[href='/models']").await.attr("aria-current").await.unwrap(),
             Some("page".into())

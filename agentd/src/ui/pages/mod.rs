@@ -47,7 +47,7 @@ pub(super) fn fail(error: impl Into<ApiError>) -> Failed {
 
 /// A page of the signed-in dashboard: `values`, and for its header the viewer's workspaces
 /// (`workspaces`), the one the page acts in (`workspace`, with the viewer's role there) and
-/// who is signed in (`me`, beside the sign-out button).
+/// who is signed in (`signed_in_as`, beside the sign-out button).
 pub(super) async fn signed_in(
     state: &AppState,
     who: &Principal,
@@ -56,8 +56,9 @@ pub(super) async fn signed_in(
 ) -> Shown {
     let workspaces = state.core.workspaces(who).await.map_err(fail)?;
     let workspace = workspaces.iter().find(|w| w.id == who.workspace).cloned();
-    let me = state.core.me(who).await.map_err(fail)?;
-    Ok(Page::new(template, context! { workspaces, workspace, me, ..values }).into_response())
+    let signed_in_as = state.core.me(who).await.map_err(fail)?;
+    let values = context! { workspaces, workspace, signed_in_as, ..values };
+    Ok(Page::new(template, values).into_response())
 }
 
 /// The workspace's agents against their limit, as `agent_limit.html` shows it.
