@@ -29,8 +29,8 @@ pub use anthropic::AnthropicProvider;
 pub use echo::EchoProvider;
 pub use openai::OpenAiProvider;
 pub use registry::{
-    Configured, EXAMPLE_PRICES, Endpoint, KINDS, Kind, ModelKind, Models, ModelsConfig, ProviderConfig,
-    kind_names,
+    Configured, EXAMPLE_PRICES, Endpoint, KINDS, Kind, ModelKind, Models, ModelsConfig,
+    ProviderConfig, kind_names,
 };
 
 use crate::domain::task::Usage;

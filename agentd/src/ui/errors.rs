@@ -22,7 +22,11 @@ const MAX_ERROR_BODY: usize = 64 * 1024;
 
 /// Middleware around the whole application (with the dashboard on): an error for a browser,
 /// as a page.
-pub(crate) async fn as_pages(State(state): State<AppState>, request: Request, next: Next) -> Response {
+pub(crate) async fn as_pages(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
     let browser = wants_html(request.headers());
     let headers = request.headers().clone();
     let response = next.run(request).await;
@@ -81,7 +85,12 @@ fn wants_html(headers: &HeaderMap) -> bool {
 
 /// The error page for `status`: its title and the error's words, with the navigation when the
 /// session cookie signs someone in, else the ways to sign in.
-async fn page(state: &AppState, headers: &HeaderMap, status: StatusCode, shown: &ShownError) -> Response {
+async fn page(
+    state: &AppState,
+    headers: &HeaderMap,
+    status: StatusCode,
+    shown: &ShownError,
+) -> Response {
     let (title, message) = words(status, shown);
     let values = context! {
         title, message, code => shown.code, request_id => shown.request_id, status => status.as_u16(),
@@ -94,7 +103,9 @@ async fn page(state: &AppState, headers: &HeaderMap, status: StatusCode, shown: 
             return page;
         }
     }
-    Page::new("error.html", context! { guest => true, ..values }).with_status(status).into_response()
+    Page::new("error.html", context! { guest => true, ..values })
+        .with_status(status)
+        .into_response()
 }
 
 /// A heading for the status, and the error's sentence, except where the API's words are for
@@ -138,7 +149,8 @@ mod tests {
         assert!(!wants_html(&headers), "no Accept: an API client");
         headers.insert(header::ACCEPT, "application/json".parse().unwrap());
         assert!(!wants_html(&headers));
-        headers.insert(header::ACCEPT, "text/html,application/xhtml+xml,*/*;q=0.8".parse().unwrap());
+        headers
+            .insert(header::ACCEPT, "text/html,application/xhtml+xml,*/*;q=0.8".parse().unwrap());
         assert!(wants_html(&headers));
         let mut htmx = HeaderMap::new();
         htmx.insert("hx-request", "true".parse().unwrap());

@@ -65,7 +65,9 @@ async fn the_placeholder_leads_to_the_models_page_and_the_model_field_offers_onl
         // The model field offers the usable models only.
         browser.goto(&at("/")).await;
         let offered = browser
-            .eval("return [...document.querySelectorAll('#usable-models option')].map(o => o.value)")
+            .eval(
+                "return [...document.querySelectorAll('#usable-models option')].map(o => o.value)",
+            )
             .await;
         let offered: Vec<String> = serde_json::from_value(offered).unwrap();
         assert!(offered.contains(&"echo".to_owned()), "{offered:?}");

@@ -53,10 +53,8 @@ pub(crate) async fn login(
         // form itself: say what went wrong, without saying which of the two it was.
         Err(error @ ApiError::Core(agentcore::Error::Unauthorized)) => {
             let next = fields.get("next").as_deref().and_then(invite_path);
-            let errors = FormErrors {
-                message: Some(WRONG_PASSWORD.into()),
-                ..FormErrors::default()
-            };
+            let errors =
+                FormErrors { message: Some(WRONG_PASSWORD.into()), ..FormErrors::default() };
             form_page("login.html", &csrf, &fields, next, errors)
                 .with_status(error.status())
                 .into_response()

@@ -40,7 +40,10 @@ pub(crate) async fn page(
             let error = ApiError::from(problems);
             let errors = FormErrors::of(&error);
             let period = Period { query: UsageParams::default(), typed, errors };
-            refused(usage_page(&state, &who, &csrf, period, &fields, FormErrors::default()).await?, &error)
+            refused(
+                usage_page(&state, &who, &csrf, period, &fields, FormErrors::default()).await?,
+                &error,
+            )
         }
     }
 }
@@ -72,11 +75,8 @@ async fn usage_page(
 ) -> Shown {
     let mut reports = Vec::new();
     for grouping in ["agent", "model", "day"] {
-        let query = UsageParams {
-            group_by: Some(grouping.into()),
-            agent_id: None,
-            ..period.query.clone()
-        };
+        let query =
+            UsageParams { group_by: Some(grouping.into()), agent_id: None, ..period.query.clone() };
         reports.push(
             context! { grouping, report => state.core.usage(who, &query).await.map_err(fail)? },
         );
