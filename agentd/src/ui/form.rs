@@ -30,6 +30,16 @@ impl Fields {
         self.0.iter().filter(|(key, _)| key != super::session::CSRF_FIELD).cloned().collect()
     }
 
+    /// Every field's values, in order, by name: what a refused form's checkboxes and multiple
+    /// selects are ticked from (`values` keeps one value a name).
+    pub(super) fn lists(&self) -> std::collections::BTreeMap<String, Vec<String>> {
+        let mut lists = std::collections::BTreeMap::<String, Vec<String>>::new();
+        for (key, value) in self.0.iter().filter(|(key, _)| key != super::session::CSRF_FIELD) {
+            lists.entry(key.clone()).or_default().push(value.clone());
+        }
+        lists
+    }
+
     /// A number field: absent when blank; otherwise the number, or the field named wrong.
     pub(super) fn number<T: std::str::FromStr>(
         &self,

@@ -34,6 +34,7 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("invite.html", include_str!("../../templates/invite.html")),
     ("models.html", include_str!("../../templates/models.html")),
     ("agent_limit.html", include_str!("../../templates/agent_limit.html")),
+    ("confirm.html", include_str!("../../templates/confirm.html")),
 ];
 
 static TEMPLATE_SET: LazyLock<Environment<'static>> = LazyLock::new(|| {
@@ -133,8 +134,10 @@ impl IntoResponse for Page {
     }
 }
 
+/// `template` with `values`, and the message a form left for this page (`flash`), if any.
 pub(super) fn render(template: &str, values: &Value) -> Result<String, minijinja::Error> {
-    TEMPLATE_SET.get_template(template)?.render(values)
+    let template = TEMPLATE_SET.get_template(template)?;
+    template.render(context! { flash => super::flash::take(), ..values.clone() })
 }
 
 /// A whole page for an error that has no form to stand beside: its status and its words.

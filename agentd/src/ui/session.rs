@@ -243,7 +243,12 @@ pub(super) fn origin(state: &AppState, headers: &HeaderMap) -> String {
 }
 
 /// A cookie for the whole site that scripts cannot read, `Secure` over https.
-fn set_cookie(name: String, value: String, same_site: SameSite, secure: bool) -> Cookie<'static> {
+pub(super) fn set_cookie(
+    name: String,
+    value: String,
+    same_site: SameSite,
+    secure: bool,
+) -> Cookie<'static> {
     Cookie::build((name, value))
         .path("/")
         .http_only(true)
@@ -258,12 +263,12 @@ fn session_cookie(state: &AppState, headers: &HeaderMap) -> Option<String> {
 }
 
 /// A cookie's name: `__Host-` prefixed over https.
-fn name(base: &str, secure: bool) -> String {
+pub(super) fn name(base: &str, secure: bool) -> String {
     if secure { format!("{HOST_PREFIX}{base}") } else { base.to_owned() }
 }
 
 /// Came over https: configured so, or said so by the proxy in front.
-fn is_secure(state: &AppState, headers: &HeaderMap) -> bool {
+pub(super) fn is_secure(state: &AppState, headers: &HeaderMap) -> bool {
     state.http.config.secure_cookies
         || header_value(headers, "x-forwarded-proto")
             .is_some_and(|p| p.eq_ignore_ascii_case("https"))

@@ -10,6 +10,7 @@ use serde::Deserialize;
 
 use agentcore::Session;
 use agentcore::api::{LoginRequest, RegisterRequest};
+use agentcore::domain::user::Password;
 
 use crate::AppState;
 use crate::error::ApiError;
@@ -134,7 +135,9 @@ fn form_page(
     let mut values = fields.values();
     values.remove("password");
     values.remove("next");
-    Page::new(template, context! { csrf => csrf.0, values, next, errors })
+    // The rule a new password must meet, stated before a first try: the domain's own bounds.
+    let password = context! { min => Password::MIN_CHARS, max => Password::MAX_CHARS };
+    Page::new(template, context! { csrf => csrf.0, values, next, errors, password })
 }
 
 /// `path` when it is an invite's page on this dashboard (`/invite/` and up to 128 letters and

@@ -17,7 +17,7 @@ use crate::ui::form::Fields;
 use crate::ui::render::FormErrors;
 use crate::ui::session::{Csrf, Viewer};
 
-use super::{Shown, agent_id, agent_url, fail, refused, see, signed_in};
+use super::{Shown, agent_id, agent_url, done, fail, refused, see, signed_in};
 
 /// `GET /`: every agent with its status, backlog counts, last activity and cost this month.
 pub(crate) async fn overview(
@@ -47,7 +47,7 @@ pub(crate) async fn create(
         Ok::<_, crate::error::ApiError>(state.core.create_agent(&who, request.parse()?).await?)
     };
     match created.await {
-        Ok(agent) => see(&agent_url(&agent.id)),
+        Ok(agent) => done(&agent_url(&agent.id), format!("Agent {} created.", agent.name)),
         Err(error) => refused(
             overview_page(&state, &who, &csrf, &fields, FormErrors::of(&error)).await?,
             &error,
@@ -176,19 +176,34 @@ pub(crate) async fn command(
 ) -> Shown {
     let id = agent_id(&id)?;
     let core = &state.core;
-    match command.as_str() {
-        "start" => core.start_agent(&who, &id).await.map(drop),
-        "stop" => core.stop_agent(&who, &id).await.map(drop),
-        "vacation" => core
-            .set_vacation(&who, &id, Some(fields.get("enabled").as_deref() == Some("true")))
-            .await
-            .map(drop),
+    let agent = match command.as_str() {
+        "start" => core.start_agent(&who, &id).await,
+        "stop" => core.stop_agent(&who, &id).await,
+        "vacation" => {
+            let on = fields.get("enabled").as_deref() == Some("true");
+            core.set_vacation(&who, &id, Some(on)).await
+        }
         "delete" => {
             core.delete_agent(&who, &id).await.map_err(fail)?;
-            return see("/");
+            let message =
+                format!("The agent {id} was deleted, with its backlog, schedules and activity.");
+            return done("/", message);
         }
         _ => return Err(fail(crate::error::ApiError::RouteNotFound)),
     }
     .map_err(fail)?;
-    see(&agent_url(&id))
+    done(&agent_url(&id), format!("{} is {} now.", agent.name, agent.status))
+}
+
+/// `GET /agents/{id}/{form}` (settings, memory, schedules, tasks): a form's address visited,
+/// say by reloading the page a refused form answered. Nothing is saved: back to the form's
+/// section of the agent's page.
+pub(crate) async fn form_address(Path(id): Path<String>, uri: axum::http::Uri) -> Shown {
+    let id = agent_id(&id)?;
+    let section = match uri.path().rsplit('/').next() {
+        Some("tasks") => "add-task",
+        Some(form @ ("settings" | "memory" | "schedules")) => form,
+        _ => return Err(fail(crate::error::ApiError::RouteNotFound)),
+    };
+    see(&format!("{}#{section}", agent_url(&id)))
 }

@@ -17,7 +17,7 @@ use crate::ui::render::FormErrors;
 use crate::ui::session::{Csrf, Viewer};
 
 use super::settings::answer;
-use super::{Shown, agent_id, agent_url, fail, refused, see, signed_in, task_id};
+use super::{Shown, agent_id, agent_url, done, fail, refused, signed_in, task_id};
 
 /// `POST /agents/{id}/tasks`: a new task in the backlog.
 pub(crate) async fn add(
@@ -38,7 +38,8 @@ pub(crate) async fn add(
         errors.into_result()?;
         Ok::<_, ApiError>(state.core.add_task(&who, &id, request.parse()?).await?)
     };
-    answer(&state, &who, &csrf, &id, "task", &fields, result.await).await
+    let added = format!("The task “{}” was added.", fields.get("title").unwrap_or_default());
+    answer(&state, &who, &csrf, &id, ("task", &added), &fields, result.await).await
 }
 
 /// `GET /agents/{id}/tasks/{task_id}`: the task, its result and its steps.
@@ -62,13 +63,15 @@ async fn task_page(
     let task = state.core.task(who, agent, id).await.map_err(fail)?;
     let steps = state.core.steps(who, agent, id).await.map_err(fail)?;
     let running = super::running::running(&task, &steps);
+    let awaiting = super::running::awaiting(&task, &steps).cloned();
     let events = format!("/events?agent={agent}&task={id}");
     signed_in(
         state,
         who,
         "task.html",
         context! {
-            csrf => csrf.0, nav => "agents", events, agent_id => agent, task, steps, running, form,
+            csrf => csrf.0, nav => "agents", events, agent_id => agent, task, steps, running, awaiting,
+            form,
         },
     )
     .await
@@ -94,7 +97,7 @@ pub(crate) async fn update(
         Ok::<_, ApiError>(state.core.update_task(&who, &id, &task, request.parse()?).await?)
     };
     match result.await {
-        Ok(_) => see(&format!("{}/tasks/{task}", agent_url(&id))),
+        Ok(_) => done(&format!("{}/tasks/{task}", agent_url(&id)), "The task was saved."),
         Err(error) => {
             let form = context! { values => fields.values(), errors => FormErrors::of(&error) };
             refused(task_page(&state, &who, &csrf, &id, &task, form).await?, &error)
@@ -104,7 +107,8 @@ pub(crate) async fn update(
 
 /// `POST /agents/{id}/tasks/{task_id}/{command}`: retry a failed task, cancel one (queued,
 /// awaiting approval or running), approve or deny its tool call, or delete it. Back to the
-/// agent's page, or to the task's with the field `to=task` (its page's buttons).
+/// agent's backlog, or to the task's page with the field `to=task` (its page's buttons), with a
+/// message saying what was done.
 pub(crate) async fn command(
     State(state): State<AppState>,
     Viewer(who): Viewer,
@@ -112,22 +116,36 @@ pub(crate) async fn command(
     fields: Fields,
 ) -> Shown {
     let (id, task) = (agent_id(&id)?, task_id(&task)?);
+    let core = &state.core;
+    let backlog = format!("{}#backlog", agent_url(&id));
+    let page = match fields.get("to").as_deref() {
+        Some("task") => format!("{}/tasks/{task}", agent_url(&id)),
+        _ => backlog.clone(),
+    };
     match command.as_str() {
-        "retry" => drop(state.core.retry_task(&who, &id, &task).await.map_err(fail)?),
-        "cancel" => {
-            drop(state.core.cancel_task(&who, &id, &task).await.map_err(fail)?);
-            if fields.get("to").as_deref() == Some("task") {
-                return see(&format!("{}/tasks/{task}", agent_url(&id)));
-            }
+        "retry" => {
+            let retried = core.retry_task(&who, &id, &task).await.map_err(fail)?;
+            done(&page, format!("The task “{}” is queued again.", retried.title))
         }
-        "delete" => state.core.delete_task(&who, &id, &task).await.map_err(fail)?,
+        "cancel" => {
+            let cancelled = core.cancel_task(&who, &id, &task).await.map_err(fail)?;
+            done(&page, format!("The task “{}” was cancelled.", cancelled.title))
+        }
+        "delete" => {
+            let title = core.task(&who, &id, &task).await.map_err(fail)?.title;
+            core.delete_task(&who, &id, &task).await.map_err(fail)?;
+            done(&backlog, format!("The task “{title}” was deleted."))
+        }
         "approve" => {
-            drop(state.core.decide_task(&who, &id, &task, Decision::Approve).await.map_err(fail)?)
+            let approval =
+                core.decide_task(&who, &id, &task, Decision::Approve).await.map_err(fail)?;
+            done(&page, format!("Approved: the task goes on and calls {}.", approval.tool))
         }
         "deny" => {
-            drop(state.core.decide_task(&who, &id, &task, Decision::Deny).await.map_err(fail)?)
+            let approval =
+                core.decide_task(&who, &id, &task, Decision::Deny).await.map_err(fail)?;
+            done(&page, format!("Denied: the task goes on without calling {}.", approval.tool))
         }
-        _ => return Err(fail(ApiError::RouteNotFound)),
+        _ => Err(fail(ApiError::RouteNotFound)),
     }
-    see(&agent_url(&id))
 }

@@ -16,7 +16,7 @@ use crate::ui::form::Fields;
 use crate::ui::render::FormErrors;
 use crate::ui::session::{Csrf, Viewer};
 
-use super::{Shown, fail, refused, see, signed_in};
+use super::{Shown, done, fail, refused, see, signed_in};
 
 fn guild_id(raw: &str) -> Result<GuildId, super::Failed> {
     crate::extract::guild_id(raw).map_err(fail)
@@ -62,7 +62,10 @@ pub(crate) async fn connect(
     };
     let result = async { Ok::<_, ApiError>(state.core.connect(&who, &request.parse()?).await?) };
     match result.await {
-        Ok(connected) => see(&format!("/discord/{}", connected.guild_id)),
+        Ok(connected) => {
+            let message = format!("{} is connected.", connected.guild_name);
+            done(&format!("/discord/{}", connected.guild_id), message)
+        }
         Err(error) => {
             let mut values = fields.values();
             values.remove("bot_token");
@@ -172,7 +175,11 @@ pub(crate) async fn command(
                 Ok::<_, ApiError>(state.core.map_agent(&who, &guild, &agent, &channel).await?)
             };
             match result.await {
-                Ok(_) => see(&format!("/discord/{guild}")),
+                Ok(mapped) => {
+                    let message =
+                        format!("{} posts to #{} now.", mapped.agent_id, mapped.channel_name);
+                    done(&format!("/discord/{guild}"), message)
+                }
                 Err(error) => {
                     let form =
                         context! { values => fields.values(), errors => FormErrors::of(&error) };
@@ -189,7 +196,7 @@ pub(crate) async fn command(
         }
         "disconnect" => {
             state.core.disconnect(&who, &guild).await.map_err(fail)?;
-            see("/discord")
+            done("/discord", format!("The server {guild} was disconnected."))
         }
         _ => Err(fail(ApiError::RouteNotFound)),
     }
@@ -203,8 +210,6 @@ pub(crate) async fn unmap(
 ) -> Shown {
     let agent = super::agent_id(&fields.get("agent_id").unwrap_or_default())?;
     state.core.unmap_agent(&who, &agent).await.map_err(fail)?;
-    see(&fields
-        .text("back")
-        .filter(|b| b.starts_with("/discord"))
-        .unwrap_or_else(|| "/discord".into()))
+    let back = fields.text("back").filter(|b| b.starts_with("/discord"));
+    done(&back.unwrap_or_else(|| "/discord".into()), format!("{agent} no longer posts to Discord."))
 }

@@ -7,6 +7,7 @@ pub(super) mod accounts;
 pub(super) mod agents;
 pub(super) mod backlog;
 pub(super) mod chat;
+pub(super) mod confirm;
 pub(super) mod events;
 pub(super) mod models;
 pub(super) mod onboarding;
@@ -80,6 +81,12 @@ pub(super) async fn agent_limit(state: &AppState, who: &Principal) -> Result<Age
 /// After an accepted form: 303 to `to`.
 pub(super) fn see(to: &str) -> Shown {
     Ok(Redirect::to(to).into_response())
+}
+
+/// After an accepted form: 303 to `to` (a page, or a section of one: `…#settings`), with
+/// `message` shown once there.
+pub(super) fn done(to: &str, message: impl Into<String>) -> Shown {
+    Ok(super::flash::done(to, message))
 }
 
 /// A page shown again for a refused form, with the refusal's status.

@@ -2,12 +2,13 @@
 //! than the last stored step's, and it began when that step was stored (or when the task
 //! started, before any). It is a tool call while the last model step's calls are not all
 //! answered by the tool steps after it, else a model call. A stream's `step.started` says the
-//! same live (`live.js`); this is what a page shows when loaded, or without JavaScript.
+//! same live (`live.js`); this is what a page shows when loaded, or without JavaScript. A task
+//! awaiting approval waits on that same next call, which its page shows above Approve and Deny.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use agentcore::domain::steps::{Step, StepKind};
+use agentcore::domain::steps::{Step, StepCall, StepKind};
 use agentcore::domain::task::{Task, TaskStatus};
 
 /// The step running now, as the task page shows it.
@@ -27,22 +28,32 @@ pub(super) fn running(task: &Task, steps: &[Step]) -> Option<Running> {
     let last = steps.last();
     let since = last.map(|step| step.created_at).or(task.started_at)?;
     let seq = last.map_or(1, |step| step.seq + 1);
-    let asked = steps.iter().rposition(|step| step.kind == StepKind::Model);
-    let next_call = asked.and_then(|at| {
-        let answered = steps[at + 1..].iter().filter(|s| s.kind == StepKind::Tool).count();
-        steps[at].tool_calls.get(answered)
-    });
-    let what = match next_call {
+    let what = match next_call(steps) {
         Some(call) => format!("tool {}", call.name),
         None => "model call".to_owned(),
     };
     Some(Running { seq, what, since })
 }
 
+/// The tool call a task awaiting approval waits on, given its stored `steps`: the first call
+/// of its last model step that no tool step has answered yet. `None` unless it is waiting.
+pub(super) fn awaiting<'a>(task: &Task, steps: &'a [Step]) -> Option<&'a StepCall> {
+    if task.status != TaskStatus::AwaitingApproval {
+        return None;
+    }
+    next_call(steps)
+}
+
+/// The first call of the last model step not yet answered by a tool step after it.
+fn next_call(steps: &[Step]) -> Option<&StepCall> {
+    let asked = steps.iter().rposition(|step| step.kind == StepKind::Model)?;
+    let answered = steps[asked + 1..].iter().filter(|s| s.kind == StepKind::Tool).count();
+    steps[asked].tool_calls.get(answered)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agentcore::domain::steps::StepCall;
     use chrono::TimeZone;
 
     fn at(second: u32) -> DateTime<Utc> {
@@ -104,6 +115,16 @@ mod tests {
         steps.push(step(3, StepKind::Tool, &[], 6));
         let third = running(&task, &steps).unwrap();
         assert_eq!((third.seq, third.what.as_str(), third.since), (4, "model call", at(6)));
+    }
+
+    #[test]
+    fn a_task_awaiting_approval_waits_on_its_first_unanswered_call() {
+        let waiting = task(TaskStatus::AwaitingApproval);
+        let mut steps = vec![step(1, StepKind::Model, &["memory", "http_fetch"], 3)];
+        assert_eq!(awaiting(&waiting, &steps).map(|c| c.name.as_str()), Some("memory"));
+        steps.push(step(2, StepKind::Tool, &[], 4));
+        assert_eq!(awaiting(&waiting, &steps).map(|c| c.name.as_str()), Some("http_fetch"));
+        assert_eq!(awaiting(&task(TaskStatus::InProgress), &steps), None);
     }
 
     #[test]

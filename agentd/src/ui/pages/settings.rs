@@ -16,7 +16,7 @@ use crate::ui::render::FormErrors;
 use crate::ui::session::{Csrf, Viewer};
 
 use super::agents::agent_page;
-use super::{Shown, agent_id, agent_url, fail, refused, see};
+use super::{Shown, agent_id, agent_url, done, fail, refused};
 
 /// `POST /agents/{id}/settings`: name, role prompt, channel, model, tools, step limit, budget,
 /// the tools that need approval (comma-separated).
@@ -58,7 +58,7 @@ pub(crate) async fn update(
         errors.into_result()?;
         Ok::<_, ApiError>(state.core.update_agent(&who, &id, request.parse()?).await?)
     };
-    answer(&state, &who, &csrf, &id, "settings", &fields, result.await).await
+    answer(&state, &who, &csrf, &id, ("settings", "Settings saved."), &fields, result.await).await
 }
 
 /// `POST /agents/{id}/memory`: replaces the memory block.
@@ -73,7 +73,7 @@ pub(crate) async fn memory(
     let request = SetMemoryRequest { memory: Some(fields.all("memory").concat()) };
     let result =
         async { Ok::<_, ApiError>(state.core.set_memory(&who, &id, &request.parse()?).await?) };
-    answer(&state, &who, &csrf, &id, "memory", &fields, result.await).await
+    answer(&state, &who, &csrf, &id, ("memory", "Memory saved."), &fields, result.await).await
 }
 
 /// `POST /agents/{id}/schedules`: a new schedule.
@@ -100,7 +100,8 @@ pub(crate) async fn add_schedule(
         errors.into_result()?;
         Ok::<_, ApiError>(state.core.add_schedule(&who, &id, request.parse()?).await?)
     };
-    answer(&state, &who, &csrf, &id, "schedule", &fields, result.await).await
+    let added = format!("The schedule “{}” was added.", fields.get("title").unwrap_or_default());
+    answer(&state, &who, &csrf, &id, ("schedule", &added), &fields, result.await).await
 }
 
 /// `POST /agents/{id}/schedules/{schedule_id}/{command}`: enable, disable or delete.
@@ -111,36 +112,46 @@ pub(crate) async fn schedule_command(
 ) -> Shown {
     let id = agent_id(&id)?;
     let schedule = crate::extract::schedule_id(&schedule).map_err(fail)?;
+    let schedules = format!("{}#schedules", agent_url(&id));
     let enabled = match command.as_str() {
         "enable" => true,
         "disable" => false,
         "delete" => {
+            let title = state.core.schedule(&who, &id, &schedule).await.map_err(fail)?.title;
             state.core.delete_schedule(&who, &id, &schedule).await.map_err(fail)?;
-            return see(&agent_url(&id));
+            return done(&schedules, format!("The schedule “{title}” was deleted."));
         }
         _ => return Err(fail(ApiError::RouteNotFound)),
     };
     let patch =
         UpdateScheduleRequest { enabled: Some(enabled), ..UpdateScheduleRequest::default() };
     let patch = patch.parse().map_err(fail)?;
-    state.core.update_schedule(&who, &id, &schedule, patch).await.map_err(fail)?;
-    see(&agent_url(&id))
+    let changed = state.core.update_schedule(&who, &id, &schedule, patch).await.map_err(fail)?;
+    let now = if enabled { "enabled" } else { "disabled" };
+    done(&schedules, format!("The schedule “{}” is {now}.", changed.title))
 }
 
-/// After a form on an agent's page: back to the page, or, refused, the page again with the
-/// form's values and its errors beside their fields.
+/// After a form on an agent's page (`which`, and the message when it is accepted): back to
+/// the form's section of the page, saying so; or, refused, the page again with every field
+/// as entered (ticked boxes too: `lists`) and the errors beside their fields.
 pub(super) async fn answer<T>(
     state: &AppState,
     who: &Principal,
     csrf: &Csrf,
     id: &AgentId,
-    which: &str,
+    (which, saved): (&str, &str),
     fields: &Fields,
     result: Result<T, ApiError>,
 ) -> Shown {
     let Err(error) = result else {
-        return see(&agent_url(id));
+        let section = match which {
+            "task" => "add-task",
+            "schedule" => "schedules",
+            other => other,
+        };
+        return done(&format!("{}#{section}", agent_url(id)), saved);
     };
-    let form = context! { which, values => fields.values(), errors => FormErrors::of(&error) };
+    let errors = FormErrors::of(&error);
+    let form = context! { which, values => fields.values(), lists => fields.lists(), errors };
     refused(agent_page(state, who, csrf, id, None, form).await?, &error)
 }

@@ -9,7 +9,7 @@
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::http::header::HeaderValue;
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::Response;
 use minijinja::{Value, context};
 
 use agentcore::Principal;
@@ -24,7 +24,7 @@ use crate::ui::form::Fields;
 use crate::ui::render::FormErrors;
 use crate::ui::session::{self, Csrf, Viewer};
 
-use super::{Shown, fail, refused, see, signed_in};
+use super::{Shown, done, fail, refused, signed_in};
 
 /// `GET /team`.
 pub(crate) async fn page(State(state): State<AppState>, Viewer(who): Viewer, csrf: Csrf) -> Shown {
@@ -84,7 +84,7 @@ pub(crate) async fn rename(
     let renamed =
         async { Ok::<_, ApiError>(state.core.rename_workspace(&who, request.parse()?).await?) };
     match renamed.await {
-        Ok(_) => see("/team"),
+        Ok(_) => done("/team", "The workspace was renamed."),
         Err(error) => answer(&state, &who, &csrf, "name", &fields, error).await,
     }
 }
@@ -113,10 +113,11 @@ pub(crate) async fn member(
     };
     match result {
         Ok(()) if who.actor.user() == Some(&user) && command == "remove" => {
-            let left = Redirect::to("/").into_response();
+            let left = crate::ui::flash::done("/", "You left the workspace.");
             Ok(session::with_cookies(left, [session::workspace_cookie(&state, &headers, None)]))
         }
-        Ok(()) => see("/team"),
+        Ok(()) if command == "remove" => done("/team", "The member was removed."),
+        Ok(()) => done("/team", "The role was changed."),
         Err(error) => answer(&state, &who, &csrf, "members", &fields, error).await,
     }
 }
@@ -157,7 +158,7 @@ pub(crate) async fn withdraw(
 ) -> Shown {
     let id = invite_id(&id).map_err(fail)?;
     state.core.delete_invite(&who, &id).await.map_err(fail)?;
-    see("/team")
+    done("/team", "The invite was withdrawn: its link no longer works.")
 }
 
 /// `POST /team/keys`: a new API key (name, role, optional expiry: a date, which is its first
@@ -193,8 +194,8 @@ pub(crate) async fn revoke_key(
     Path(id): Path<String>,
 ) -> Shown {
     let id = key_id(&id).map_err(fail)?;
-    state.core.revoke_key(&who, &id).await.map_err(fail)?;
-    see("/team")
+    let key = state.core.revoke_key(&who, &id).await.map_err(fail)?;
+    done("/team", format!("The key {} was revoked.", key.name))
 }
 
 /// A date (`2030-01-31`, from a date field: its first moment in UTC) or an RFC 3339 time.

@@ -13,7 +13,7 @@ use crate::ui::form::Fields;
 use crate::ui::render::FormErrors;
 use crate::ui::session::{Csrf, Viewer};
 
-use super::{Shown, fail, refused, see, signed_in};
+use super::{Shown, done, fail, refused, signed_in};
 
 /// `GET /usage?from=&to=`: the period's usage three ways, the budget and the plan. A period
 /// that does not parse shows this month's usage, with the period's fields as typed and their
@@ -111,7 +111,7 @@ pub(crate) async fn set_budget(
         Ok::<_, ApiError>(state.core.set_budget(&who, budget).await?)
     };
     match result.await {
-        Ok(_) => see("/usage"),
+        Ok(_) => done("/usage", "The budget was saved."),
         Err(error) => refused(
             usage_page(&state, &who, &csrf, Period::this_month(), &fields, FormErrors::of(&error))
                 .await?,
