@@ -29,7 +29,7 @@ async fn backlog_forms_edit_retry_and_delete_tasks(app: TestApp) {
     let added = dana
         .post("/agents/writer/tasks", &[("title", "Draft"), ("priority", "2"), ("description", "")])
         .await;
-    assert_eq!(added.location.as_deref(), Some("/agents/writer"));
+    assert_eq!(added.location.as_deref(), Some("/agents/writer#add-task"));
     let tasks = api(&app, &dana, "/api/agents/writer/backlog").await;
     let task = tasks["tasks"][0].clone();
     assert_eq!((task["title"].as_str(), task["priority"].as_i64()), (Some("Draft"), Some(2)));
@@ -63,7 +63,7 @@ async fn backlog_forms_edit_retry_and_delete_tasks(app: TestApp) {
     );
     assert_eq!(
         dana.post(&format!("{path}/delete"), &[]).await.location.as_deref(),
-        Some("/agents/writer")
+        Some("/agents/writer#backlog")
     );
     app.get(&format!("/api/agents/writer/backlog/{id}"), &dana.api_user())
         .await
@@ -89,7 +89,7 @@ async fn agent_forms_change_settings_memory_schedules_and_status(app: TestApp) {
             ],
         )
         .await;
-    assert_eq!(settings.location.as_deref(), Some("/agents/writer"), "{}", settings.body);
+    assert_eq!(settings.location.as_deref(), Some("/agents/writer#settings"), "{}", settings.body);
     let agent = api(&app, &dana, "/api/agents/writer").await;
     assert_eq!(agent["name"], "Chief Writer");
     assert_eq!(agent["channel"], "news");

@@ -103,7 +103,8 @@ async fn the_cancel_form_needs_its_csrf_token_and_the_pages_show_who_cancelled(a
     let cancel = format!("{page}/cancel");
 
     let shown = dana.get(&page).await;
-    assert!(shown.body.contains(&format!("action=\"{cancel}\"")), "a queued task offers cancel");
+    let asks = format!("href=\"{cancel}?to=task\"");
+    assert!(shown.body.contains(&asks), "a queued task offers cancel, asking first");
     assert!(shown.body.contains("data-events=\"/events?agent=writer&amp;task="), "live");
     let refused = dana.post(&cancel, &[("to", "task"), ("csrf", "")]).await;
     assert_eq!(refused.status, 403, "{}", refused.body);
@@ -121,7 +122,7 @@ async fn the_cancel_form_needs_its_csrf_token_and_the_pages_show_who_cancelled(a
     let shown = dana.get(&page).await;
     assert!(shown.body.contains("id=\"task-status\">cancelled<"), "{}", shown.body);
     assert!(shown.body.contains("Cancelled by dana@example.com"), "{}", shown.body);
-    assert!(!shown.body.contains(&format!("action=\"{cancel}\"")), "no cancel once cancelled");
+    assert!(!shown.body.contains(&asks), "no cancel once cancelled");
     let again = dana.post(&cancel, &[]).await;
     assert_eq!(again.status, 409);
     assert!(again.body.contains("task_already_cancelled"), "{}", again.body);
@@ -129,10 +130,11 @@ async fn the_cancel_form_needs_its_csrf_token_and_the_pages_show_who_cancelled(a
     // From the agent's page: a row's button, back to that page, which counts it.
     let agent = dana.get("/agents/writer").await;
     let row_cancel = format!("/agents/writer/tasks/{second}/cancel");
-    assert!(agent.body.contains(&format!("action=\"{row_cancel}\"")), "{}", agent.body);
+    assert!(agent.body.contains(&format!("href=\"{row_cancel}\"")), "{}", agent.body);
     assert!(agent.body.contains("data-events=\"/events?agent=writer\""), "live");
     let from_row = dana.post(&row_cancel, &[]).await;
-    assert_eq!((from_row.status, from_row.location.as_deref()), (303, Some("/agents/writer")));
+    let backlog = Some("/agents/writer#backlog");
+    assert_eq!((from_row.status, from_row.location.as_deref()), (303, backlog));
     let agent = dana.get("/agents/writer").await;
     assert!(
         agent.body.contains("<span id=\"cancelled-count\">2</span> cancelled"),
@@ -194,7 +196,10 @@ async fn a_running_tasks_page_shows_the_step_running_now(app: TestApp) {
         "{body}"
     );
     assert!(body.contains(&format!("data-since=\"{since}\"")), "since step 2: {since} in {body}");
-    assert!(body.contains(&format!("action=\"{page}/cancel\"")), "a running task offers cancel");
+    assert!(
+        body.contains(&format!("href=\"{page}/cancel?to=task\"")),
+        "a running task offers cancel"
+    );
 
     let cancelled = dana.post(&format!("{page}/cancel"), &[("to", "task")]).await;
     assert_eq!(cancelled.status, 303, "{}", cancelled.body);

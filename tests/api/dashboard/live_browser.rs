@@ -109,7 +109,8 @@ async fn the_pages_follow_a_run_as_it_happens_and_cancel_it(db: TestDb) {
         .await;
     assert_eq!(browser.eval("return window.__same_page").await, "task", "not reloaded");
 
-    browser.click("#task-live form[action$='/cancel'] button").await;
+    browser.click("#task-live a[href$='/cancel?to=task']").await;
+    browser.click("#confirm-yes").await;
     browser
         .until("the task cancelled", || async { browser.text("#task-status").await == "cancelled" })
         .await;
@@ -135,7 +136,8 @@ async fn the_pages_follow_a_run_as_it_happens_and_cancel_it(db: TestDb) {
         })
         .await;
     assert_eq!(browser.eval("return window.__same_page").await, "agent", "not reloaded");
-    browser.click(&format!("{row} form[action$='/cancel'] button")).await;
+    browser.click(&format!("{row} a[href$='/cancel']")).await;
+    browser.click("#confirm-yes").await;
     browser
         .until("the row cancelled and counted", || async {
             count(&browser, &format!("{row}[data-status=cancelled]")).await > 0

@@ -4,11 +4,14 @@
 
 mod browser;
 mod errors;
+mod confirm;
+mod confirm_browser;
 mod forms;
 mod http;
 mod live;
 mod live_browser;
 mod models;
+mod prg;
 mod teams;
 mod teams_browser;
 

@@ -95,7 +95,8 @@ async fn a_viewer_joins_through_an_invite_link_and_an_admin_manages_keys(db: Tes
     let secret = ada.find("#key-secret").await.text().await.unwrap();
     assert!(secret.starts_with("agk_"), "{secret}");
     app.request(Method::GET, "/api/agents", Some(&secret), None).await.assert_status(200);
-    ada.click("#keys form[action$='/revoke'] button").await;
+    ada.click("#keys a[href$='/revoke']").await;
+    ada.click("#confirm-yes").await;
     ada.until("the key revoked", || async { ada.text("#keys").await.contains("revoked") }).await;
     assert_eq!(ada.text("#key-secret").await, "", "the secret is gone from the page");
     let refused = app.request(Method::GET, "/api/agents", Some(&secret), None).await;
