@@ -29,7 +29,7 @@ async fn asks(visitor: &mut Visitor, page: &str, address: &str, back: &str) -> P
     let body = &asked.body;
     assert!(body.contains(&format!("action=\"{action}\"")), "{body}");
     assert!(body.contains("name=\"csrf\" value=\""), "{body}");
-    assert!(body.contains(&format!("id=\"confirm-no\">")), "{body}");
+    assert!(body.contains("id=\"confirm-no\">"), "{body}");
     assert!(body.contains(&format!("href=\"{back}\"")), "back to {back}: {body}");
     asked
 }

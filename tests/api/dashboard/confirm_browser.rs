@@ -111,7 +111,7 @@ async fn a_refused_form_keeps_its_input_and_a_reload_shows_the_form(db: TestDb) 
         browser.click("#settings button[type=submit]").await;
         browser
             .until("the refusal beside its field", || async {
-                browser.text("#settings .field-error[data-field=max_steps]").await != ""
+                !browser.text("#settings .field-error[data-field=max_steps]").await.is_empty()
             })
             .await;
         assert_eq!(browser.eval(ticked).await.as_bool(), Some(true), "{size}: still ticked");
