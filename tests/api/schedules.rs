@@ -18,6 +18,7 @@ backend_tests! { app;
     each_fire_time_queues_one_task_which_the_agent_runs,
     skip_if_active_queues_nothing_while_the_schedules_task_runs,
     an_agent_that_is_not_active_gets_nothing_queued_and_it_is_logged_once,
+    a_schedules_twin_is_refused_by_field_and_nothing_is_stored,
 }
 
 backend_tests! { db;
@@ -254,4 +255,42 @@ async fn a_seconds_field_is_refused_unless_the_operator_allows_it(db: TestDb) {
     let problem = reply.body["error"]["details"]["cron"].as_str().unwrap();
     assert!(problem.contains("5 fields"), "{problem}");
     add(&app, &user, "briefer", json!({"cron": "*/5 * * * *", "title": "t"})).await;
+}
+
+/// A twin: the same agent, cron (as written, spacing and case aside), zone, title and
+/// description; a different priority does not make it another schedule.
+async fn a_schedules_twin_is_refused_by_field_and_nothing_is_stored(app: TestApp) {
+    let user = app.register("twin@example.com").await;
+    app.create_agent(&user, "briefer").await;
+    let first = json!({"cron": "0 9 * * MON-FRI", "timezone": "Europe/Berlin",
+                       "title": "Daily brief", "description": "Summarise."});
+    let first = add(&app, &user, "briefer", first).await;
+    let id = first["id"].as_str().unwrap();
+    let twin = json!({"cron": "0  9 * * mon-fri", "timezone": "Europe/Berlin",
+                      "title": "Daily brief", "description": "Summarise.", "priority": 5});
+    let reply = app.post(&path("briefer"), &user, twin).await;
+    reply.assert_error(400, "validation_failed");
+    let problem = reply.body["error"]["details"]["cron"].as_str().unwrap_or_default().to_owned();
+    assert!(problem.contains(id) && problem.contains("Daily brief"), "{}", reply.body);
+    let listed = app.get(&path("briefer"), &user).await.assert_status(200).clone();
+    assert_eq!(listed["schedules"].as_array().unwrap().len(), 1, "the twin was not stored");
+
+    // Another zone, title or description is another schedule; patching one into a twin is
+    // refused the same way and changes nothing.
+    let other_zone = json!({"cron": "0 9 * * MON-FRI", "timezone": "UTC",
+                            "title": "Daily brief", "description": "Summarise."});
+    let other_zone = add(&app, &user, "briefer", other_zone).await;
+    add(
+        &app,
+        &user,
+        "briefer",
+        json!({"cron": "0 9 * * MON-FRI", "timezone": "Europe/Berlin",
+                                        "title": "Daily brief"}),
+    )
+    .await;
+    let one = format!("{}/{}", path("briefer"), other_zone["id"].as_str().unwrap());
+    let patched = app.patch(&one, &user, json!({"timezone": "Europe/Berlin"})).await;
+    patched.assert_error(400, "validation_failed");
+    assert!(patched.body["error"]["details"]["cron"].is_string(), "{}", patched.body);
+    assert_eq!(app.get(&one, &user).await.assert_status(200), &other_zone, "nothing changed");
 }

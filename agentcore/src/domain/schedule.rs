@@ -272,6 +272,36 @@ impl ScheduleRecord {
         next
     }
 
+    /// Whether `other` is this schedule's twin: the same agent, cron expression (compared
+    /// as written, whitespace and letter case aside), zone, task title and description. Such a
+    /// pair would queue the same task twice at every fire time; priority, catch-up, overlap
+    /// and whether it is enabled do not make a twin different (enabling it would double).
+    pub fn same_as(&self, other: &ScheduleRecord) -> bool {
+        self.id != other.id
+            && self.agent_id == other.agent_id
+            && self.timing.cron.as_str().eq_ignore_ascii_case(other.timing.cron.as_str())
+            && self.timing.zone == other.timing.zone
+            && self.task.title.as_str() == other.task.title.as_str()
+            && self.task.description.as_ref().map(|d| d.as_str())
+                == other.task.description.as_ref().map(|d| d.as_str())
+    }
+
+    /// Refuses this schedule when one of the agent's `others` is its twin ([`Self::same_as`]),
+    /// in words that name the twin.
+    pub fn refuse_twin(&self, others: &[ScheduleRecord]) -> Result<(), String> {
+        match others.iter().find(|other| self.same_as(other)) {
+            Some(twin) => Err(format!(
+                "schedule {} already queues '{}' at '{}' in {}; change or delete that one \
+                 instead of adding its twin",
+                twin.id,
+                twin.task.title.as_str(),
+                twin.timing.cron.as_str(),
+                twin.timing.zone.name()
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// As the API shows it.
     pub fn public(&self) -> Schedule {
         let next_runs = match (self.enabled, self.next_fire_at) {

@@ -14,7 +14,7 @@ use crate::domain::schedule::{
 };
 use crate::domain::task::{NewTask, Priority, TaskDescription, TaskId, TaskTitle};
 use crate::domain::workspace::WorkspaceId;
-use crate::error::{Error, Resource, Result};
+use crate::error::{Error, Resource, Result, ValidationErrors};
 use crate::store::db::{SqlStore, Tx, query, query_as, query_scalar};
 use crate::store::shared::{
     insert_activity, lock_agent, notify, nth_instant, require_agent, watched, watched_if,
@@ -24,7 +24,8 @@ use crate::store::tasks::write_task;
 /// Schedules, each scoped to its owner and agent.
 #[async_trait]
 pub trait ScheduleStore: Send + Sync {
-    /// Fails with `agent_not_found`.
+    /// Fails with `agent_not_found`, or a validation error (`cron`) when the agent has the
+    /// schedule's twin already ([`ScheduleRecord::same_as`]).
     async fn insert_schedule(&self, owner: &WorkspaceId, schedule: &ScheduleRecord) -> Result<()>;
     /// The agent's schedules, oldest first; fails with `agent_not_found`.
     async fn schedules(&self, owner: &WorkspaceId, agent: &AgentId) -> Result<Vec<ScheduleRecord>>;
@@ -35,7 +36,8 @@ pub trait ScheduleStore: Send + Sync {
         agent: &AgentId,
         id: &ScheduleId,
     ) -> Result<ScheduleRecord>;
-    /// Locks the schedule, lets `decide` compute its new state, writes it.
+    /// Locks the schedule, lets `decide` compute its new state, writes it unless that makes it
+    /// another schedule's twin.
     async fn update_schedule(
         &self,
         owner: &WorkspaceId,
@@ -160,6 +162,20 @@ async fn write_schedule(tx: &mut Tx, schedule: &ScheduleRecord) -> Result<()> {
     Ok(())
 }
 
+/// `schedule` refused (field `cron`) when another of its agent's schedules is its twin; read
+/// under the agent's lock, so two twins added at once cannot both pass.
+async fn refuse_twin(tx: &mut Tx, owner: &WorkspaceId, schedule: &ScheduleRecord) -> Result<()> {
+    let rows: Vec<ScheduleRow> = query_as(&sql::select_all())
+        .bind(owner.as_str())
+        .bind(schedule.agent_id.as_str())
+        .fetch_all(&mut *tx)
+        .await?;
+    let others = rows.into_iter().map(ScheduleRecord::try_from).collect::<Result<Vec<_>>>()?;
+    schedule
+        .refuse_twin(&others)
+        .map_err(|problem| ValidationErrors::single("cron", problem).into())
+}
+
 async fn locked_schedule(
     tx: &mut Tx,
     owner: &WorkspaceId,
@@ -181,6 +197,7 @@ impl<S: SqlStore> ScheduleStore for S {
         watched(self.storage_health(), async {
             let mut tx = self.begin_write().await?;
             lock_agent(&mut tx, owner, &schedule.agent_id).await?;
+            refuse_twin(&mut tx, owner, schedule).await?;
             query(sql::INSERT)
                 .bind(schedule.id.as_str())
                 .bind(owner.as_str())
@@ -246,6 +263,7 @@ impl<S: SqlStore> ScheduleStore for S {
                 .await?
                 .ok_or_else(|| Error::not_found(Resource::Schedule, id.as_str()))?;
             let next = decide(&current)?;
+            refuse_twin(&mut tx, owner, &next).await?;
             write_schedule(&mut tx, &next).await?;
             tx.commit().await?;
             Ok(next)
