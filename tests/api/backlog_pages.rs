@@ -12,6 +12,7 @@ backend_tests! { app;
     paging_returns_every_task_exactly_once_while_tasks_are_added,
     the_agent_view_pages_finished_tasks_and_keeps_every_unfinished_one,
     a_bad_limit_or_cursor_is_refused_by_field,
+    a_search_finds_tasks_by_title_or_description_letter_case_aside_and_is_bounded,
 }
 
 /// Every page of `path` from the start, following `next_cursor`: the ids of `field`.
@@ -133,4 +134,46 @@ async fn a_bad_limit_or_cursor_is_refused_by_field(app: TestApp) {
     }
     app.get("/api/agents/nobody/backlog?limit=5", &user).await.assert_error(404, "agent_not_found");
     app.get("/api/agents/nobody?limit=5", &user).await.assert_error(404, "agent_not_found");
+}
+
+async fn a_search_finds_tasks_by_title_or_description_letter_case_aside_and_is_bounded(
+    app: TestApp,
+) {
+    let user = app.register("search@example.com").await;
+    app.create_agent(&user, "finder").await;
+    let mut all = Vec::new();
+    for (title, description) in [
+        ("Quarterly REPORT", None),
+        ("Weekly update", Some("Include the report numbers.")),
+        ("50% off sale", None),
+        ("500 offers", None),
+        ("Plan the offsite", None),
+    ] {
+        let body = json!({"title": title, "description": description});
+        let task = app.post("/api/agents/finder/backlog", &user, body).await;
+        all.push(task.assert_status(201)["id"].as_str().unwrap().to_owned());
+    }
+    let found = |query: &'static str| {
+        let (app, user) = (&app, &user);
+        async move {
+            let path = format!("/api/agents/finder/backlog?{query}");
+            ids(&app.get(&path, user).await.assert_status(200)["tasks"])
+        }
+    };
+    assert_eq!(found("search=report").await, all[..2], "title or description, any case");
+    // `%` and `_` are the text itself, not wildcards.
+    assert_eq!(found("search=50%25").await, all[2..3]);
+    assert_eq!(found("search=0_o").await, Vec::<String>::new());
+    assert_eq!(found("search=%20%20").await, all, "a blank search is none");
+    // With a status and in pages: the same search on every page.
+    let pages =
+        all_pages(&app, &user, "/api/agents/finder/backlog?search=o&limit=2", "tasks").await;
+    assert_eq!(pages.concat(), all, "every title holds an o");
+    assert!(pages.iter().all(|page| page.len() <= 2));
+    assert_eq!(found("search=report&status=complete").await, Vec::<String>::new());
+
+    let long = "x".repeat(101);
+    let reply = app.get(&format!("/api/agents/finder/backlog?search={long}"), &user).await;
+    reply.assert_error(400, "validation_failed");
+    assert!(reply.body["error"]["details"]["search"].is_string(), "{}", reply.body);
 }

@@ -73,7 +73,8 @@ impl Core {
             .into_iter()
             .partition(|task| matches!(task.status, TaskStatus::Complete | TaskStatus::Failed));
         sort_backlog(&mut backlog);
-        let page = TaskPage { order: TaskOrder::Finished, status: None, limit, after };
+        let page =
+            TaskPage { order: TaskOrder::Finished, status: None, limit, after, search: None };
         let finished = TasksPage::from_fetched(fetched, &page);
         backlog.extend(finished.tasks);
         Ok(AgentDetail { agent, backlog, next_cursor: finished.next.map(|c| c.to_string()) })

@@ -159,7 +159,11 @@ pub struct ActivityEntry {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ActivityQuery {
     pub limit: u32,
+    /// Only entries older than this: the page below one that ended here.
     pub before: Option<DateTime<Utc>>,
+    /// Only entries newer than this, the `limit` nearest to it: the page above one that
+    /// started here. Either way a page is newest first.
+    pub after: Option<DateTime<Utc>>,
 }
 
 impl ActivityQuery {
@@ -170,7 +174,7 @@ impl ActivityQuery {
 
 impl Default for ActivityQuery {
     fn default() -> Self {
-        Self { limit: Self::DEFAULT_LIMIT, before: None }
+        Self { limit: Self::DEFAULT_LIMIT, before: None, after: None }
     }
 }
 

@@ -41,16 +41,59 @@ pub enum TaskOrder {
     Created,
     /// Finished tasks (complete or failed), the most recently finished first: the agent view.
     Finished,
+    /// Every task (or those of one status), newest first: the dashboard's backlog, whose
+    /// first page shows what was added last however long the agent's history.
+    Newest,
 }
 
 /// One page of an agent's tasks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskPage {
     pub order: TaskOrder,
-    /// Only tasks in this status (in [`TaskOrder::Created`]).
+    /// Only tasks in this status (in [`TaskOrder::Created`] and [`TaskOrder::Newest`]).
     pub status: Option<TaskStatus>,
     pub limit: u32,
     pub after: Option<TaskCursor>,
+    /// Only tasks whose title or description holds this text (as `status`).
+    pub search: Option<TaskSearch>,
+}
+
+/// Text a backlog is searched for: 1 to [`TaskSearch::MAX_CHARS`] characters after trimming,
+/// found in a task's title or description, letter case aside (on SQLite, for ASCII letters
+/// only).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskSearch(String);
+
+impl TaskSearch {
+    /// The longest search accepted: a search box is for words, not documents.
+    pub const MAX_CHARS: usize = 100;
+
+    /// `None` for blank text (no search); a refusal for text over the limit.
+    pub fn parse(raw: &str) -> Result<Option<Self>, String> {
+        let text = raw.trim();
+        if text.chars().count() > Self::MAX_CHARS {
+            return Err(format!("must be at most {} characters", Self::MAX_CHARS));
+        }
+        Ok((!text.is_empty()).then(|| Self(text.to_owned())))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// A `LIKE` pattern (escape character `\`) that matches any text holding this one.
+    pub fn pattern(&self) -> String {
+        let mut pattern = String::with_capacity(self.0.len() + 2);
+        pattern.push('%');
+        for c in self.0.chars() {
+            if matches!(c, '%' | '_' | '\\') {
+                pattern.push('\\');
+            }
+            pattern.push(c);
+        }
+        pattern.push('%');
+        pattern
+    }
 }
 
 /// The most any page holds: tasks here, entries of the activity log.
@@ -82,7 +125,7 @@ impl TasksPage {
         let next = match fetched.last() {
             Some(last) if more => Some(TaskCursor {
                 at: match page.order {
-                    TaskOrder::Created => last.created_at,
+                    TaskOrder::Created | TaskOrder::Newest => last.created_at,
                     TaskOrder::Finished => last.completed_at.unwrap_or(last.updated_at),
                 },
                 id: last.id.clone(),
@@ -112,5 +155,15 @@ mod tests {
         assert_eq!(parse_limit("1000"), Ok(1000));
         assert_eq!(parse_limit("ten").unwrap_err(), "must be an integer");
         assert!(parse_limit("0").is_err() && parse_limit("1001").is_err());
+    }
+
+    #[test]
+    fn a_search_is_trimmed_bounded_and_matched_literally() {
+        assert_eq!(TaskSearch::parse("  "), Ok(None));
+        let search = TaskSearch::parse(" 50%_off\\ ").unwrap().unwrap();
+        assert_eq!(search.as_str(), "50%_off\\");
+        assert_eq!(search.pattern(), "%50\\%\\_off\\\\%");
+        assert!(TaskSearch::parse(&"é".repeat(100)).unwrap().is_some());
+        assert!(TaskSearch::parse(&"é".repeat(101)).is_err());
     }
 }

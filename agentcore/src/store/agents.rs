@@ -269,13 +269,20 @@ impl<S: SqlStore> AgentStore for S {
     ) -> Result<Vec<ActivityEntry>> {
         let mut conn = self.read().await?;
         require_agent(&mut conn, owner, agent, "").await?;
-        let rows: Vec<ActivityRow> = query_as(sql::SELECT_ACTIVITY)
+        // A page above `after` is read upwards from it, then turned newest first.
+        let statement =
+            if query.after.is_some() { sql::SELECT_ACTIVITY_UP } else { sql::SELECT_ACTIVITY };
+        let mut rows: Vec<ActivityRow> = query_as(statement)
             .bind(owner.as_str())
             .bind(agent.as_str())
             .bind(query.before)
             .bind(i64::from(query.limit))
+            .bind(query.after)
             .fetch_all(&mut conn)
             .await?;
+        if query.after.is_some() {
+            rows.reverse();
+        }
         rows::convert(rows)
     }
 
@@ -408,7 +415,8 @@ pub(super) mod sql {
                     "({TASK_COLUMNS} WHERE owner_id = $1 AND agent_id = $2 \
                       AND status IN ('queued', 'in_progress', 'awaiting_approval') \
                      UNION ALL SELECT * FROM ({}) f) t ON 1 = 1",
-                    select_page(TaskOrder::Finished, after)
+                    // (A finished page has no search: its `like` is not used.)
+                    select_page(TaskOrder::Finished, after, "LIKE")
                 ),
                 " ORDER BY t.completed_at DESC, t.id DESC",
             ),
@@ -434,9 +442,15 @@ pub(super) mod sql {
         next_run_at = CASE WHEN $4 = 'active' AND status <> 'active' THEN NULL ELSE next_run_at END \
         WHERE owner_id = $1 AND id = $2";
     pub(crate) const DELETE_AGENT: &str = "DELETE FROM agents WHERE owner_id = $1 AND id = $2";
+    /// A page of the log between `$3` (before, may be null) and `$5` (after, may be null),
+    /// newest first.
     pub(crate) const SELECT_ACTIVITY: &str = "SELECT action, details, task_id, created_at \
         FROM activity WHERE owner_id = $1 AND agent_id = $2 AND ($3 IS NULL OR created_at < $3) \
-        ORDER BY id DESC LIMIT $4";
+        AND ($5 IS NULL OR created_at > $5) ORDER BY id DESC LIMIT $4";
+    /// The same page, oldest first: the `$4` entries just after `$5`.
+    pub(crate) const SELECT_ACTIVITY_UP: &str = "SELECT action, details, task_id, created_at \
+        FROM activity WHERE owner_id = $1 AND agent_id = $2 AND ($3 IS NULL OR created_at < $3) \
+        AND ($5 IS NULL OR created_at > $5) ORDER BY id LIMIT $4";
     /// The owner's plan, locking the user row so agent creations of one user queue up.
     pub(crate) fn user_plan(lock: &str) -> String {
         format!("SELECT plan FROM workspaces WHERE id = $1{lock}")

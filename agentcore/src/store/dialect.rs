@@ -27,6 +27,15 @@ impl Backend {
         }
     }
 
+    /// The operator that finds a `LIKE` pattern letter case aside: SQLite's `LIKE` already
+    /// ignores the case of ASCII letters; PostgreSQL's `ILIKE` that of every letter.
+    pub(crate) const fn like_any_case(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "LIKE",
+            Backend::Postgres => "ILIKE",
+        }
+    }
+
     /// The suffix that locks a selected row for its transaction. SQLite's `BEGIN IMMEDIATE`
     /// already holds the write lock: its rows need no lock of their own.
     pub(crate) const fn lock(self) -> &'static str {

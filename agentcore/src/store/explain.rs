@@ -39,7 +39,13 @@ fn expectations(clock: Clock) -> Vec<Expect> {
             super::agents::sql::SELECT_ACTIVITY.into(),
             &["activity_by_agent"],
             false,
-            &[("text", "'owner-1'"), ("text", "'agent-1'"), BEFORE, ("bigint", "50")],
+            &[
+                ("text", "'owner-1'"),
+                ("text", "'agent-1'"),
+                BEFORE,
+                ("bigint", "50"),
+                ("timestamptz", "NULL"),
+            ],
         ),
         expect(
             "activity prune",

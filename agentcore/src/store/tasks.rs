@@ -141,13 +141,16 @@ impl<S: SqlStore> TaskStore for S {
         use crate::domain::paging::TaskOrder;
         let mut conn = self.read().await?;
         require_agent(&mut conn, owner, agent, "").await?;
-        let statement = sql::select_page(page.order, page.after.is_some());
+        let like = self.dialect().like_any_case();
+        let statement = sql::select_page(page.order, page.after.is_some(), like);
         let mut query = query_as::<TaskRow>(&statement)
             .bind(owner.as_str())
             .bind(agent.as_str())
             .bind(i64::from(page.limit));
-        if page.order == TaskOrder::Created {
-            query = query.bind(page.status.map(|s| s.as_str()));
+        if page.order != TaskOrder::Finished {
+            query = query
+                .bind(page.status.map(|s| s.as_str()))
+                .bind(page.search.as_ref().map(|search| search.pattern()));
         }
         if let Some(after) = &page.after {
             query = query.bind(after.at).bind(after.id.as_str());
@@ -383,18 +386,35 @@ pub(super) mod sql {
             "{TASK_COLUMNS} WHERE owner_id = $1 AND agent_id = $2 AND ($3 IS NULL OR status = $3)"
         )
     }
-    /// A page in `order` (`$3` the limit; `$4` the status, for creation order), continuing
-    /// after a cursor's time and id (the last two parameters) when `after`.
-    pub(crate) fn select_page(order: crate::domain::paging::TaskOrder, after: bool) -> String {
+    /// A page in `order` (`$3` the limit; `$4` the status and `$5` a search's `LIKE` pattern,
+    /// in either creation order, `like` its operator), continuing after a cursor's time and id (the
+    /// last two parameters) when `after`.
+    pub(crate) fn select_page(
+        order: crate::domain::paging::TaskOrder,
+        after: bool,
+        like: &str,
+    ) -> String {
         use crate::domain::paging::TaskOrder;
+        let search = format!(
+            "AND ($5 IS NULL OR title {like} $5 ESCAPE '\\' \
+             OR COALESCE(description, '') {like} $5 ESCAPE '\\')"
+        );
         match (order, after) {
             (TaskOrder::Created, false) => format!(
                 "{TASK_COLUMNS} WHERE owner_id = $1 AND agent_id = $2 AND ($4 IS NULL OR status = $4) \
-                 ORDER BY created_at, id LIMIT $3"
+                 {search} ORDER BY created_at, id LIMIT $3"
             ),
             (TaskOrder::Created, true) => format!(
                 "{TASK_COLUMNS} WHERE owner_id = $1 AND agent_id = $2 AND ($4 IS NULL OR status = $4) \
-                 AND (created_at, id) > ($5, $6) ORDER BY created_at, id LIMIT $3"
+                 {search} AND (created_at, id) > ($6, $7) ORDER BY created_at, id LIMIT $3"
+            ),
+            (TaskOrder::Newest, false) => format!(
+                "{TASK_COLUMNS} WHERE owner_id = $1 AND agent_id = $2 AND ($4 IS NULL OR status = $4) \
+                 {search} ORDER BY created_at DESC, id DESC LIMIT $3"
+            ),
+            (TaskOrder::Newest, true) => format!(
+                "{TASK_COLUMNS} WHERE owner_id = $1 AND agent_id = $2 AND ($4 IS NULL OR status = $4) \
+                 {search} AND (created_at, id) < ($6, $7) ORDER BY created_at DESC, id DESC LIMIT $3"
             ),
             (TaskOrder::Finished, false) => format!(
                 "{TASK_COLUMNS} WHERE owner_id = $1 AND agent_id = $2 {FINISHED} \

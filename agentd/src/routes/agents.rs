@@ -179,6 +179,7 @@ pub(super) async fn activity(
     let query = ActivityQuery {
         limit: limit.flatten().unwrap_or(ActivityQuery::DEFAULT_LIMIT),
         before: before.flatten(),
+        after: None,
     };
     Ok(Reply(ActivityList { entries: state.core.activity(&who, &id, &query).await? }))
 }

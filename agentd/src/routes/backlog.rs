@@ -8,7 +8,7 @@ use serde::Deserialize;
 use agentcore::ValidationErrors;
 use agentcore::api::{ApprovalDecided, CreateTaskRequest, Deleted, TaskList, UpdateTaskRequest};
 use agentcore::domain::approval::Decision;
-use agentcore::domain::paging::{TaskCursor, TaskOrder, TaskPage, parse_limit};
+use agentcore::domain::paging::{TaskCursor, TaskOrder, TaskPage, TaskSearch, parse_limit};
 use agentcore::domain::task::{Task, TaskStatus};
 
 use crate::AppState;
@@ -35,6 +35,7 @@ pub(super) struct ListParams {
     status: Option<String>,
     limit: Option<String>,
     cursor: Option<String>,
+    search: Option<String>,
 }
 
 /// How many a page holds when a request gives a cursor without a limit.
@@ -57,7 +58,8 @@ pub(super) fn page_params(
 #[utoipa::path(get, path = "/api/agents/{id}/backlog", operation_id = "list_tasks", tag = "backlog", security(("bearer" = [])),
     params(("id" = String, Path, example = "alpha", description = "The agent's id."), ("status" = Option<TaskStatus>, Query, description = "Only tasks with this status."),
            ("limit" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "At most this many tasks, and `next_cursor` when there are more (default: all of them; 100 with a cursor)."),
-           ("cursor" = Option<String>, Query, description = "The `next_cursor` of the previous page.")),
+           ("cursor" = Option<String>, Query, description = "The `next_cursor` of the previous page."),
+           ("search" = Option<String>, Query, max_length = 100, description = "Only tasks whose title or description holds this text, letter case aside; a search is always paged (100 a page without a limit).")),
     responses((status = 200, description = "The backlog in creation order (oldest first).", body = TaskList)))]
 pub(super) async fn list(
     State(state): State<AppState>,
@@ -68,13 +70,20 @@ pub(super) async fn list(
     let agent = agent_id(&agent)?;
     let mut errors = ValidationErrors::new();
     let status = params.status.and_then(|s| errors.check("status", s.parse()));
+    let search = params.search.and_then(|raw| errors.check("search", TaskSearch::parse(&raw)));
+    let search = search.flatten();
     let page = page_params(params.limit, params.cursor, &mut errors);
     errors.into_result()?;
-    let Some((limit, after)) = page else {
-        let tasks = state.core.tasks(&who, &agent, status).await?;
-        return Ok(Reply(TaskList { tasks, next_cursor: None }));
+    let page = match (page, &search) {
+        (Some(page), _) => page,
+        (None, Some(_)) => (DEFAULT_PAGE, None),
+        (None, None) => {
+            let tasks = state.core.tasks(&who, &agent, status).await?;
+            return Ok(Reply(TaskList { tasks, next_cursor: None }));
+        }
     };
-    let page = TaskPage { order: TaskOrder::Created, status, limit, after };
+    let (limit, after) = page;
+    let page = TaskPage { order: TaskOrder::Created, status, limit, after, search };
     let page = state.core.task_page(&who, &agent, &page).await?;
     Ok(Reply(TaskList { tasks: page.tasks, next_cursor: page.next.map(|c| c.to_string()) }))
 }

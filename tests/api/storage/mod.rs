@@ -356,7 +356,7 @@ async fn activity_pages_newest_first_by_limit_and_before(store: TestStore) {
     }
     let owner_id = &owner.ws();
     let page = |limit, before| async move {
-        s.activity(owner_id, &id("log"), &ActivityQuery { limit, before })
+        s.activity(owner_id, &id("log"), &ActivityQuery { limit, before, after: None })
             .await
             .unwrap()
             .into_iter()
@@ -384,7 +384,7 @@ async fn activity_written_by_a_node_whose_clock_is_behind_still_pages_in_written
     t.created_at = behind;
     s.insert_task(&owner.ws(), &t, &NewActivity::new(Action::TaskAdded, "late")).await.unwrap();
     let entries = s
-        .activity(&owner.ws(), &id("log"), &ActivityQuery { limit: 10, before: None })
+        .activity(&owner.ws(), &id("log"), &ActivityQuery { limit: 10, before: None, after: None })
         .await
         .unwrap();
     let details: Vec<&str> = entries.iter().map(|e| e.details.as_str()).collect();
@@ -402,7 +402,7 @@ async fn activity_written_by_a_node_whose_clock_is_behind_still_pages_in_written
             .activity(
                 &owner.ws(),
                 &id("log"),
-                &ActivityQuery { limit: 10, before: Some(entries[0].timestamp) },
+                &ActivityQuery { limit: 10, before: Some(entries[0].timestamp), after: None },
             )
             .await
             .unwrap();

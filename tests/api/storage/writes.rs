@@ -86,7 +86,7 @@ async fn concurrent_adds_each_get_their_own_answer(store: TestStore) {
     // adds left none.
     let mut entries = 0;
     for name in ["one", "two", "three"] {
-        let query = ActivityQuery { limit: 200, before: None };
+        let query = ActivityQuery { limit: 200, before: None, after: None };
         entries += s.activity(&owner.ws(), &id(name), &query).await.unwrap().len();
     }
     assert_eq!(entries, 3 + added + 1);
