@@ -11,8 +11,9 @@
 // elapsed and `<time data-until>` the time left, each second. A step starting (`step.started`,
 // told live only) shows at once in `[data-running]`, a model call being retried
 // (`task.retrying`) in `[data-retry]`. Where the stream cannot be opened (over the per-user
-// limit of streams, say), the page refreshes itself every 10 s and tries again. Without
-// JavaScript, pages are the same, and reloading shows what changed.
+// limit of streams, say), the page refreshes itself every 10 s and tries again. It also stores
+// the browser's time zone in the `tz` cookie, which the server writes times in. Without
+// JavaScript, pages are the same (times in UTC, labelled), and reloading shows what changed.
 (function () {
   "use strict";
 
@@ -414,7 +415,28 @@
     });
   }
 
+  // The browser's IANA time zone in the `tz` cookie, for the server to write times in
+  // (`ui/zone.rs` checks the name against its zone database). The page that sets it first is
+  // in UTC, labelled so; every page after is in the viewer's zone.
+  function rememberZone() {
+    var zone = "";
+    try {
+      zone = Intl.DateTimeFormat().resolvedOptions().timeZone || "";
+    } catch (ignored) {
+      return;
+    }
+    if (!/^[A-Za-z0-9_+\-\/]{1,64}$/.test(zone)) {
+      return;
+    }
+    if (document.cookie.split("; ").indexOf("tz=" + zone) !== -1) {
+      return;
+    }
+    document.cookie = "tz=" + zone + "; path=/; max-age=31536000; SameSite=Lax" +
+      (location.protocol === "https:" ? "; Secure" : "");
+  }
+
   function start() {
+    rememberZone();
     connect();
     paint();
     setInterval(function () {

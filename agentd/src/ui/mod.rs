@@ -17,6 +17,7 @@ mod form;
 mod pages;
 mod render;
 mod session;
+mod zone;
 
 use axum::Router;
 use axum::response::Redirect;
@@ -81,6 +82,7 @@ pub(crate) fn routes(state: AppState) -> Router<AppState> {
         .route("/team/keys/{id}/revoke", get(confirm::revoke_key).post(team::revoke_key))
         .layer(axum::middleware::from_fn_with_state(state.clone(), flash::carry))
         .layer(axum::middleware::from_fn_with_state(state, session::guard))
+        .layer(axum::middleware::from_fn(zone::scope))
         .route("/assets/{file}", get(assets::serve))
 }
 

@@ -59,7 +59,10 @@ static TEMPLATE_SET: LazyLock<Environment<'static>> = LazyLock::new(|| {
         1..10_000 => format!("${:.4}", micros as f64 / 1_000_000.0),
         _ => format!("${:.2}", micros as f64 / 1_000_000.0),
     });
-    env.add_filter("when", |at: String| at.get(..19).unwrap_or(&at).replace('T', " "));
+    // A time in the viewer's zone (or the one named), with its label (`zone.rs`).
+    env.add_filter("when", |at: String, zone: Option<String>| {
+        super::zone::show(&at, zone.as_deref())
+    });
     env.add_global("htmx_path", Value::from_safe_string(assets::HTMX.path()));
     env.add_global("live_path", Value::from_safe_string(assets::LIVE.path()));
     // The server's time when the page was made: live.js measures the browser's clock against
