@@ -13,9 +13,11 @@ use crate::wait::eventually;
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 
-/// The window sizes each dashboard point is checked at: a desktop's and a phone's.
+/// The window sizes the dashboard is tested at: a desktop and a phone (an iPhone's 390 CSS
+/// pixels).
 pub const DESKTOP: (u32, u32) = (1280, 900);
 pub const PHONE: (u32, u32) = (390, 844);
+pub const SIZES: [(u32, u32); 2] = [DESKTOP, PHONE];
 
 pub struct Browser {
     pub client: Client,
@@ -38,6 +40,17 @@ impl Browser {
     /// A headless Chromium at desktop size, or `None` (with a note) where Chromium or its
     /// driver is not installed; CI installs both and sets `AGENTD_TEST_REQUIRE_BROWSER`.
     pub async fn start() -> Option<Self> {
+        Self::start_with(&[]).await
+    }
+
+    /// A headless Chromium whose clock reads in `zone` (an IANA name, through `TZ`): what
+    /// `Intl.DateTimeFormat().resolvedOptions().timeZone` answers in its pages.
+    pub async fn start_in_zone(zone: &str) -> Option<Self> {
+        Self::start_with(&[("TZ", zone)]).await
+    }
+
+    /// [`Browser::start`], the driver (and so Chromium) given `env` on top of this process's.
+    async fn start_with(env: &[(&str, &str)]) -> Option<Self> {
         if !std::path::Path::new(CHROMIUM).exists() || !std::path::Path::new(CHROMEDRIVER).exists()
         {
             assert!(
@@ -50,6 +63,7 @@ impl Browser {
         let port = free_port();
         let driver = tokio::process::Command::new(CHROMEDRIVER)
             .arg(format!("--port={port}"))
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .process_group(0)

@@ -8,12 +8,14 @@ mod confirm;
 mod confirm_browser;
 mod forms;
 mod http;
+mod lists;
 mod live;
 mod live_browser;
 mod models;
 mod prg;
 mod teams;
 mod teams_browser;
+mod zones;
 
 use std::collections::HashMap;
 

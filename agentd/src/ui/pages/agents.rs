@@ -5,7 +5,6 @@ use std::collections::BTreeMap;
 
 use axum::extract::{Path, Query, State};
 use minijinja::{Value, context};
-use serde::Deserialize;
 
 use agentcore::Principal;
 use agentcore::api::{CreateAgentRequest, UsageParams};
@@ -17,6 +16,7 @@ use crate::ui::form::Fields;
 use crate::ui::render::FormErrors;
 use crate::ui::session::{Csrf, Viewer};
 
+use super::lists::ListsQuery;
 use super::{Shown, agent_id, agent_url, done, fail, refused, see, signed_in};
 
 /// `GET /`: every agent with its status, backlog counts, last activity and cost this month.
@@ -89,7 +89,7 @@ async fn agent_rows(state: &AppState, who: &Principal) -> Result<Vec<Value>, sup
     for agent in agents {
         let last = state
             .core
-            .activity(who, &agent.id, &ActivityQuery { limit: 1, before: None })
+            .activity(who, &agent.id, &ActivityQuery { limit: 1, ..ActivityQuery::default() })
             .await
             .map_err(fail)?
             .into_iter()
@@ -100,49 +100,35 @@ async fn agent_rows(state: &AppState, who: &Principal) -> Result<Vec<Value>, sup
     Ok(rows)
 }
 
-#[derive(Debug, Deserialize)]
-pub(crate) struct ActivityPage {
-    before: Option<String>,
-}
-
-/// `GET /agents/{id}`: settings, status commands, the live backlog, memory, schedules and a
-/// page of activity (`?before=` an entry's time for the next).
+/// `GET /agents/{id}`: settings, status commands, a page of the backlog (`?status=`,
+/// `?search=`, `?cursor=`), memory, schedules and a page of activity (`?before=` or `?after=`
+/// an entry's time).
 pub(crate) async fn show(
     State(state): State<AppState>,
     Viewer(who): Viewer,
     csrf: Csrf,
     Path(id): Path<String>,
-    Query(page): Query<ActivityPage>,
+    Query(lists): Query<ListsQuery>,
 ) -> Shown {
     let id = agent_id(&id)?;
-    agent_page(&state, &who, &csrf, &id, page.before.as_deref(), Value::UNDEFINED).await
+    agent_page(&state, &who, &csrf, &id, Some(&lists), Value::UNDEFINED).await
 }
 
-/// The agent page, with `form` (which form was refused, its values and errors) when one was.
+/// The agent page, with `form` (which form was refused, its values and errors) when one was,
+/// and the pages of its lists `lists` asks for (their first pages without it).
 pub(super) async fn agent_page(
     state: &AppState,
     who: &Principal,
     csrf: &Csrf,
     id: &AgentId,
-    before: Option<&str>,
+    lists: Option<&ListsQuery>,
     form: Value,
 ) -> Shown {
-    let detail = state.core.agent(who, id).await.map_err(fail)?;
-    let before = match before.map(chrono::DateTime::parse_from_rfc3339) {
-        Some(Ok(at)) => Some(at.with_timezone(&chrono::Utc)),
-        Some(Err(_)) => {
-            return Err(fail(agentcore::ValidationErrors::single(
-                "before",
-                "not an RFC 3339 time",
-            )));
-        }
-        None => None,
-    };
-    let query = ActivityQuery { limit: ActivityQuery::DEFAULT_LIMIT, before };
-    let activity = state.core.activity(who, id, &query).await.map_err(fail)?;
-    let older = (activity.len() == query.limit as usize)
-        .then(|| activity.last().map(|entry| entry.timestamp.to_rfc3339()))
-        .flatten();
+    // The agent and its counts; its tasks are read a page at a time below.
+    let agent = state.core.agent_page(who, id, 1, None).await.map_err(fail)?.agent;
+    let lists = lists.cloned().unwrap_or_default().read(state, who, id).await?;
+    let list_errors = lists.errors.map(|error| FormErrors::of(&error.into()));
+    let list_errors_refused = list_errors.is_some();
     let memory = state.core.memory(who, id).await.map_err(fail)?;
     let schedules = state.core.schedules(who, id).await.map_err(fail)?.schedules;
     let tools = state.core.tools();
@@ -160,11 +146,17 @@ pub(super) async fn agent_page(
         "agent.html",
         context! {
             csrf => csrf.0, nav => "agents", events => format!("/events?agent={id}"),
-            agent => detail.agent, backlog => detail.backlog,
-            activity, older, memory, schedules, tools, mcp_servers, default_model, form,
+            agent, backlog => lists.backlog, activity => lists.activity, list_errors,
+            memory, schedules, tools, mcp_servers, default_model, form,
         },
     )
     .await
+    .map(|mut page| {
+        if list_errors_refused {
+            *page.status_mut() = axum::http::StatusCode::BAD_REQUEST;
+        }
+        page
+    })
 }
 
 /// `POST /agents/{id}/{command}`: start, stop, vacation (on or off) or delete.

@@ -10,6 +10,7 @@ pub(super) mod chat;
 pub(super) mod confirm;
 pub(super) mod events;
 pub(super) mod models;
+mod lists;
 pub(super) mod onboarding;
 mod running;
 pub(super) mod settings;
