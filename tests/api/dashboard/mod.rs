@@ -3,9 +3,9 @@
 //! token, another user's URL, a revoked cookie).
 
 mod browser;
-mod errors;
 mod confirm;
 mod confirm_browser;
+mod errors;
 mod forms;
 mod http;
 mod lists;
