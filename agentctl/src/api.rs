@@ -202,7 +202,8 @@ impl Client {
         agent: &str,
         status: Option<String>,
     ) -> Result<Reply<TaskList>, Failure> {
-        let query = query(&[("status", status)]);
+        let newest = Some("newest".to_owned());
+        let query = query(&[("status", status), ("order", newest)]);
         self.get_as(&agent_path(agent, &format!("/backlog{query}"))).await
     }
 

@@ -14,8 +14,8 @@ pub(crate) use teams::{
 const AFTER_HELP: &str = "\
 Tables fit the terminal (or COLUMNS; piped, they are not wrapped); lists cut long texts with \
 `…`, which `show` and `-o json` print whole. Lists read as on the dashboard: agents and \
-schedules oldest first, activity newest first, tasks at work, then queued in run order, then \
-finished newest first. Money reads as on the dashboard: $0.00, four decimals below a cent.
+schedules oldest first, activity and tasks newest first. Money reads as on the dashboard: \
+$0.00, four decimals below a cent.
 
 Credentials: when AGENTD_API_KEY is set, its key (agk_...) is sent instead of the profile's \
 login, and acts in the key's own workspace (the profile's `workspace use` choice is not \
@@ -267,8 +267,7 @@ pub(crate) enum TasksCommand {
         #[arg(long)]
         watch: bool,
     },
-    /// The agent's tasks as the dashboard and `agents show` list them: at work first, then
-    /// queued ones in the order they will run, then finished ones newest first
+    /// The agent's tasks, newest first, as the dashboard and `agents show` list them
     List {
         agent: String,
         /// queued, in_progress, awaiting_approval, complete, failed or cancelled

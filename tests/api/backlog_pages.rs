@@ -13,6 +13,7 @@ backend_tests! { app;
     the_agent_view_pages_finished_tasks_and_keeps_every_unfinished_one,
     a_bad_limit_or_cursor_is_refused_by_field,
     a_search_finds_tasks_by_title_or_description_letter_case_aside_and_is_bounded,
+    newest_first_is_the_creation_order_reversed_whole_or_in_pages,
 }
 
 /// Every page of `path` from the start, following `next_cursor`: the ids of `field`.
@@ -176,4 +177,25 @@ async fn a_search_finds_tasks_by_title_or_description_letter_case_aside_and_is_b
     let reply = app.get(&format!("/api/agents/finder/backlog?search={long}"), &user).await;
     reply.assert_error(400, "validation_failed");
     assert!(reply.body["error"]["details"]["search"].is_string(), "{}", reply.body);
+}
+
+async fn newest_first_is_the_creation_order_reversed_whole_or_in_pages(app: TestApp) {
+    let user = app.register("newest@example.com").await;
+    app.create_agent(&user, "pager").await;
+    for n in 0..7 {
+        // Priorities that disagree with creation order: the order is not the run order.
+        app.add_task(&user, "pager", &format!("task {n}"), n % 3).await;
+    }
+    let oldest = app.get("/api/agents/pager/backlog", &user).await.assert_status(200).clone();
+    let mut reversed = ids(&oldest["tasks"]);
+    reversed.reverse();
+    let newest = app.get("/api/agents/pager/backlog?order=newest", &user).await;
+    assert_eq!(ids(&newest.assert_status(200)["tasks"]), reversed);
+    let pages = all_pages(&app, &user, "/api/agents/pager/backlog?order=newest&limit=3", "tasks");
+    assert_eq!(pages.await.concat(), reversed);
+    let explicit = app.get("/api/agents/pager/backlog?order=oldest", &user).await;
+    assert_eq!(explicit.assert_status(200)["tasks"], oldest["tasks"]);
+    let bad = app.get("/api/agents/pager/backlog?order=priority", &user).await;
+    bad.assert_error(400, "validation_failed");
+    assert!(bad.body["error"]["details"].get("order").is_some(), "{}", bad.body);
 }

@@ -4,16 +4,13 @@ use std::io::IsTerminal;
 
 use agentcore::api::{
     BudgetRequest, CreateAgentRequest, CreateTaskRequest, LoginRequest, RegisterRequest,
-    SetMemoryRequest, TaskList, UpdateAgentRequest, UpdateTaskRequest, UsageParams,
-    VacationRequest,
+    SetMemoryRequest, UpdateAgentRequest, UpdateTaskRequest, UsageParams, VacationRequest,
 };
-use agentcore::domain::task::TaskStatus;
 use agentcore::{Core, Session};
-use serde_json::Value;
 
 use crate::api::{ActivityQuery, AgentQuery, Reply};
 use crate::cli::{AgentsCommand, Cli, Command, Global, Output, TasksCommand};
-use crate::client::{Answer, Client, Transport};
+use crate::client::{Client, Transport};
 use crate::failure::{Failure, Kind};
 use crate::profile::{Profile, Profiles};
 use crate::render::{Added, Render, Screen};
@@ -378,7 +375,7 @@ async fn tasks(cx: &Context, client: &Client, command: TasksCommand) -> Result<(
             let added = client.add_task(&agent, &request).await?;
             cx.show(&added.answer.raw, &Added(&added.body))
         }
-        TasksCommand::List { agent, status } => cx.emit(&backlog(client, &agent, status).await?),
+        TasksCommand::List { agent, status } => cx.emit(&client.tasks(&agent, status).await?),
         TasksCommand::Show { agent, task } => cx.emit(&client.task(&agent, &task).await?),
         TasksCommand::Update { agent, task, title, description, priority } => {
             let request =
@@ -405,35 +402,6 @@ async fn tasks(cx: &Context, client: &Client, command: TasksCommand) -> Result<(
         }
         TasksCommand::Watch { agent, task: None } => watch::agents(cx, client, Some(agent)).await,
     }
-}
-
-/// The agent's tasks in the order the dashboard and `agents show` list them: at work first,
-/// then queued ones in the order they will run, then finished ones newest first. They are the
-/// backlog of `GET /api/agents/{id}`, so the order is the service's, not one agentctl keeps;
-/// `--output json` prints them as `{"tasks": [...]}` in that order. With `status`, only those.
-async fn backlog(
-    client: &Client,
-    agent: &str,
-    status: Option<String>,
-) -> Result<Reply<TaskList>, Failure> {
-    let status = status
-        .map(|given| {
-            given.parse::<TaskStatus>().map_err(|why| Failure::usage(format!("--status: {why}")))
-        })
-        .transpose()?;
-    let detail = client.agent(agent).await?;
-    let raw = detail.answer.value.get("backlog").and_then(Value::as_array).cloned();
-    let mut tasks = Vec::new();
-    let mut shown = Vec::new();
-    for (task, value) in detail.body.backlog.into_iter().zip(raw.unwrap_or_default()) {
-        if status.is_none_or(|wanted| wanted == task.status) {
-            tasks.push(task);
-            shown.push(value);
-        }
-    }
-    let value = serde_json::json!({ "tasks": shown });
-    let answer = Answer { raw: value.to_string(), value };
-    Ok(Reply { body: TaskList { tasks, next_cursor: None }, answer })
 }
 
 /// `agentctl run`: this process runs the agents and delivers their posts, like a server

@@ -59,8 +59,12 @@ impl Render for AgentDetail {
     }
 }
 
+/// The backlog newest first, as `tasks list` and the dashboard list it (the API's single-agent
+/// view, which `-o json` prints, keeps its run order).
 fn with_backlog(screen: Screen, agent: String, backlog: &[Task]) -> String {
-    format!("{agent}\nBacklog:\n{}", tasks(screen, backlog))
+    let mut newest = backlog.to_vec();
+    newest.sort_by(|a, b| b.created_at.cmp(&a.created_at).then_with(|| b.id.cmp(&a.id)));
+    format!("{agent}\nBacklog:\n{}", tasks(screen, &newest))
 }
 
 /// Every field of the agent but its backlog counts (the backlog follows), with the page's

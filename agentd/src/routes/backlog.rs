@@ -36,6 +36,17 @@ pub(super) struct ListParams {
     limit: Option<String>,
     cursor: Option<String>,
     search: Option<String>,
+    order: Option<String>,
+}
+
+/// `?order=`: `oldest` (creation order, the default) or `newest` (the order the dashboard and
+/// agentctl list tasks in).
+fn parse_order(raw: &str) -> Result<TaskOrder, String> {
+    match raw {
+        "oldest" => Ok(TaskOrder::Created),
+        "newest" => Ok(TaskOrder::Newest),
+        _ => Err(format!("'{raw}' is not an order: oldest or newest")),
+    }
 }
 
 /// How many a page holds when a request gives a cursor without a limit.
@@ -59,8 +70,9 @@ pub(super) fn page_params(
     params(("id" = String, Path, example = "alpha", description = "The agent's id."), ("status" = Option<TaskStatus>, Query, description = "Only tasks with this status."),
            ("limit" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "At most this many tasks, and `next_cursor` when there are more (default: all of them; 100 with a cursor)."),
            ("cursor" = Option<String>, Query, description = "The `next_cursor` of the previous page."),
-           ("search" = Option<String>, Query, max_length = 100, description = "Only tasks whose title or description holds this text, letter case aside; a search is always paged (100 a page without a limit).")),
-    responses((status = 200, description = "The backlog in creation order (oldest first).", body = TaskList)))]
+           ("search" = Option<String>, Query, max_length = 100, description = "Only tasks whose title or description holds this text, letter case aside; a search is always paged (100 a page without a limit)."),
+           ("order" = Option<String>, Query, description = "`oldest` (creation order, the default) or `newest` (the order the dashboard and agentctl list tasks in).")),
+    responses((status = 200, description = "The backlog in creation order (oldest first), or newest first with `order=newest`.", body = TaskList)))]
 pub(super) async fn list(
     State(state): State<AppState>,
     Caller(who): Caller,
@@ -72,18 +84,23 @@ pub(super) async fn list(
     let status = params.status.and_then(|s| errors.check("status", s.parse()));
     let search = params.search.and_then(|raw| errors.check("search", TaskSearch::parse(&raw)));
     let search = search.flatten();
+    let order = params.order.map(|raw| errors.check("order", parse_order(&raw)));
+    let order = order.flatten().unwrap_or(TaskOrder::Created);
     let page = page_params(params.limit, params.cursor, &mut errors);
     errors.into_result()?;
     let page = match (page, &search) {
         (Some(page), _) => page,
         (None, Some(_)) => (DEFAULT_PAGE, None),
         (None, None) => {
-            let tasks = state.core.tasks(&who, &agent, status).await?;
+            let mut tasks = state.core.tasks(&who, &agent, status).await?;
+            if order == TaskOrder::Newest {
+                tasks.reverse();
+            }
             return Ok(Reply(TaskList { tasks, next_cursor: None }));
         }
     };
     let (limit, after) = page;
-    let page = TaskPage { order: TaskOrder::Created, status, limit, after, search };
+    let page = TaskPage { order, status, limit, after, search };
     let page = state.core.task_page(&who, &agent, &page).await?;
     Ok(Reply(TaskList { tasks: page.tasks, next_cursor: page.next.map(|c| c.to_string()) }))
 }
