@@ -68,9 +68,13 @@ impl TaskSearch {
     /// The longest search accepted: a search box is for words, not documents.
     pub const MAX_CHARS: usize = 100;
 
-    /// `None` for blank text (no search); a refusal for text over the limit.
+    /// `None` for blank text (no search); a refusal for text over the limit or holding NUL
+    /// (which no stored text holds, and PostgreSQL refuses in a parameter).
     pub fn parse(raw: &str) -> Result<Option<Self>, String> {
         let text = raw.trim();
+        if text.contains('\0') {
+            return Err("must not contain NUL characters".into());
+        }
         if text.chars().count() > Self::MAX_CHARS {
             return Err(format!("must be at most {} characters", Self::MAX_CHARS));
         }
