@@ -277,8 +277,14 @@ impl ScheduleRecord {
     /// pair would queue the same task twice at every fire time; priority, catch-up, overlap
     /// and whether it is enabled do not make a twin different (enabling it would double).
     pub fn same_as(&self, other: &ScheduleRecord) -> bool {
-        self.id != other.id
-            && self.agent_id == other.agent_id
+        self.id != other.id && self.queues_as(other)
+    }
+
+    /// Whether the two queue the same task at the same times (their ids aside): what makes a
+    /// twin, and what a change must touch before it is checked for one (so a twin made before
+    /// the rule existed can still be paused, resumed or reprioritised).
+    pub fn queues_as(&self, other: &ScheduleRecord) -> bool {
+        self.agent_id == other.agent_id
             && self.timing.cron.as_str().eq_ignore_ascii_case(other.timing.cron.as_str())
             && self.timing.zone == other.timing.zone
             && self.task.title.as_str() == other.task.title.as_str()

@@ -263,7 +263,9 @@ impl<S: SqlStore> ScheduleStore for S {
                 .await?
                 .ok_or_else(|| Error::not_found(Resource::Schedule, id.as_str()))?;
             let next = decide(&current)?;
-            refuse_twin(&mut tx, owner, &next).await?;
+            if !next.queues_as(&current) {
+                refuse_twin(&mut tx, owner, &next).await?;
+            }
             write_schedule(&mut tx, &next).await?;
             tx.commit().await?;
             Ok(next)

@@ -6,7 +6,7 @@
 
 use axum::body::{Body, to_bytes};
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use minijinja::context;
@@ -34,6 +34,9 @@ pub(crate) async fn as_pages(
     if !(status.is_client_error() || status.is_server_error()) {
         return response;
     }
+    // An error's body depends on these request headers: caches must keep the two apart.
+    let mut response = response;
+    response.headers_mut().insert(header::VARY, HeaderValue::from_static("accept, hx-request"));
     let shown = response.extensions().get::<ShownError>().cloned();
     let json = response
         .headers()
@@ -49,6 +52,8 @@ pub(crate) async fn as_pages(
         Some(shown) => shown,
         None => {
             let Ok(bytes) = to_bytes(body, MAX_ERROR_BODY).await else {
+                let mut parts = parts;
+                parts.headers.remove(header::CONTENT_LENGTH);
                 return Response::from_parts(parts, Body::empty());
             };
             match serde_json::from_slice::<Envelope>(&bytes) {
@@ -92,10 +97,14 @@ async fn page(
     shown: &ShownError,
 ) -> Response {
     let (title, message) = words(status, shown);
+    // A refusal for load (rate limited, overloaded) costs no session lookup: the limiter's
+    // point is that such a request does no more work.
+    let load = matches!(status, StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE);
     let values = context! {
         title, message, code => shown.code, request_id => shown.request_id, status => status.as_u16(),
     };
-    if let Some(who) = session::signed_in(state, headers).await {
+    let who = if load { None } else { session::signed_in(state, headers).await };
+    if let Some(who) = who {
         let csrf = session::session_form_token(state, headers).unwrap_or_default();
         let values = context! { csrf, nav => "error", ..values.clone() };
         if let Ok(mut page) = pages::signed_in(state, &who, "error.html", values).await {

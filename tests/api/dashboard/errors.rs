@@ -41,6 +41,8 @@ async fn a_browser_gets_pages_in_words_and_an_api_client_keeps_json(db: TestDb) 
     let api = app.client.get(at("/no/such/page")).send().await.unwrap();
     assert_eq!(api.status(), 404);
     assert!(api.headers()[CONTENT_TYPE].to_str().unwrap().starts_with("application/json"));
+    // The body depends on what the request accepts: a cache must not serve one for the other.
+    assert_eq!(api.headers()["vary"], "accept, hx-request");
     let body: serde_json::Value = api.json().await.unwrap();
     assert_eq!(body["error"]["code"], "route_not_found");
     let page = app.client.get(at("/api/agents")).header(ACCEPT, "text/html").send().await.unwrap();

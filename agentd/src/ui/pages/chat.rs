@@ -210,6 +210,36 @@ pub(crate) async fn unmap(
 ) -> Shown {
     let agent = super::agent_id(&fields.get("agent_id").unwrap_or_default())?;
     state.core.unmap_agent(&who, &agent).await.map_err(fail)?;
-    let back = fields.text("back").filter(|b| b.starts_with("/discord"));
-    done(&back.unwrap_or_else(|| "/discord".into()), format!("{agent} no longer posts to Discord."))
+    done(&discord_back(fields.text("back")), format!("{agent} no longer posts to Discord."))
+}
+
+/// Where an unmap goes back to: the Discord page or one server's page (a snowflake id), and
+/// nothing else a form or a link could name.
+pub(super) fn discord_back(back: Option<String>) -> String {
+    back.filter(|b| match b.strip_prefix("/discord") {
+        Some("") => true,
+        Some(rest) => rest.strip_prefix('/').is_some_and(|id| {
+            (1..=20).contains(&id.len()) && id.bytes().all(|c| c.is_ascii_digit())
+        }),
+        None => false,
+    })
+    .unwrap_or_else(|| "/discord".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::discord_back;
+
+    #[test]
+    fn an_unmap_goes_back_only_to_a_discord_page() {
+        let back = |raw: &str| discord_back(Some(raw.to_owned()));
+        assert_eq!(back("/discord"), "/discord");
+        assert_eq!(back("/discord/1234567890"), "/discord/1234567890");
+        for elsewhere in
+            ["/discordx", "/discord%0A", "/discord/12/unmap", "//evil.example", "/discord/"]
+        {
+            assert_eq!(back(elsewhere), "/discord", "{elsewhere}");
+        }
+        assert_eq!(discord_back(None), "/discord");
+    }
 }

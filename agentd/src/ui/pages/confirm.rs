@@ -69,7 +69,8 @@ pub(crate) async fn agent_command(
         _ => return Err(fail(ApiError::RouteNotFound)),
     }
     let core = &state.core;
-    let agent = core.agent(&who, &id).await.map_err(fail)?.agent;
+    // The counts only: one finished task read, not the agent's whole history.
+    let agent = core.agent_page(&who, &id, 1, None).await.map_err(fail)?.agent;
     let b = &agent.backlog_summary;
     let tasks =
         b.queued + b.in_progress + b.awaiting_approval + b.complete + b.failed + b.cancelled;
@@ -365,8 +366,7 @@ pub(crate) async fn unmap(
     csrf: Csrf,
     Query(unmap): Query<Unmap>,
 ) -> Shown {
-    let back =
-        unmap.back.filter(|b| b.starts_with("/discord")).unwrap_or_else(|| "/discord".into());
+    let back = super::chat::discord_back(unmap.back);
     let Some(raw) = unmap.agent_id else { return see(&back) };
     let agent = agent_id(&raw)?;
     let mapping = state
