@@ -126,6 +126,19 @@ impl Terminal {
         self.master.write_all(keys.as_bytes()).unwrap();
     }
 
+    /// Types `keys` once `prompt` is shown and the program reads keys one by one (the terminal
+    /// out of canonical mode). Needed for Ctrl-C: typed while the terminal is still canonical,
+    /// the line discipline turns it into a SIGINT for the terminal's foreground group, which a
+    /// program without this terminal as its controlling one never gets, and the key is lost.
+    pub(crate) async fn answer_keys(&mut self, prompt: &str, keys: &str) {
+        self.expect(prompt).await;
+        eventually(PATIENCE, "the program reads single keys", || async {
+            !tcgetattr(&self.master).unwrap().local_modes.contains(LocalModes::ICANON)
+        })
+        .await;
+        self.master.write_all(keys.as_bytes()).unwrap();
+    }
+
     /// Types a secret once `prompt` is shown and the terminal has stopped echoing (a password
     /// prompt discards what was typed before it turned echo off).
     pub(crate) async fn answer_secret(&mut self, prompt: &str, secret: &str) {

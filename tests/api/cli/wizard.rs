@@ -123,7 +123,7 @@ async fn quitting_the_wizard_at_any_question_creates_no_agent(app: TestApp) {
         if question == "Start the agent now?" {
             term.answer("A first task of your own", &format!("Write the FAQ{ENTER}")).await;
         }
-        term.answer(question, keys).await;
+        term.answer_keys(question, keys).await;
         let status = term.finish().await;
         assert!(!status.success(), "{}", term.text());
         if keys == ESC {
