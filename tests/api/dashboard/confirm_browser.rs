@@ -5,7 +5,8 @@
 
 use support::browser::Browser;
 
-use crate::helpers::{TestApp, TestDb, User, app_with, backend_tests};
+use super::lists::sign_up;
+use crate::helpers::{TestDb, app_with, backend_tests};
 
 backend_tests! { db;
     deleting_asks_first_and_a_cancel_keeps_everything,
@@ -15,18 +16,6 @@ backend_tests! { db;
 
 /// The two window sizes every point is checked at.
 const SIZES: [(&str, u32, u32); 2] = [("desktop", 1280, 900), ("phone", 390, 844)];
-
-/// Registers through the form and returns the session as an API user.
-async fn register(app: &TestApp, browser: &Browser, email: &str) -> User {
-    browser.goto(&format!("{}/register", app.address)).await;
-    browser.fill("name", "Dana").await;
-    browser.fill("email", email).await;
-    browser.fill("password", "correct horse battery").await;
-    browser.click("form[action='/register'] button[type=submit]").await;
-    browser.wait_for_path("/").await;
-    let session = browser.client.get_named_cookie("agentd_session").await.expect("signed in");
-    User { id: String::new(), token: session.value().to_owned() }
-}
 
 /// Waits until the page's message region says `text`.
 async fn says(browser: &Browser, text: &str) {
@@ -48,7 +37,7 @@ async fn open_settings(browser: &Browser) {
 async fn deleting_asks_first_and_a_cancel_keeps_everything(db: TestDb) {
     let app = app_with(db, |_| {}).await;
     let Some(browser) = Browser::start().await else { return };
-    let user = register(&app, &browser, "dana@example.com").await;
+    let user = sign_up(&app, &browser, "dana@example.com").await;
     for (size, width, height) in SIZES {
         browser.set_size(width, height).await;
         let agent = format!("writer-{size}");
@@ -96,7 +85,7 @@ async fn deleting_asks_first_and_a_cancel_keeps_everything(db: TestDb) {
 async fn a_refused_form_keeps_its_input_and_a_reload_shows_the_form(db: TestDb) {
     let app = app_with(db, |_| {}).await;
     let Some(browser) = Browser::start().await else { return };
-    let user = register(&app, &browser, "dana@example.com").await;
+    let user = sign_up(&app, &browser, "dana@example.com").await;
     let ticked = "return document.querySelector(\"#settings input[value='http_fetch']\").checked";
     for (size, width, height) in SIZES {
         browser.set_size(width, height).await;
@@ -147,7 +136,7 @@ async fn a_refused_form_keeps_its_input_and_a_reload_shows_the_form(db: TestDb) 
 async fn a_waiting_task_shows_its_call_first_and_is_approved_from_its_row(db: TestDb) {
     let app = app_with(db, |o| o.tools.http.allow_private = true).await;
     let Some(browser) = Browser::start().await else { return };
-    let user = register(&app, &browser, "dana@example.com").await;
+    let user = sign_up(&app, &browser, "dana@example.com").await;
     let (task, fetched) = crate::interactions::approvals::waiting_fetch_for(&app, &user).await;
     let row = format!("#backlog tr[data-task='{task}']");
     let first = "const call = document.querySelector('#approval-call'); \
