@@ -33,6 +33,7 @@ pub mod mcp;
 pub mod models;
 pub mod scrub;
 mod settings;
+pub mod standard_webhooks;
 pub mod store;
 pub mod stripe;
 pub mod sync;

@@ -30,6 +30,7 @@ pub mod log;
 pub mod mcp_server;
 pub mod metrics;
 pub mod sse;
+pub mod standard_webhooks;
 pub mod stripe_events;
 pub mod wait;
 

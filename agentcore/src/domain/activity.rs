@@ -36,6 +36,8 @@ pub enum Action {
     ScheduleMissed,
     /// A budget reached its warning share this month.
     BudgetWarning,
+    /// A run stopped before a model call that could cross a budget.
+    BudgetExhausted,
     /// A run stopped at a tool call that needs a person's approval.
     ApprovalRequested,
     /// The call was approved (by whom, in the details).
@@ -44,10 +46,12 @@ pub enum Action {
     ToolDenied,
     /// Someone used a slash command in Discord.
     CommandUsed,
+    /// A signed call to one of the agent's triggers (`POST /hooks/{trigger_id}`) arrived.
+    TriggerCalled,
 }
 
 impl Action {
-    pub const ALL: [Action; 27] = [
+    pub const ALL: [Action; 29] = [
         Action::AgentCreated,
         Action::AgentUpdated,
         Action::AgentStarted,
@@ -71,10 +75,12 @@ impl Action {
         Action::ScheduleSkipped,
         Action::ScheduleMissed,
         Action::BudgetWarning,
+        Action::BudgetExhausted,
         Action::ApprovalRequested,
         Action::ToolApproved,
         Action::ToolDenied,
         Action::CommandUsed,
+        Action::TriggerCalled,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -102,10 +108,12 @@ impl Action {
             Action::ScheduleSkipped => "schedule_skipped",
             Action::ScheduleMissed => "schedule_missed",
             Action::BudgetWarning => "budget_warning",
+            Action::BudgetExhausted => "budget_exhausted",
             Action::ApprovalRequested => "approval_requested",
             Action::ToolApproved => "tool_approved",
             Action::ToolDenied => "tool_denied",
             Action::CommandUsed => "command_used",
+            Action::TriggerCalled => "trigger_called",
         }
     }
 }

@@ -63,6 +63,15 @@ pub enum EventType {
     /// The agent's status changed (started, stopped, vacation, error).
     #[serde(rename = "agent.status")]
     AgentStatus,
+    /// A budget reached its warning share this month.
+    #[serde(rename = "budget.warning")]
+    BudgetWarning,
+    /// A run stopped before a model call that could cross a budget.
+    #[serde(rename = "budget.exhausted")]
+    BudgetExhausted,
+    /// A schedule's fire time passed while nothing could queue its task.
+    #[serde(rename = "schedule.missed")]
+    ScheduleMissed,
     /// Any other activity entry.
     #[serde(rename = "activity")]
     Activity,
@@ -87,6 +96,9 @@ impl EventType {
             EventType::TaskFailed => "task.failed",
             EventType::TaskCancelled => "task.cancelled",
             EventType::AgentStatus => "agent.status",
+            EventType::BudgetWarning => "budget.warning",
+            EventType::BudgetExhausted => "budget.exhausted",
+            EventType::ScheduleMissed => "schedule.missed",
             EventType::Activity => "activity",
             EventType::Resync => "resync",
         }
@@ -110,6 +122,9 @@ impl EventType {
             | Action::VacationEnded
             | Action::StatusChanged
             | Action::AgentError => EventType::AgentStatus,
+            Action::BudgetWarning => EventType::BudgetWarning,
+            Action::BudgetExhausted => EventType::BudgetExhausted,
+            Action::ScheduleMissed => EventType::ScheduleMissed,
             _ => EventType::Activity,
         }
     }

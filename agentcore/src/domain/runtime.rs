@@ -179,6 +179,13 @@ pub fn finish(
                 None => error.clone(),
             };
             posts.push(task_post(&format!("Failed: {}", task.title), &told, 0xE7_4C_3C));
+            if let Outcome::BudgetExhausted { error } = outcome {
+                activity.push(NewActivity::for_task(
+                    Action::BudgetExhausted,
+                    task.id.as_str(),
+                    format!("Task '{}' stopped at a budget: {error}", task.title),
+                ));
+            }
             after.failure_streak = agent.failure_streak.saturating_add(1);
             let why = if let Outcome::BudgetExhausted { error } = outcome {
                 Some(format!(

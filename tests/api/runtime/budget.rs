@@ -95,6 +95,9 @@ async fn the_call_that_could_cross_an_agents_budget_is_never_sent_even_mid_task(
     assert_eq!(warnings.len(), 1, "{entries:?}");
     assert!(warnings[0].1.starts_with("$0.0088 of the monthly budget of agent 'Writer' ($0.01)"));
     assert!(entries.iter().any(|(a, d)| a == "agent_error" && d.contains("budget_exhausted")));
+    let stopped: Vec<_> = entries.iter().filter(|(a, _)| a == "budget_exhausted").collect();
+    assert_eq!(stopped.len(), 1, "one entry for the run stopped at the budget: {entries:?}");
+    assert!(stopped[0].1.contains("stopped at a budget: budget_exhausted:"), "{stopped:?}");
     eventually(WAIT, "the warning and the error are posted", || async {
         let posts = posts(&app);
         posts.iter().any(|(title, _)| title == "Budget warning")
