@@ -86,6 +86,8 @@ pub enum Resource {
     Member,
     Invite,
     ApiKey,
+    Webhook,
+    WebhookDelivery,
 }
 
 impl Resource {
@@ -103,6 +105,8 @@ impl Resource {
             Resource::Member => "member",
             Resource::Invite => "invite",
             Resource::ApiKey => "api_key",
+            Resource::Webhook => "webhook",
+            Resource::WebhookDelivery => "webhook_delivery",
         }
     }
 }

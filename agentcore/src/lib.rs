@@ -46,11 +46,12 @@ pub mod workers;
 pub use crate::core::{
     AuditPage, BillingConfig, Connected, Core, CoreConfig, DiscordConfig, EventStream,
     InteractionEndpoint, OauthUrl, OutboxConfig, Principal, RetentionConfig, RuntimeConfig,
-    ScheduleConfig, Sent, Session, ToolsConfig, default_data_dir,
+    ScheduleConfig, Sent, Session, ToolsConfig, WebhookConfig, default_data_dir,
 };
 pub use error::{Conflict, Error, Refusal, Resource, Result, StorageFault, ValidationErrors};
 pub use telemetry::RuntimeStats;
 pub use workers::outbox::OutboxWorker;
 pub use workers::runtime::{Runtime, RuntimeStopper};
+pub use workers::webhooks::WebhookWorker;
 
 pub use tls::install_provider as install_tls_provider;

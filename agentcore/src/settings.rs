@@ -103,3 +103,48 @@ impl Default for ScheduleConfig {
         }
     }
 }
+
+/// How outbound webhooks are sent (`webhooks.*`).
+#[derive(Debug, Clone)]
+pub struct WebhookConfig {
+    /// The longest one attempt may take, connecting and reading the answer included.
+    pub attempt_timeout: Duration,
+    /// The waits before the 2nd, 3rd... attempt; once spent, a delivery has failed.
+    pub retry_schedule: Vec<Duration>,
+    /// Failed attempts in a row (across an endpoint's deliveries) that disable it; 0 never.
+    pub disable_after: u32,
+    /// Attempts one node has in flight at once.
+    pub max_in_flight: usize,
+    /// How often the worker looks for new events and due attempts when nothing woke it.
+    pub poll: Duration,
+}
+
+impl WebhookConfig {
+    /// How long a node holds a delivery it is sending: the attempt's bound and a margin, so a
+    /// lease never runs out under an attempt that is still allowed to run.
+    pub fn lease(&self) -> Duration {
+        self.attempt_timeout + Duration::from_secs(30)
+    }
+}
+
+impl Default for WebhookConfig {
+    fn default() -> Self {
+        let minutes = |m: u64| Duration::from_secs(m * 60);
+        Self {
+            attempt_timeout: Duration::from_secs(10),
+            // Svix's: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (eight attempts over 27.5 h).
+            retry_schedule: vec![
+                Duration::from_secs(5),
+                minutes(5),
+                minutes(30),
+                minutes(120),
+                minutes(300),
+                minutes(600),
+                minutes(600),
+            ],
+            disable_after: 20,
+            max_in_flight: 16,
+            poll: Duration::from_secs(1),
+        }
+    }
+}

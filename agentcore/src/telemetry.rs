@@ -94,6 +94,19 @@ pub struct Metrics {
     pub storage_faults: StorageFaultCounts,
     /// The fault writes fail with now, if they do.
     pub storage_fault: Option<StorageFault>,
+    /// Webhook attempts this node made, by outcome.
+    pub webhooks: WebhookStats,
+}
+
+/// What this node's webhooks' worker did since it started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WebhookStats {
+    /// Attempts answered with a 2xx.
+    pub delivered: u64,
+    /// Attempts that failed (an answer other than 2xx, a timeout, a refused address).
+    pub failed_attempts: u64,
+    /// Deliveries given up after the last attempt of the schedule.
+    pub failed_deliveries: u64,
 }
 
 /// What `GET /metrics` shows of one operator MCP server's calls, or of all users' servers.
@@ -168,6 +181,9 @@ pub(crate) struct Counters {
     pub(crate) failed: AtomicU64,
     pub(crate) dropped: AtomicU64,
     pub(crate) cancelled: AtomicU64,
+    pub(crate) webhooks_delivered: AtomicU64,
+    pub(crate) webhook_attempts_failed: AtomicU64,
+    pub(crate) webhooks_failed: AtomicU64,
     /// Per provider of the registry, in its order.
     pub(crate) models: Vec<(String, ProviderCalls)>,
     /// Per priced model, then `unpriced`: calls and micro-dollars.
@@ -192,6 +208,9 @@ impl Counters {
             failed: AtomicU64::default(),
             dropped: AtomicU64::default(),
             cancelled: AtomicU64::default(),
+            webhooks_delivered: AtomicU64::default(),
+            webhook_attempts_failed: AtomicU64::default(),
+            webhooks_failed: AtomicU64::default(),
             models: providers.map(|name| (name.to_owned(), ProviderCalls::default())).collect(),
             skew: Skew::default(),
         }

@@ -23,6 +23,8 @@ pub(crate) struct Wakeups {
     pub(crate) dispatcher: Notify,
     /// The outbox's dispatcher: starts a lane for each channel with posts.
     pub(crate) outbox: Notify,
+    /// The webhooks' worker: events were written (to fan out), or a delivery queued.
+    pub(crate) webhooks: Notify,
 }
 
 impl Wakeups {

@@ -169,6 +169,7 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let outbox = agentcore::OutboxWorker::start(&state.core);
     let runtime = agentcore::Runtime::start(&state.core);
+    let webhooks = agentcore::WebhookWorker::start(&state.core);
     let header_timeout = state.http.config.request_timeout;
     let core = state.core.clone();
     let app = router(state);
@@ -211,6 +212,7 @@ pub async fn serve(
     core.close_event_streams();
     connections.shutdown().await;
     runtime.shutdown().await;
+    webhooks.shutdown().await;
     outbox.shutdown().await;
     Ok(())
 }

@@ -151,6 +151,25 @@ fn render_node(out: &mut String, node: &Metrics) {
     ] {
         let _ = writeln!(out, "agentd_tasks_total{{outcome=\"{outcome}\"}} {count}");
     }
+    header(
+        out,
+        "agentd_webhook_attempts_total",
+        "counter",
+        "Webhook delivery attempts this node made, by outcome (delivered: a 2xx answer).",
+    );
+    for (outcome, count) in
+        [("delivered", node.webhooks.delivered), ("failed", node.webhooks.failed_attempts)]
+    {
+        let _ = writeln!(out, "agentd_webhook_attempts_total{{outcome=\"{outcome}\"}} {count}");
+    }
+    header(
+        out,
+        "agentd_webhook_deliveries_failed_total",
+        "counter",
+        "Webhook deliveries this node gave up on after the last attempt of the schedule.",
+    );
+    let _ =
+        writeln!(out, "agentd_webhook_deliveries_failed_total {}", node.webhooks.failed_deliveries);
     gauge(
         out,
         "agentd_agents_running",

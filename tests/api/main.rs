@@ -44,3 +44,4 @@ mod storage;
 mod teams;
 mod tenancy;
 mod typed_client;
+mod webhooks;

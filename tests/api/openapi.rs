@@ -92,6 +92,15 @@ const ROUTES: &[(&str, &str)] = &[
     ("PUT", "/api/chat/connections/{guild_id}/roles"),
     ("POST", "/api/chat/interactions"),
     ("POST", "/api/chat/interactions/{connection_id}"),
+    ("GET", "/api/webhooks"),
+    ("POST", "/api/webhooks"),
+    ("GET", "/api/webhooks/{id}"),
+    ("PATCH", "/api/webhooks/{id}"),
+    ("DELETE", "/api/webhooks/{id}"),
+    ("POST", "/api/webhooks/{id}/rotate"),
+    ("POST", "/api/webhooks/{id}/test"),
+    ("GET", "/api/webhooks/{id}/deliveries"),
+    ("POST", "/api/webhooks/{id}/deliveries/{delivery_id}/redeliver"),
 ];
 
 /// Operations that take a JSON body (vacation's is optional).
@@ -122,6 +131,8 @@ const WITH_BODY: &[(&str, &str)] = &[
     ("PUT", "/api/chat/connections/{guild_id}/roles"),
     ("POST", "/api/chat/interactions"),
     ("POST", "/api/chat/interactions/{connection_id}"),
+    ("POST", "/api/webhooks"),
+    ("PATCH", "/api/webhooks/{id}"),
 ];
 
 /// Each operation of the document, as (METHOD, path template, operation).

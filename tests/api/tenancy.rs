@@ -28,6 +28,7 @@ async fn snapshot(app: &TestApp, user: &User) -> Value {
         "/api/workspace/members",
         "/api/workspace/invites",
         "/api/workspace/keys",
+        "/api/webhooks",
     ] {
         seen.insert(path.into(), app.get(path, user).await.assert_status(200).clone());
     }
@@ -166,6 +167,20 @@ fn against_a(
         ("DELETE", "/api/workspace/keys/{id}") => {
             vec![(format!("/api/workspace/keys/{}", a.key), None)]
         }
+        // A's endpoint, and A's delivery under A's endpoint and under B's.
+        ("GET" | "DELETE", "/api/webhooks/{id}")
+        | ("POST", "/api/webhooks/{id}/rotate" | "/api/webhooks/{id}/test")
+        | ("GET", "/api/webhooks/{id}/deliveries") => {
+            vec![(template.replace("{id}", &a.webhook), None)]
+        }
+        ("PATCH", "/api/webhooks/{id}") => vec![(
+            format!("/api/webhooks/{}", a.webhook),
+            Some(json!({"url": "https://93.184.215.14/stolen", "enabled": true})),
+        )],
+        ("POST", "/api/webhooks/{id}/deliveries/{delivery_id}/redeliver") => vec![
+            (format!("/api/webhooks/{}/deliveries/{}/redeliver", a.webhook, a.delivery), None),
+            (format!("/api/webhooks/{}/deliveries/{}/redeliver", a.b_webhook, a.delivery), None),
+        ],
         // An invite's token is its access: B holds none of A's (an id is not a token).
         ("POST", "/api/invites/{token}/accept") => {
             vec![(format!("/api/invites/{}/accept", a.invite), None)]
@@ -179,6 +194,10 @@ struct AccessOfA {
     user: String,
     invite: String,
     key: String,
+    /// A's webhook endpoint and a delivery of it; B's own endpoint.
+    webhook: String,
+    delivery: String,
+    b_webhook: String,
 }
 
 backend_tests! { app;
@@ -215,14 +234,31 @@ async fn a_second_users_token_reaches_nothing_of_the_first(app: TestApp) {
 
     let invite = app.post("/api/workspace/invites", &a, json!({"role": "member"})).await;
     let key = app.post("/api/workspace/keys", &a, json!({"name": "ci", "role": "member"})).await;
+    // Disabled at once: its test delivery waits, and nothing is sent anywhere.
+    let hook = json!({"url": "https://93.184.215.14/hooks", "events": ["task.completed"]});
+    let webhook = app.post("/api/webhooks", &a, hook.clone()).await;
+    let webhook = webhook.assert_status(201)["id"].as_str().unwrap().to_owned();
+    app.patch(&format!("/api/webhooks/{webhook}"), &a, json!({"enabled": false}))
+        .await
+        .assert_status(200);
+    let delivery = app.post_empty(&format!("/api/webhooks/{webhook}/test"), &a).await;
+    let delivery = delivery.assert_status(202)["id"].as_str().unwrap().to_owned();
+
+    let b = app.register("b@example.com").await;
+    app.create_agent(&b, "beta").await;
+    let b_webhook = app.post("/api/webhooks", &b, hook).await;
+    let b_webhook = b_webhook.assert_status(201)["id"].as_str().unwrap().to_owned();
+    app.patch(&format!("/api/webhooks/{b_webhook}"), &b, json!({"enabled": false}))
+        .await
+        .assert_status(200);
     let access = AccessOfA {
         user: a.id.clone(),
         invite: invite.assert_status(201)["id"].as_str().unwrap().to_owned(),
         key: key.assert_status(201)["id"].as_str().unwrap().to_owned(),
+        webhook,
+        delivery,
+        b_webhook,
     };
-
-    let b = app.register("b@example.com").await;
-    app.create_agent(&b, "beta").await;
     app.post("/api/chat/connect", &b, json!({"bot_token": "bot-b.1", "guild_id": GUILD_B}))
         .await
         .assert_status(200);

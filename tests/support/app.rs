@@ -98,6 +98,8 @@ pub struct Options {
     pub quotas: agentcore::domain::quota::Quotas,
     /// `billing.plan_quotas`: none unless set.
     pub plan_quotas: std::collections::BTreeMap<String, agentcore::domain::quota::PlanQuotas>,
+    /// Webhooks: retries 50 ms apart, a look every 50 ms, a 2 s bound per attempt.
+    pub webhooks: agentcore::WebhookConfig,
 }
 
 /// The model the tests price: no input cost, $200 per million output tokens, so each answer of
@@ -145,6 +147,12 @@ impl Options {
                 ..agentcore::domain::quota::Quotas::default()
             },
             plan_quotas: std::collections::BTreeMap::new(),
+            webhooks: agentcore::WebhookConfig {
+                attempt_timeout: Duration::from_secs(2),
+                retry_schedule: vec![Duration::from_millis(50); 7],
+                poll: Duration::from_millis(50),
+                ..agentcore::WebhookConfig::default()
+            },
         }
     }
 
@@ -197,6 +205,7 @@ impl Options {
         config.tools = self.tools.clone();
         config.mcp = self.mcp.clone();
         config.quotas = self.quotas.clone();
+        config.webhooks = self.webhooks.clone();
         config.billing.plan_quotas = self.plan_quotas.clone();
         if let Some(model) = &self.default_model {
             config.models.default.clone_from(model);

@@ -9,7 +9,7 @@
 //! The test package's library: what the integration tests (`tests/api`) and the benchmarks
 //! (`tests/benches`) share. `db` makes databases, `app` servers and requests, `crash` servers
 //! that die, `wait` deadlines, `metrics` the `/metrics` parser; `fake_discord`,
-//! `fake_models` and `stripe_events` speak the outside services' wire formats. Set `TEST_LOG`
+//! `fake_models`, `stripe_events` and `webhook_receiver` speak the outside services' wire formats. Set `TEST_LOG`
 //! (a tracing filter such as `info` or `agentd=debug`) to see the in-process servers' logs.
 
 #![allow(
@@ -33,6 +33,7 @@ pub mod sse;
 pub mod standard_webhooks;
 pub mod stripe_events;
 pub mod wait;
+pub mod webhook_receiver;
 
 pub use app::*;
 pub use crash::*;

@@ -106,6 +106,7 @@ impl Core {
     /// The owner's events may have grown (this node wrote some): its streams here look.
     pub(crate) fn ring_events(&self, owner: &WorkspaceId) {
         self.inner.events.ring(owner);
+        self.wakeups().webhooks.notify_one();
     }
 
     /// Tells the owner's streams on this node of a live-only event.

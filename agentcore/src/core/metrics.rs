@@ -4,7 +4,7 @@
 use std::sync::atomic::Ordering;
 
 use super::Core;
-use crate::telemetry::{Metrics, ModelCallMetrics, RuntimeStats};
+use crate::telemetry::{Metrics, ModelCallMetrics, RuntimeStats, WebhookStats};
 
 impl Core {
     /// What this node counted, and the work waiting in the database (left out while the
@@ -41,6 +41,11 @@ impl Core {
             model_costs: self.counters().model_costs(),
             storage_faults: self.store().health().counts(),
             storage_fault: self.store().health().fault().map(|(fault, _)| fault),
+            webhooks: WebhookStats {
+                delivered: self.counters().webhooks_delivered.load(Ordering::Relaxed),
+                failed_attempts: self.counters().webhook_attempts_failed.load(Ordering::Relaxed),
+                failed_deliveries: self.counters().webhooks_failed.load(Ordering::Relaxed),
+            },
         })
     }
 

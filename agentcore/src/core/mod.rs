@@ -25,6 +25,7 @@ mod schedules;
 mod signing;
 mod tokens;
 mod tools;
+mod webhooks;
 mod workers;
 mod workspaces;
 
@@ -57,7 +58,9 @@ pub use chat::{Connected, OauthUrl, Sent};
 pub use events::EventStream;
 pub use interactions::InteractionEndpoint;
 
-pub use crate::settings::{OutboxConfig, RetentionConfig, RuntimeConfig, ScheduleConfig};
+pub use crate::settings::{
+    OutboxConfig, RetentionConfig, RuntimeConfig, ScheduleConfig, WebhookConfig,
+};
 
 /// What the library needs to run. `agentd` and `agentctl` fill it from their configuration.
 #[derive(Debug, Clone)]
@@ -85,6 +88,8 @@ pub struct CoreConfig {
     pub mcp: McpConfig,
     /// How much of each thing one user may have.
     pub quotas: Quotas,
+    /// How outbound webhooks are sent.
+    pub webhooks: WebhookConfig,
 }
 
 /// How the built-in tools behave.
@@ -114,6 +119,7 @@ impl CoreConfig {
             tools: ToolsConfig::default(),
             mcp: McpConfig::default(),
             quotas: Quotas::default(),
+            webhooks: WebhookConfig::default(),
         }
     }
 
@@ -235,6 +241,9 @@ struct Inner {
     billing: BillingConfig,
     quotas: Quotas,
     http_fetch: HttpFetch,
+    webhooks: WebhookConfig,
+    /// Sends webhooks: no redirects, resolved addresses checked by the operator's policy.
+    webhook_client: reqwest::Client,
     /// This node's MCP connections.
     mcp: McpClients,
     /// Routes "this agent has work" to its worker, or to the runtime's dispatcher.
@@ -265,6 +274,10 @@ impl Core {
             .map_err(|e| Error::internal(e.to_string()))?;
         let models = Models::new(&config.models)?;
         let http_fetch = HttpFetch::new(config.tools.http.clone())?;
+        let webhook_client = http_fetch
+            .policy()
+            .guarded_client(config.webhooks.attempt_timeout)
+            .map_err(|e| Error::internal(format!("cannot build the webhooks' client: {e}")))?;
         // Users' MCP servers follow `allow_private` alone: the operator's exact addresses
         // (`allow_addresses`) are for `http_fetch`, which the operator's agents' models drive.
         let user_mcp_policy =
@@ -296,6 +309,8 @@ impl Core {
             billing: config.billing,
             quotas: config.quotas,
             http_fetch,
+            webhooks: config.webhooks,
+            webhook_client,
             mcp,
             wakeups: Wakeups::default(),
             events: Arc::default(),

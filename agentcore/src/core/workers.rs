@@ -4,8 +4,10 @@
 //! notifications, and their settings.
 
 use super::Core;
-use crate::settings::{OutboxConfig, RetentionConfig, RuntimeConfig, ScheduleConfig};
-use crate::store::{DeliveryStore, RetentionStore, RunStore, Wake};
+use crate::settings::{
+    OutboxConfig, RetentionConfig, RuntimeConfig, ScheduleConfig, WebhookConfig,
+};
+use crate::store::{DeliveryStore, RetentionStore, RunStore, Wake, WebhookWorkStore};
 
 impl Core {
     /// Claims, leases, steps, approvals of calls and budget reservations: the runtime's part.
@@ -16,6 +18,20 @@ impl Core {
     /// Posts and their connections: the outbox's delivery.
     pub(crate) fn delivery_store(&self) -> &dyn DeliveryStore {
         self.inner.store.as_ref()
+    }
+
+    /// Events to fan out, and webhook deliveries: the webhooks' worker.
+    pub(crate) fn webhook_store(&self) -> &dyn WebhookWorkStore {
+        self.inner.store.as_ref()
+    }
+
+    pub(crate) fn webhook_config(&self) -> &WebhookConfig {
+        &self.inner.webhooks
+    }
+
+    /// The client webhooks are sent with.
+    pub(crate) fn webhook_client(&self) -> &reqwest::Client {
+        &self.inner.webhook_client
     }
 
     /// Pruning by age: housekeeping.

@@ -59,6 +59,7 @@ pub mod tool_result;
 pub mod tools;
 pub mod usage;
 pub mod user;
+pub mod webhook;
 pub mod workspace;
 
 use chrono::{DateTime, SubsecRound, Utc};

@@ -26,6 +26,8 @@ pub enum Quota {
     ApiKeys,
     /// Members of a workspace and invites waiting for an answer together (fixed: 1,000).
     Members,
+    /// Outbound webhook endpoints of a workspace (fixed: 20).
+    Webhooks,
 }
 
 impl Quota {
@@ -43,6 +45,7 @@ impl Quota {
             Quota::PendingInvites => "pending_invites_per_workspace",
             Quota::ApiKeys => "api_keys_per_workspace",
             Quota::Members => "members_per_workspace",
+            Quota::Webhooks => "webhooks_per_workspace",
         }
     }
 
@@ -61,6 +64,7 @@ impl Quota {
             Quota::PendingInvites => "invites waiting for an answer",
             Quota::ApiKeys => "API keys",
             Quota::Members => "members and invites waiting for an answer",
+            Quota::Webhooks => "webhook endpoints",
         }
     }
 }

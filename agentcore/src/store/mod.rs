@@ -37,6 +37,8 @@ pub(crate) mod sqlite_files;
 mod steps;
 mod tasks;
 mod users;
+mod webhook_deliveries;
+mod webhooks;
 mod workspaces;
 
 use std::fmt;
@@ -70,6 +72,10 @@ pub use sqlite::SqliteStore;
 pub use steps::{RunContext, RunRef, StepStore};
 pub use tasks::{AddedTask, TaskChange, TaskDecision, TaskStore, TaskWrite};
 pub use users::{UserRecord, UserStore};
+pub use webhook_deliveries::{
+    AttemptWrite, ClaimedDelivery, NewDelivery, Recorded, SendTarget, WebhookDeliveryStore,
+};
+pub use webhooks::{WebhookRecord, WebhookStore};
 pub use workspaces::{MemberChange, WorkspaceStore};
 
 /// Where the data lives. The URL may hold a password, so `Debug` redacts it.
@@ -187,6 +193,9 @@ pub trait Store:
     + EventStore
     + RunStore
     + DeliveryStore
+    + WebhookStore
+    + WebhookDeliveryStore
+    + WebhookWorkStore
     + Send
     + Sync
     + fmt::Debug
@@ -237,6 +246,11 @@ impl<T: RuntimeStore + StepStore + ApprovalStore + BudgetStore + EventStore + ?S
 pub trait DeliveryStore: OutboxStore + ChatStore {}
 
 impl<T: OutboxStore + ChatStore + ?Sized> DeliveryStore for T {}
+
+/// The store as the webhooks' worker uses it: the events it fans out, and the deliveries.
+pub trait WebhookWorkStore: WebhookDeliveryStore + EventStore {}
+
+impl<T: WebhookDeliveryStore + EventStore + ?Sized> WebhookWorkStore for T {}
 
 /// Receives signals: see [`Signal`].
 pub type Wake = Arc<dyn Fn(Signal) + Send + Sync>;

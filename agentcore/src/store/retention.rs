@@ -29,6 +29,9 @@ pub enum Prunable {
     /// Audit entries recorded before the time, but never a workspace's last one: the chain
     /// goes on from it (`audit verify` takes the first entry left as given).
     Audit,
+    /// Webhook deliveries made before the time that are no longer pending (their attempts go
+    /// with them).
+    WebhookDeliveries,
 }
 
 impl Prunable {
@@ -40,6 +43,7 @@ impl Prunable {
             Prunable::BillingEvents => "billing events",
             Prunable::Events => "events",
             Prunable::Audit => "audit entries",
+            Prunable::WebhookDeliveries => "webhook deliveries",
         }
     }
 }
@@ -64,6 +68,7 @@ impl<S: SqlStore> RetentionStore for S {
                 Prunable::BillingEvents => sql::PRUNE_BILLING_EVENTS,
                 Prunable::Events => sql::PRUNE_EVENTS,
                 Prunable::Audit => sql::PRUNE_AUDIT,
+                Prunable::WebhookDeliveries => sql::PRUNE_WEBHOOK_DELIVERIES,
             };
             let mut tx = self.begin_write().await?;
             let done = query(statement).bind(before).bind(batch).execute(&mut tx).await?;
@@ -102,9 +107,15 @@ pub(super) mod sql {
     /// Through `billing_events_received`.
     pub(crate) const PRUNE_BILLING_EVENTS: &str = "DELETE FROM billing_events WHERE id IN \
         (SELECT id FROM billing_events WHERE received_at < $1 ORDER BY received_at LIMIT $2)";
-    /// Through `events_by_age`.
+    /// Through `events_by_age`; never an event the webhooks' fan-out has not passed yet.
     pub(crate) const PRUNE_EVENTS: &str = "DELETE FROM events WHERE (owner_id, seq) IN \
-        (SELECT owner_id, seq FROM events WHERE created_at < $1 ORDER BY created_at LIMIT $2)";
+        (SELECT owner_id, seq FROM events e WHERE created_at < $1 AND NOT EXISTS \
+        (SELECT 1 FROM webhook_cursors c WHERE c.owner_id = e.owner_id AND c.seq < e.seq) \
+        ORDER BY created_at LIMIT $2)";
+    /// Through `webhook_deliveries_by_age`; pending ones stay.
+    pub(crate) const PRUNE_WEBHOOK_DELIVERIES: &str = "DELETE FROM webhook_deliveries WHERE id IN \
+        (SELECT id FROM webhook_deliveries WHERE created_at < $1 AND status <> 'pending' \
+        ORDER BY created_at LIMIT $2)";
     /// Through `audit_log_by_time`; each workspace's latest entry stays.
     pub(crate) const PRUNE_AUDIT: &str = "DELETE FROM audit_log WHERE (workspace_id, seq) IN \
         (SELECT workspace_id, seq FROM audit_log a WHERE at < $1 AND seq < \

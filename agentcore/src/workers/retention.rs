@@ -1,8 +1,10 @@
 //! The node's housekeeping, all of it, once an hour on every node (the outbox worker's loop
-//! runs it): events after a day (`EVENT_WINDOW`), delivered posts after a week, Stripe events and the records of schedules' fire
-//! times after 30 days, and, when the operator set `retention.finished_days`, finished tasks
-//! and activity older than that (`retention.audit_days`: audit entries). Each kind goes a bounded batch at a time, so other writes
-//! interleave with a large prune.
+//! runs it): events after a day (`EVENT_WINDOW`, but never one the webhooks' fan-out has not
+//! passed), delivered posts after a week, webhook deliveries done (delivered or failed) after
+//! 30 days, Stripe events and the records of schedules' fire times after 30 days, and, when
+//! the operator set `retention.finished_days`, finished tasks and activity older than that
+//! (`retention.audit_days`: audit entries). Each kind goes a bounded batch at a time, so other
+//! writes interleave with a large prune.
 
 use chrono::Duration as Days;
 
@@ -18,6 +20,8 @@ const KEEP_DELIVERED_DAYS: i64 = 7;
 const KEEP_BILLING_EVENTS_DAYS: i64 = 30;
 /// A fire time's record is kept this long (it guards against a second task for that time).
 const KEEP_FIRES_DAYS: i64 = 30;
+/// Webhook deliveries no longer pending are kept this long, with their attempts' answers.
+const KEEP_WEBHOOK_DELIVERIES_DAYS: i64 = 30;
 /// Rows deleted per statement.
 pub(crate) const BATCH: i64 = 500;
 
@@ -35,6 +39,7 @@ pub(crate) async fn prune_all(core: &Core) {
         (Prunable::DeliveredPosts, Days::days(KEEP_DELIVERED_DAYS)),
         (Prunable::BillingEvents, Days::days(KEEP_BILLING_EVENTS_DAYS)),
         (Prunable::Events, Days::from_std(EVENT_WINDOW).unwrap_or(Days::days(1))),
+        (Prunable::WebhookDeliveries, Days::days(KEEP_WEBHOOK_DELIVERIES_DAYS)),
     ]);
     for (what, keep) in due {
         match prune(core, what, keep).await {

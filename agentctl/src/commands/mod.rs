@@ -415,6 +415,7 @@ async fn run_agents(cx: &Context) -> Result<(), Failure> {
     let core = cx.open_core().await?;
     let outbox = agentcore::OutboxWorker::start(&core);
     let runtime = agentcore::Runtime::start(&core);
+    let webhooks = agentcore::WebhookWorker::start(&core);
     eprintln!(
         "Running the active agents on the {} database (node {}); Ctrl-C stops.",
         core.backend(),
@@ -422,6 +423,7 @@ async fn run_agents(cx: &Context) -> Result<(), Failure> {
     );
     agentd::shutdown_signal().await;
     runtime.shutdown().await;
+    webhooks.shutdown().await;
     outbox.shutdown().await;
     core.close().await;
     eprintln!("Stopped.");

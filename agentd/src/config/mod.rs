@@ -84,6 +84,8 @@ pub struct Config {
     pub tools: ToolsSettings,
     /// The operator's MCP servers.
     pub mcp: McpConfig,
+    /// How outbound webhooks are sent (`webhooks.*`).
+    pub webhooks: agentcore::WebhookConfig,
     /// The file that was read, if any.
     pub file: Option<PathBuf>,
     /// Every `AGENTD_*` name a setting can be given by.
@@ -238,6 +240,7 @@ impl Config {
             log: log(src)?,
             tools: ToolsSettings::default(),
             mcp: mcp::mcp(src)?,
+            webhooks: agentcore::WebhookConfig::default(),
             file: None,
             known: BTreeSet::new(),
         };
@@ -309,6 +312,7 @@ impl Config {
         core.tools.http = self.http_policy()?;
         core.mcp = self.mcp.clone();
         core.quotas = self.quotas.clone();
+        core.webhooks = self.webhooks.clone();
         Ok(core)
     }
 

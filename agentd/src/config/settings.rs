@@ -85,6 +85,11 @@ settings! {
     "quotas.queued_tasks_per_user": CountOrZero => quotas.queued_tasks_per_user;
     "quotas.mcp_servers_per_user": CountOrZero => quotas.mcp_servers_per_user;
     "quotas.streams_per_user": CountOrZero => quotas.streams_per_user;
+    "webhooks.attempt_timeout_seconds": Seconds => webhooks.attempt_timeout;
+    "webhooks.retry_schedule_seconds": SecondsList => webhooks.retry_schedule;
+    "webhooks.disable_after_failures": CountOrZero => webhooks.disable_after;
+    "webhooks.max_in_flight": Count => webhooks.max_in_flight;
+    "webhooks.poll_seconds": Seconds => webhooks.poll;
 }
 
 /// Puts `value` under a dotted `key`, creating the tables on the way.
@@ -128,7 +133,7 @@ macro_rules! slots {
         }
     )*};
 }
-slots!(String, SecretString, Duration, bool, u32, usize, Vec<String>);
+slots!(String, SecretString, Duration, bool, u32, usize, Vec<String>, Vec<Duration>);
 
 /// Text as given.
 pub(super) struct Text;
@@ -146,6 +151,8 @@ pub(super) type CountOrZero = CountOf<true>;
 pub(super) struct Flag;
 /// A comma-separated list in the environment, an array in the file.
 pub(super) struct List;
+/// A list of 1 to 20 positive numbers of seconds (fractions allowed), as [`List`].
+pub(super) struct SecondsList;
 
 impl Text {
     fn read(src: &Sources<'_>, name: &str) -> Result<Option<String>, ConfigError> {
@@ -201,6 +208,35 @@ impl List {
     }
     fn show(value: &[String]) -> Option<Value> {
         Some(Value::Array(value.iter().cloned().map(Value::String).collect()))
+    }
+}
+
+impl SecondsList {
+    const MAX: usize = 20;
+
+    fn read(src: &Sources<'_>, name: &str) -> Result<Option<Vec<Duration>>, ConfigError> {
+        let Some(all) = src.get(name) else { return Ok(None) };
+        let items = list(&all);
+        let bad = || {
+            ConfigError(format!(
+                "{name}: '{all}' is not a list of 1 to {} positive numbers of seconds",
+                Self::MAX
+            ))
+        };
+        if items.is_empty() || items.len() > Self::MAX {
+            return Err(bad());
+        }
+        items
+            .iter()
+            .map(|item| match item.parse::<f64>() {
+                Ok(s) if s > 0.0 && s.is_finite() => Ok(Duration::from_secs_f64(s)),
+                _ => Err(bad()),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some)
+    }
+    fn show(value: &[Duration]) -> Option<Value> {
+        Some(Value::Array(value.iter().map(|d| seconds(*d)).collect()))
     }
 }
 

@@ -18,6 +18,7 @@ mod onboarding;
 mod ops;
 mod schedules;
 mod tools;
+mod webhooks;
 mod workspaces;
 
 use axum::Router;
@@ -75,6 +76,12 @@ pub(crate) fn api() -> OpenApiRouter<AppState> {
         .routes(routes!(mcp::list, mcp::add))
         .routes(routes!(mcp::delete))
         .routes(routes!(mcp::test))
+        .routes(routes!(webhooks::list, webhooks::create))
+        .routes(routes!(webhooks::show, webhooks::update, webhooks::delete))
+        .routes(routes!(webhooks::rotate))
+        .routes(routes!(webhooks::test))
+        .routes(routes!(webhooks::deliveries))
+        .routes(routes!(webhooks::redeliver))
         .routes(routes!(models::list))
         .routes(routes!(budget::show, budget::set))
         .routes(routes!(budget::usage))

@@ -94,6 +94,20 @@ fn attempt(method: &str, template: &str, ids: &Ids) -> Option<(String, Option<Va
             body(json!({"company_name": "Planted", "role_template": "marketing"})),
         ),
         ("PATCH", "/api/workspace") => ("/api/workspace".into(), body(json!({"name": "Planted"}))),
+        ("POST", "/api/webhooks") => (
+            "/api/webhooks".into(),
+            body(json!({"url": "https://93.184.215.14/hooks", "events": ["task.completed"]})),
+        ),
+        ("PATCH", "/api/webhooks/{id}") => {
+            (format!("/api/webhooks/{}", ids.webhook), body(json!({"enabled": false})))
+        }
+        ("DELETE", "/api/webhooks/{id}")
+        | ("POST", "/api/webhooks/{id}/rotate" | "/api/webhooks/{id}/test") => {
+            (template.replace("{id}", &ids.webhook), None)
+        }
+        ("POST", "/api/webhooks/{id}/deliveries/{delivery_id}/redeliver") => {
+            (template.replace("{id}", &ids.webhook).replace("{delivery_id}", &ids.webhook), None)
+        }
         ("POST", "/api/workspace/invites") => {
             ("/api/workspace/invites".into(), body(json!({"role": "viewer"})))
         }
@@ -124,6 +138,7 @@ struct Ids {
     invite: String,
     key: String,
     owner: String,
+    webhook: String,
 }
 
 /// What the viewer may read, to compare before and after.
@@ -140,6 +155,7 @@ async fn snapshot(app: &TestApp, ops: &str, user: &crate::helpers::User) -> Valu
         "/api/chat/connections",
         "/api/chat/mappings",
         "/api/mcp/servers",
+        "/api/webhooks",
         "/api/budget",
         "/api/billing",
     ] {
@@ -202,7 +218,11 @@ async fn a_viewer_reads_and_is_refused_every_change(app: TestApp) {
     )
     .await;
     let key = key.assert_status(201)["id"].as_str().unwrap().to_owned();
-    let ids = Ids { task, schedule, invite, key, owner: ada.id.clone() };
+    // Asks for an event this test never makes: nothing is sent.
+    let hook = json!({"url": "https://93.184.215.14/hooks", "events": ["schedule.missed"]});
+    let webhook = in_ws(&app, &ops, &ada, Method::POST, "/api/webhooks", Some(hook)).await;
+    let webhook = webhook.assert_status(201)["id"].as_str().unwrap().to_owned();
+    let ids = Ids { task, schedule, invite, key, owner: ada.id.clone(), webhook };
 
     let viewer = app.register("viewer@example.com").await;
     join(&app, &ops, &ada, &viewer, "viewer").await;
