@@ -86,6 +86,7 @@ pub enum Resource {
     Member,
     Invite,
     ApiKey,
+    Trigger,
 }
 
 impl Resource {
@@ -103,6 +104,7 @@ impl Resource {
             Resource::Member => "member",
             Resource::Invite => "invite",
             Resource::ApiKey => "api_key",
+            Resource::Trigger => "trigger",
         }
     }
 }
@@ -125,6 +127,8 @@ pub enum Conflict {
     LastOwner,
     /// The user is a member of the workspace already.
     AlreadyMember,
+    /// A call to a trigger that is disabled.
+    TriggerDisabled,
 }
 
 impl Conflict {
@@ -140,6 +144,7 @@ impl Conflict {
             Conflict::TaskAlreadyCancelled => "task_already_cancelled",
             Conflict::LastOwner => "last_owner",
             Conflict::AlreadyMember => "already_member",
+            Conflict::TriggerDisabled => "trigger_disabled",
         }
     }
 }
@@ -156,6 +161,9 @@ pub enum Refusal {
     /// A Discord interaction whose Ed25519 signature does not match (or is missing, too old,
     /// or for an endpoint with no key): Discord expects 401 for it.
     InvalidInteractionSignature,
+    /// A call to a trigger (`/hooks/{id}`) without a valid Standard Webhooks signature, or
+    /// signed too long ago or too far ahead: 401, with the same word as Stripe's refusal.
+    InvalidHookSignature,
 }
 
 impl Refusal {
@@ -165,6 +173,7 @@ impl Refusal {
             Refusal::GuildNotAccessible => "guild_not_accessible",
             Refusal::InvalidSignature => "invalid_signature",
             Refusal::InvalidInteractionSignature => "invalid_interaction_signature",
+            Refusal::InvalidHookSignature => "invalid_signature",
         }
     }
 }
@@ -291,6 +300,10 @@ impl Error {
                 "An enqueue schedule may fire at most once every {limit} s on this server \
                  (quota {}): use a longer period or overlap skip_if_active.",
                 quota.as_str()
+            ),
+            Error::QuotaExceeded { quota: Quota::TriggerCallsPerMinute, limit } => format!(
+                "This trigger accepts at most {limit} calls in any 60 seconds; send this one \
+                 again shortly."
             ),
             Error::QuotaExceeded { quota, limit } => format!(
                 "This server allows {limit} {} (quota {}); remove some, or ask the operator \

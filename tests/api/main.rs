@@ -43,4 +43,5 @@ mod schemathesis;
 mod storage;
 mod teams;
 mod tenancy;
+mod triggers;
 mod typed_client;

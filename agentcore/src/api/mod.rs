@@ -15,6 +15,7 @@ mod models;
 mod onboarding;
 mod schedules;
 mod tools;
+mod triggers;
 mod workspaces;
 
 use serde::{Deserialize, Deserializer, Serialize};
@@ -31,6 +32,7 @@ pub use models::*;
 pub use onboarding::*;
 pub use schedules::*;
 pub use tools::*;
+pub use triggers::*;
 pub use workspaces::*;
 
 /// Distinguishes an absent field (`None`) from an explicit `null` (`Some(None)`).

@@ -41,6 +41,7 @@ impl Core {
             model_costs: self.counters().model_costs(),
             storage_faults: self.store().health().counts(),
             storage_fault: self.store().health().fault().map(|(fault, _)| fault),
+            trigger_calls: self.counters().hooks.snapshot(),
         })
     }
 

@@ -26,6 +26,10 @@ pub enum Quota {
     ApiKeys,
     /// Members of a workspace and invites waiting for an answer together (fixed: 1,000).
     Members,
+    /// Triggers of a workspace (fixed: 100).
+    TriggersPerWorkspace,
+    /// Calls one trigger accepts in any 60 seconds (fixed: 60).
+    TriggerCallsPerMinute,
 }
 
 impl Quota {
@@ -43,6 +47,8 @@ impl Quota {
             Quota::PendingInvites => "pending_invites_per_workspace",
             Quota::ApiKeys => "api_keys_per_workspace",
             Quota::Members => "members_per_workspace",
+            Quota::TriggersPerWorkspace => "triggers_per_workspace",
+            Quota::TriggerCallsPerMinute => "trigger_calls_per_minute",
         }
     }
 
@@ -61,6 +67,8 @@ impl Quota {
             Quota::PendingInvites => "invites waiting for an answer",
             Quota::ApiKeys => "API keys",
             Quota::Members => "members and invites waiting for an answer",
+            Quota::TriggersPerWorkspace => "triggers in a workspace",
+            Quota::TriggerCallsPerMinute => "calls to one trigger a minute",
         }
     }
 }

@@ -29,6 +29,10 @@ pub enum Prunable {
     /// Audit entries recorded before the time, but never a workspace's last one: the chain
     /// goes on from it (`audit verify` takes the first entry left as given).
     Audit,
+    /// The records of accepted trigger calls (`webhook-id` and task) received before the
+    /// time: a repeat of an older call is then accepted again, but its signed timestamp is
+    /// refused long before (5 minutes).
+    TriggerCalls,
 }
 
 impl Prunable {
@@ -40,6 +44,7 @@ impl Prunable {
             Prunable::BillingEvents => "billing events",
             Prunable::Events => "events",
             Prunable::Audit => "audit entries",
+            Prunable::TriggerCalls => "trigger calls",
         }
     }
 }
@@ -64,6 +69,7 @@ impl<S: SqlStore> RetentionStore for S {
                 Prunable::BillingEvents => sql::PRUNE_BILLING_EVENTS,
                 Prunable::Events => sql::PRUNE_EVENTS,
                 Prunable::Audit => sql::PRUNE_AUDIT,
+                Prunable::TriggerCalls => sql::PRUNE_TRIGGER_CALLS,
             };
             let mut tx = self.begin_write().await?;
             let done = query(statement).bind(before).bind(batch).execute(&mut tx).await?;
@@ -110,6 +116,10 @@ pub(super) mod sql {
         (SELECT workspace_id, seq FROM audit_log a WHERE at < $1 AND seq < \
         (SELECT MAX(seq) FROM audit_log b WHERE b.workspace_id = a.workspace_id) \
         ORDER BY at LIMIT $2)";
+    /// Through `trigger_calls_by_age`.
+    pub(crate) const PRUNE_TRIGGER_CALLS: &str = "DELETE FROM trigger_calls WHERE \
+        (trigger_id, webhook_id) IN (SELECT trigger_id, webhook_id FROM trigger_calls \
+        WHERE received_at < $1 ORDER BY received_at LIMIT $2)";
     /// The schedules' fire times (`$1` seconds since the epoch), all at once: one row per
     /// schedule and minute at most.
     pub(crate) const PRUNE_FIRES: &str = "DELETE FROM schedule_fires WHERE fire_at < $1";

@@ -1,5 +1,5 @@
 //! The node's housekeeping, all of it, once an hour on every node (the outbox worker's loop
-//! runs it): events after a day (`EVENT_WINDOW`), delivered posts after a week, Stripe events and the records of schedules' fire
+//! runs it): events after a day (`EVENT_WINDOW`), delivered posts and trigger calls' records after a week, Stripe events and the records of schedules' fire
 //! times after 30 days, and, when the operator set `retention.finished_days`, finished tasks
 //! and activity older than that (`retention.audit_days`: audit entries). Each kind goes a bounded batch at a time, so other writes
 //! interleave with a large prune.
@@ -18,6 +18,9 @@ const KEEP_DELIVERED_DAYS: i64 = 7;
 const KEEP_BILLING_EVENTS_DAYS: i64 = 30;
 /// A fire time's record is kept this long (it guards against a second task for that time).
 const KEEP_FIRES_DAYS: i64 = 30;
+/// An accepted trigger call's record is kept this long: far past the 5 minutes in which its
+/// signed timestamp can be accepted again, and long enough to look a call up.
+const KEEP_TRIGGER_CALLS_DAYS: i64 = 7;
 /// Rows deleted per statement.
 pub(crate) const BATCH: i64 = 500;
 
@@ -34,6 +37,7 @@ pub(crate) async fn prune_all(core: &Core) {
     due.extend([
         (Prunable::DeliveredPosts, Days::days(KEEP_DELIVERED_DAYS)),
         (Prunable::BillingEvents, Days::days(KEEP_BILLING_EVENTS_DAYS)),
+        (Prunable::TriggerCalls, Days::days(KEEP_TRIGGER_CALLS_DAYS)),
         (Prunable::Events, Days::from_std(EVENT_WINDOW).unwrap_or(Days::days(1))),
     ]);
     for (what, keep) in due {
