@@ -88,6 +88,7 @@ pub enum Resource {
     ApiKey,
     Webhook,
     WebhookDelivery,
+    Trigger,
 }
 
 impl Resource {
@@ -107,6 +108,7 @@ impl Resource {
             Resource::ApiKey => "api_key",
             Resource::Webhook => "webhook",
             Resource::WebhookDelivery => "webhook_delivery",
+            Resource::Trigger => "trigger",
         }
     }
 }
@@ -129,6 +131,8 @@ pub enum Conflict {
     LastOwner,
     /// The user is a member of the workspace already.
     AlreadyMember,
+    /// A call to a trigger that is disabled.
+    TriggerDisabled,
 }
 
 impl Conflict {
@@ -144,6 +148,7 @@ impl Conflict {
             Conflict::TaskAlreadyCancelled => "task_already_cancelled",
             Conflict::LastOwner => "last_owner",
             Conflict::AlreadyMember => "already_member",
+            Conflict::TriggerDisabled => "trigger_disabled",
         }
     }
 }
@@ -160,6 +165,9 @@ pub enum Refusal {
     /// A Discord interaction whose Ed25519 signature does not match (or is missing, too old,
     /// or for an endpoint with no key): Discord expects 401 for it.
     InvalidInteractionSignature,
+    /// A call to a trigger (`/hooks/{id}`) without a valid Standard Webhooks signature, or
+    /// signed too long ago or too far ahead: 401, with the same word as Stripe's refusal.
+    InvalidHookSignature,
 }
 
 impl Refusal {
@@ -169,6 +177,7 @@ impl Refusal {
             Refusal::GuildNotAccessible => "guild_not_accessible",
             Refusal::InvalidSignature => "invalid_signature",
             Refusal::InvalidInteractionSignature => "invalid_interaction_signature",
+            Refusal::InvalidHookSignature => "invalid_signature",
         }
     }
 }
@@ -295,6 +304,10 @@ impl Error {
                 "An enqueue schedule may fire at most once every {limit} s on this server \
                  (quota {}): use a longer period or overlap skip_if_active.",
                 quota.as_str()
+            ),
+            Error::QuotaExceeded { quota: Quota::TriggerCallsPerMinute, limit } => format!(
+                "This trigger accepts at most {limit} calls in any 60 seconds; send this one \
+                 again shortly."
             ),
             Error::QuotaExceeded { quota, limit } => format!(
                 "This server allows {limit} {} (quota {}); remove some, or ask the operator \

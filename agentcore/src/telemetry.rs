@@ -96,6 +96,9 @@ pub struct Metrics {
     pub storage_fault: Option<StorageFault>,
     /// Webhook attempts this node made, by outcome.
     pub webhooks: WebhookStats,
+    /// Calls to triggers (`POST /hooks/{id}`) this node answered, by outcome, every outcome
+    /// listed.
+    pub trigger_calls: Vec<(HookOutcome, u64)>,
 }
 
 /// What this node's webhooks' worker did since it started.
@@ -107,6 +110,71 @@ pub struct WebhookStats {
     pub failed_attempts: u64,
     /// Deliveries given up after the last attempt of the schedule.
     pub failed_deliveries: u64,
+}
+
+/// How a call to a trigger ended: accepted (a task queued, or a repeat of an accepted call),
+/// or refused and why. The words are the `outcome` label of `agentd_trigger_calls_total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookOutcome {
+    Accepted,
+    Duplicate,
+    /// No such trigger.
+    NotFound,
+    /// Over the body bound (413).
+    TooLarge,
+    /// Missing or bad signature, or a timestamp outside the window (401).
+    InvalidSignature,
+    /// A body that is not a JSON object (400).
+    BadBody,
+    Disabled,
+    /// Over the trigger's calls a minute, or the backlog's quota (429).
+    Limited,
+    /// Anything else: a storage fault, an internal error.
+    Failed,
+}
+
+impl HookOutcome {
+    pub const ALL: [HookOutcome; 9] = [
+        HookOutcome::Accepted,
+        HookOutcome::Duplicate,
+        HookOutcome::NotFound,
+        HookOutcome::TooLarge,
+        HookOutcome::InvalidSignature,
+        HookOutcome::BadBody,
+        HookOutcome::Disabled,
+        HookOutcome::Limited,
+        HookOutcome::Failed,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HookOutcome::Accepted => "accepted",
+            HookOutcome::Duplicate => "duplicate",
+            HookOutcome::NotFound => "not_found",
+            HookOutcome::TooLarge => "too_large",
+            HookOutcome::InvalidSignature => "invalid_signature",
+            HookOutcome::BadBody => "bad_body",
+            HookOutcome::Disabled => "disabled",
+            HookOutcome::Limited => "limited",
+            HookOutcome::Failed => "failed",
+        }
+    }
+}
+
+/// Trigger calls counted by outcome, in [`HookOutcome::ALL`]'s order.
+#[derive(Debug, Default)]
+pub(crate) struct HookCounters([AtomicU64; HookOutcome::ALL.len()]);
+
+impl HookCounters {
+    pub(crate) fn count(&self, outcome: HookOutcome) {
+        if let Some(i) = HookOutcome::ALL.iter().position(|o| *o == outcome) {
+            self.0[i].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    pub(crate) fn snapshot(&self) -> Vec<(HookOutcome, u64)> {
+        HookOutcome::ALL.iter().zip(&self.0).map(|(o, n)| (*o, n.load(Ordering::Relaxed))).collect()
+    }
 }
 
 /// What `GET /metrics` shows of one operator MCP server's calls, or of all users' servers.
@@ -190,6 +258,8 @@ pub(crate) struct Counters {
     pub(crate) costs: Vec<(String, AtomicU64, AtomicU64)>,
     /// This node's clock against the database's.
     pub(crate) skew: Skew,
+    /// Calls to triggers, by outcome.
+    pub(crate) hooks: HookCounters,
 }
 
 impl Counters {
@@ -213,6 +283,7 @@ impl Counters {
             webhooks_failed: AtomicU64::default(),
             models: providers.map(|name| (name.to_owned(), ProviderCalls::default())).collect(),
             skew: Skew::default(),
+            hooks: HookCounters::default(),
         }
     }
 

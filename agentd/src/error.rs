@@ -51,9 +51,10 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
             ApiError::Core(error) => match error {
-                Error::Refused { kind: Refusal::InvalidInteractionSignature, .. } => {
-                    StatusCode::UNAUTHORIZED
-                }
+                Error::Refused {
+                    kind: Refusal::InvalidInteractionSignature | Refusal::InvalidHookSignature,
+                    ..
+                } => StatusCode::UNAUTHORIZED,
                 Error::Validation(_) | Error::Refused { .. } => StatusCode::BAD_REQUEST,
                 Error::Unauthorized => StatusCode::UNAUTHORIZED,
                 Error::Forbidden(_) => StatusCode::FORBIDDEN,
@@ -179,6 +180,13 @@ impl IntoResponse for ApiError {
         let mut response = (status, Json(self.body(&request_id))).into_response();
         if let ApiError::RateLimited(wait) = &self {
             response.headers_mut().insert("retry-after", retry_after_seconds(*wait).into());
+        }
+        if let ApiError::PayloadTooLarge = &self {
+            // The rest of the body is left unread, so the connection cannot carry another
+            // request: say so, or a client that reuses it finds it closed under its next one.
+            response
+                .headers_mut()
+                .insert("connection", axum::http::HeaderValue::from_static("close"));
         }
         if status == StatusCode::UNAUTHORIZED {
             response

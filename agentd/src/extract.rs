@@ -12,6 +12,7 @@ use agentcore::domain::agent::AgentId;
 use agentcore::domain::chat::GuildId;
 use agentcore::domain::schedule::ScheduleId;
 use agentcore::domain::task::TaskId;
+use agentcore::domain::trigger::TriggerId;
 use agentcore::domain::user::UserId;
 use agentcore::{Error, Principal, Resource};
 
@@ -61,6 +62,40 @@ impl<S: Send + Sync> FromRequest<S> for RawBody {
 
     async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
         body_bytes(request, state).await.map(RawBody)
+    }
+}
+
+/// A trigger call's body (`POST /hooks/{id}`): at most
+/// [`agentcore::domain::trigger::MAX_BODY_BYTES`] (or the server's body limit, when lower).
+/// Refused with 413 as soon as the announced length or the bytes read pass the bound, so an
+/// oversized body is never read whole; the refusal is counted in the trigger calls' metric.
+#[derive(Debug)]
+pub(crate) struct HookBody(pub Bytes);
+
+impl FromRequest<AppState> for HookBody {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &AppState) -> Result<Self, ApiError> {
+        use http_body_util::BodyExt as _;
+        let limit =
+            agentcore::domain::trigger::MAX_BODY_BYTES.min(state.http.config.body_limit_bytes);
+        let too_large = || {
+            state.core.count_hook(agentcore::telemetry::HookOutcome::TooLarge);
+            ApiError::PayloadTooLarge
+        };
+        let announced = request
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.parse::<u64>().ok());
+        if announced.is_some_and(|length| length > limit as u64) {
+            return Err(too_large());
+        }
+        match http_body_util::Limited::new(request.into_body(), limit).collect().await {
+            Ok(collected) => Ok(HookBody(collected.to_bytes())),
+            Err(error) if error.is::<http_body_util::LengthLimitError>() => Err(too_large()),
+            Err(_) => Err(ApiError::InvalidJson("the body could not be read".into())),
+        }
     }
 }
 
@@ -188,6 +223,10 @@ pub(crate) fn guild_id(raw: &str) -> Result<GuildId, ApiError> {
 
 pub(crate) fn schedule_id(raw: &str) -> Result<ScheduleId, ApiError> {
     ScheduleId::parse(raw).map_err(|_| Error::not_found(Resource::Schedule, raw).into())
+}
+
+pub(crate) fn trigger_id(raw: &str) -> Result<TriggerId, ApiError> {
+    TriggerId::parse(raw).map_err(|_| Error::not_found(Resource::Trigger, raw).into())
 }
 
 /// An invite id (a UUID) that cannot exist is an invite that does not.

@@ -255,6 +255,17 @@ fn render_node(out: &mut String, node: &Metrics) {
     mcp_calls(out, &node.mcp_calls);
     header(out, "agentd_discord_rate_limited_total", "counter", "429 answers from Discord.");
     let _ = writeln!(out, "agentd_discord_rate_limited_total {}", node.discord_rate_limited);
+    header(
+        out,
+        "agentd_trigger_calls_total",
+        "counter",
+        "Calls to triggers (POST /hooks/{id}) by outcome: accepted or duplicate, else refused \
+         (not_found, too_large, invalid_signature, bad_body, disabled, limited, failed).",
+    );
+    for (outcome, count) in &node.trigger_calls {
+        let _ =
+            writeln!(out, "agentd_trigger_calls_total{{outcome=\"{}\"}} {count}", outcome.as_str());
+    }
 }
 
 /// What answered model calls cost, by priced model (and `unpriced`).

@@ -43,5 +43,6 @@ mod schemathesis;
 mod storage;
 mod teams;
 mod tenancy;
+mod triggers;
 mod typed_client;
 mod webhooks;

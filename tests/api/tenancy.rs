@@ -21,6 +21,7 @@ async fn snapshot(app: &TestApp, user: &User) -> Value {
         "/api/agents/alpha/activity?limit=1000",
         "/api/agents/alpha/memory",
         "/api/agents/alpha/schedules",
+        "/api/triggers",
         "/api/chat/connections",
         "/api/chat/mappings",
         "/api/billing",
@@ -147,6 +148,15 @@ fn against_a(
             format!("/api/chat/connections/{GUILD_A}/roles"),
             Some(json!({"allowed_role_ids": ["123456789"]})),
         )],
+        ("GET" | "DELETE", "/api/triggers/{id}") | ("POST", "/api/triggers/{id}/rotate") => {
+            vec![(template.replace("{id}", &a.trigger), None)]
+        }
+        ("PATCH", "/api/triggers/{id}") => vec![(
+            format!("/api/triggers/{}", a.trigger),
+            Some(json!({"title": "Stolen", "enabled": true})),
+        )],
+        // Signed with the trigger's secret, not a user's token (see triggers::calls).
+        ("POST", "/hooks/{trigger_id}") => Vec::new(),
         // Signed by Discord, not by a user's token: a token reaches nothing there (see
         // interactions::a_ping_is_answered...).
         ("POST", "/api/chat/interactions/{connection_id}") => Vec::new(),
@@ -192,6 +202,7 @@ fn against_a(
 /// A's invite and key, and A, for B's attempts.
 struct AccessOfA {
     user: String,
+    trigger: String,
     invite: String,
     key: String,
     /// A's webhook endpoint and a delivery of it; B's own endpoint.
@@ -232,6 +243,10 @@ async fn a_second_users_token_reaches_nothing_of_the_first(app: TestApp) {
     let server = json!({"name": MCP_A, "url": "https://93.184.215.14/mcp", "token": "a-secret"});
     app.post("/api/mcp/servers", &a, server).await.assert_status(201);
 
+    let trigger = json!({"agent": "alpha", "title": "A's secret plan: {{what}}", "enabled": false});
+    let trigger = app.post("/api/triggers", &a, trigger).await;
+    let trigger = trigger.assert_status(201)["id"].as_str().unwrap().to_owned();
+
     let invite = app.post("/api/workspace/invites", &a, json!({"role": "member"})).await;
     let key = app.post("/api/workspace/keys", &a, json!({"name": "ci", "role": "member"})).await;
     // Disabled at once: its test delivery waits, and nothing is sent anywhere.
@@ -253,6 +268,7 @@ async fn a_second_users_token_reaches_nothing_of_the_first(app: TestApp) {
         .assert_status(200);
     let access = AccessOfA {
         user: a.id.clone(),
+        trigger,
         invite: invite.assert_status(201)["id"].as_str().unwrap().to_owned(),
         key: key.assert_status(201)["id"].as_str().unwrap().to_owned(),
         webhook,
@@ -277,6 +293,9 @@ async fn a_second_users_token_reaches_nothing_of_the_first(app: TestApp) {
             );
         }
     }
+    // A trigger on A's agent, from B's workspace.
+    let planted = json!({"agent": "alpha", "title": "Planted"});
+    attempts.push((Method::POST, "/api/triggers".to_owned(), Some(planted)));
     for (method, path, body) in attempts {
         let reply = app.request(method.clone(), &path, Some(&b.token), body).await;
         let status = reply.status.as_u16();
@@ -297,6 +316,7 @@ async fn a_second_users_token_reaches_nothing_of_the_first(app: TestApp) {
         app.get("/api/agents", &b).await,
         app.get("/api/chat/connections", &b).await,
         app.get("/api/chat/mappings", &b).await,
+        app.get("/api/triggers", &b).await,
     ];
     for reply in listed {
         let text = reply.assert_status(200).to_string();

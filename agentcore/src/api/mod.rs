@@ -15,6 +15,7 @@ mod models;
 mod onboarding;
 mod schedules;
 mod tools;
+mod triggers;
 mod webhooks;
 mod workspaces;
 
@@ -32,6 +33,7 @@ pub use models::*;
 pub use onboarding::*;
 pub use schedules::*;
 pub use tools::*;
+pub use triggers::*;
 pub use webhooks::*;
 pub use workspaces::*;
 

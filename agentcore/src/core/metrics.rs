@@ -46,6 +46,7 @@ impl Core {
                 failed_attempts: self.counters().webhook_attempts_failed.load(Ordering::Relaxed),
                 failed_deliveries: self.counters().webhooks_failed.load(Ordering::Relaxed),
             },
+            trigger_calls: self.counters().hooks.snapshot(),
         })
     }
 

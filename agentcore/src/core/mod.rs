@@ -25,6 +25,7 @@ mod schedules;
 mod signing;
 mod tokens;
 mod tools;
+mod triggers;
 mod webhooks;
 mod workers;
 mod workspaces;

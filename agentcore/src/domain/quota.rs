@@ -28,6 +28,10 @@ pub enum Quota {
     Members,
     /// Outbound webhook endpoints of a workspace (fixed: 20).
     Webhooks,
+    /// Triggers of a workspace (fixed: 100).
+    TriggersPerWorkspace,
+    /// Calls one trigger accepts in any 60 seconds (fixed: 60).
+    TriggerCallsPerMinute,
 }
 
 impl Quota {
@@ -46,6 +50,8 @@ impl Quota {
             Quota::ApiKeys => "api_keys_per_workspace",
             Quota::Members => "members_per_workspace",
             Quota::Webhooks => "webhooks_per_workspace",
+            Quota::TriggersPerWorkspace => "triggers_per_workspace",
+            Quota::TriggerCallsPerMinute => "trigger_calls_per_minute",
         }
     }
 
@@ -65,6 +71,8 @@ impl Quota {
             Quota::ApiKeys => "API keys",
             Quota::Members => "members and invites waiting for an answer",
             Quota::Webhooks => "webhook endpoints",
+            Quota::TriggersPerWorkspace => "triggers in a workspace",
+            Quota::TriggerCallsPerMinute => "calls to one trigger a minute",
         }
     }
 }

@@ -36,6 +36,7 @@ mod sqlite;
 pub(crate) mod sqlite_files;
 mod steps;
 mod tasks;
+mod triggers;
 mod users;
 mod webhook_deliveries;
 mod webhooks;
@@ -71,6 +72,7 @@ pub use schedules::{FireDecision, ScheduleDecision, ScheduleStore};
 pub use sqlite::SqliteStore;
 pub use steps::{RunContext, RunRef, StepStore};
 pub use tasks::{AddedTask, TaskChange, TaskDecision, TaskStore, TaskWrite};
+pub use triggers::{CallMaker, CallOutcome, CallTarget, TriggerDecision, TriggerStore};
 pub use users::{UserRecord, UserStore};
 pub use webhook_deliveries::{
     AttemptWrite, ClaimedDelivery, NewDelivery, Recorded, SendTarget, WebhookDeliveryStore,
@@ -189,6 +191,7 @@ pub trait Store:
     + BillingStore
     + McpStore
     + ScheduleStore
+    + TriggerStore
     + RetentionStore
     + EventStore
     + RunStore

@@ -32,6 +32,10 @@ pub enum Prunable {
     /// Webhook deliveries made before the time that are no longer pending (their attempts go
     /// with them).
     WebhookDeliveries,
+    /// The records of accepted trigger calls (`webhook-id` and task) received before the
+    /// time: a repeat of an older call is then accepted again, but its signed timestamp is
+    /// refused long before (5 minutes).
+    TriggerCalls,
 }
 
 impl Prunable {
@@ -44,6 +48,7 @@ impl Prunable {
             Prunable::Events => "events",
             Prunable::Audit => "audit entries",
             Prunable::WebhookDeliveries => "webhook deliveries",
+            Prunable::TriggerCalls => "trigger calls",
         }
     }
 }
@@ -69,6 +74,7 @@ impl<S: SqlStore> RetentionStore for S {
                 Prunable::Events => sql::PRUNE_EVENTS,
                 Prunable::Audit => sql::PRUNE_AUDIT,
                 Prunable::WebhookDeliveries => sql::PRUNE_WEBHOOK_DELIVERIES,
+                Prunable::TriggerCalls => sql::PRUNE_TRIGGER_CALLS,
             };
             let mut tx = self.begin_write().await?;
             let done = query(statement).bind(before).bind(batch).execute(&mut tx).await?;
@@ -121,6 +127,10 @@ pub(super) mod sql {
         (SELECT workspace_id, seq FROM audit_log a WHERE at < $1 AND seq < \
         (SELECT MAX(seq) FROM audit_log b WHERE b.workspace_id = a.workspace_id) \
         ORDER BY at LIMIT $2)";
+    /// Through `trigger_calls_by_age`.
+    pub(crate) const PRUNE_TRIGGER_CALLS: &str = "DELETE FROM trigger_calls WHERE \
+        (trigger_id, webhook_id) IN (SELECT trigger_id, webhook_id FROM trigger_calls \
+        WHERE received_at < $1 ORDER BY received_at LIMIT $2)";
     /// The schedules' fire times (`$1` seconds since the epoch), all at once: one row per
     /// schedule and minute at most.
     pub(crate) const PRUNE_FIRES: &str = "DELETE FROM schedule_fires WHERE fire_at < $1";

@@ -1,10 +1,10 @@
 //! The node's housekeeping, all of it, once an hour on every node (the outbox worker's loop
 //! runs it): events after a day (`EVENT_WINDOW`, but never one the webhooks' fan-out has not
-//! passed), delivered posts after a week, webhook deliveries done (delivered or failed) after
-//! 30 days, Stripe events and the records of schedules' fire times after 30 days, and, when
-//! the operator set `retention.finished_days`, finished tasks and activity older than that
-//! (`retention.audit_days`: audit entries). Each kind goes a bounded batch at a time, so other
-//! writes interleave with a large prune.
+//! passed), delivered posts and trigger calls' records after a week, webhook deliveries done
+//! (delivered or failed) after 30 days, Stripe events and the records of schedules' fire times
+//! after 30 days, and, when the operator set `retention.finished_days`, finished tasks and
+//! activity older than that (`retention.audit_days`: audit entries). Each kind goes a bounded
+//! batch at a time, so other writes interleave with a large prune.
 
 use chrono::Duration as Days;
 
@@ -22,6 +22,9 @@ const KEEP_BILLING_EVENTS_DAYS: i64 = 30;
 const KEEP_FIRES_DAYS: i64 = 30;
 /// Webhook deliveries no longer pending are kept this long, with their attempts' answers.
 const KEEP_WEBHOOK_DELIVERIES_DAYS: i64 = 30;
+/// An accepted trigger call's record is kept this long: far past the 5 minutes in which its
+/// signed timestamp can be accepted again, and long enough to look a call up.
+const KEEP_TRIGGER_CALLS_DAYS: i64 = 7;
 /// Rows deleted per statement.
 pub(crate) const BATCH: i64 = 500;
 
@@ -38,6 +41,7 @@ pub(crate) async fn prune_all(core: &Core) {
     due.extend([
         (Prunable::DeliveredPosts, Days::days(KEEP_DELIVERED_DAYS)),
         (Prunable::BillingEvents, Days::days(KEEP_BILLING_EVENTS_DAYS)),
+        (Prunable::TriggerCalls, Days::days(KEEP_TRIGGER_CALLS_DAYS)),
         (Prunable::Events, Days::from_std(EVENT_WINDOW).unwrap_or(Days::days(1))),
         (Prunable::WebhookDeliveries, Days::days(KEEP_WEBHOOK_DELIVERIES_DAYS)),
     ]);

@@ -18,6 +18,7 @@ mod onboarding;
 mod ops;
 mod schedules;
 mod tools;
+mod triggers;
 mod webhooks;
 mod workspaces;
 
@@ -70,6 +71,10 @@ pub(crate) fn api() -> OpenApiRouter<AppState> {
         .routes(routes!(backlog::deny))
         .routes(routes!(schedules::list, schedules::add))
         .routes(routes!(schedules::show, schedules::update, schedules::delete))
+        .routes(routes!(triggers::list, triggers::add))
+        .routes(routes!(triggers::show, triggers::update, triggers::delete))
+        .routes(routes!(triggers::rotate))
+        .routes(routes!(triggers::call))
         .routes(routes!(tools::steps))
         .routes(routes!(tools::show_memory, tools::set_memory))
         .routes(routes!(tools::list))

@@ -1,6 +1,7 @@
 //! A viewer reads everything and changes nothing: every changing operation of the OpenAPI
 //! document, sent by a viewer with a body that passes validation, is `forbidden`, and the
-//! workspace is as it was.
+//! workspace is as it was. (A trigger's call is signed by its secret, not the workspace's to
+//! refuse by role.)
 
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -20,12 +21,14 @@ backend_tests! { app;
 fn attempt(method: &str, template: &str, ids: &Ids) -> Option<(String, Option<Value>)> {
     let task = format!("/api/agents/alpha/backlog/{}", ids.task);
     let schedule = format!("/api/agents/alpha/schedules/{}", ids.schedule);
+    let trigger = format!("/api/triggers/{}", ids.trigger);
     let body = |value: Value| Some(value);
     Some(match (method, template) {
         ("POST", "/auth/login" | "/auth/register" | "/auth/logout")
         | ("POST", "/api/workspaces" | "/api/invites/{token}/accept")
         | ("POST", "/api/billing/webhook" | "/api/chat/interactions")
-        | ("POST", "/api/chat/interactions/{connection_id}") => return None,
+        | ("POST", "/api/chat/interactions/{connection_id}")
+        | ("POST", "/hooks/{trigger_id}") => return None,
         ("POST", "/api/agents") => (
             "/api/agents".into(),
             body(json!({"id": "planted", "name": "P", "role_prompt": "Plant.", "channel": "c"})),
@@ -59,6 +62,14 @@ fn attempt(method: &str, template: &str, ids: &Ids) -> Option<(String, Option<Va
             (schedule, body(json!({"title": "Changed", "enabled": true})))
         }
         ("DELETE", "/api/agents/{id}/schedules/{schedule_id}") => (schedule, None),
+        ("POST", "/api/triggers") => {
+            ("/api/triggers".into(), body(json!({"agent": "alpha", "title": "Planted {{x}}"})))
+        }
+        ("PATCH", "/api/triggers/{id}") => {
+            (trigger, body(json!({"title": "Changed", "enabled": true})))
+        }
+        ("DELETE", "/api/triggers/{id}") => (trigger, None),
+        ("POST", "/api/triggers/{id}/rotate") => (format!("{trigger}/rotate"), None),
         ("PUT", "/api/budget") => ("/api/budget".into(), body(json!({"monthly_usd": 1.0}))),
         ("POST", "/api/chat/callback") => {
             ("/api/chat/callback".into(), body(json!({"code": "c", "state": "s"})))
@@ -135,6 +146,7 @@ fn attempt(method: &str, template: &str, ids: &Ids) -> Option<(String, Option<Va
 struct Ids {
     task: String,
     schedule: String,
+    trigger: String,
     invite: String,
     key: String,
     owner: String,
@@ -152,6 +164,7 @@ async fn snapshot(app: &TestApp, ops: &str, user: &crate::helpers::User) -> Valu
         "/api/agents/alpha/backlog",
         "/api/agents/alpha/memory",
         "/api/agents/alpha/schedules",
+        "/api/triggers",
         "/api/chat/connections",
         "/api/chat/mappings",
         "/api/mcp/servers",
@@ -186,6 +199,9 @@ async fn a_viewer_reads_and_is_refused_every_change(app: TestApp) {
     let schedule =
         in_ws(&app, &ops, &ada, Method::POST, "/api/agents/alpha/schedules", Some(schedule)).await;
     let schedule = schedule.assert_status(201)["id"].as_str().unwrap().to_owned();
+    let trigger = json!({"agent": "alpha", "title": "Alert {{name}}", "enabled": false});
+    let trigger = in_ws(&app, &ops, &ada, Method::POST, "/api/triggers", Some(trigger)).await;
+    let trigger = trigger.assert_status(201)["id"].as_str().unwrap().to_owned();
     let connect = json!({"bot_token": "bot-a.1", "guild_id": GUILD});
     in_ws(&app, &ops, &ada, Method::POST, "/api/chat/connect", Some(connect))
         .await
@@ -222,7 +238,7 @@ async fn a_viewer_reads_and_is_refused_every_change(app: TestApp) {
     let hook = json!({"url": "https://93.184.215.14/hooks", "events": ["schedule.missed"]});
     let webhook = in_ws(&app, &ops, &ada, Method::POST, "/api/webhooks", Some(hook)).await;
     let webhook = webhook.assert_status(201)["id"].as_str().unwrap().to_owned();
-    let ids = Ids { task, schedule, invite, key, owner: ada.id.clone(), webhook };
+    let ids = Ids { task, schedule, trigger, invite, key, owner: ada.id.clone(), webhook };
 
     let viewer = app.register("viewer@example.com").await;
     join(&app, &ops, &ada, &viewer, "viewer").await;
