@@ -28,8 +28,8 @@ use crate::AppState;
 pub(crate) use errors::as_pages as errors_as_pages;
 
 use pages::{
-    accounts, agents, backlog, chat, confirm, events, models, onboarding, settings, team, usage,
-    workspaces,
+    accounts, agents, backlog, chat, confirm, events, models, onboarding, settings, team, triggers,
+    usage, webhooks, workspaces,
 };
 
 /// Every page and form of the dashboard, each behind the CSRF guard and the browser security
@@ -52,6 +52,11 @@ pub(crate) fn routes(state: AppState) -> Router<AppState> {
         .route(
             "/agents/{id}/schedules/{schedule_id}/{command}",
             get(confirm::schedule_command).post(settings::schedule_command),
+        )
+        .route("/agents/{id}/triggers", get(agents::form_address).post(triggers::create))
+        .route(
+            "/agents/{id}/triggers/{trigger_id}/{command}",
+            get(triggers::confirm).post(triggers::command),
         )
         .route("/agents/{id}/tasks", get(agents::form_address).post(backlog::add))
         .route("/agents/{id}/tasks/{task_id}", get(backlog::show).post(backlog::update))
@@ -80,6 +85,13 @@ pub(crate) fn routes(state: AppState) -> Router<AppState> {
         .route("/team/invites/{id}/withdraw", get(confirm::withdraw_invite).post(team::withdraw))
         .route("/team/keys", back("/team").post(team::create_key))
         .route("/team/keys/{id}/revoke", get(confirm::revoke_key).post(team::revoke_key))
+        .route("/webhooks", get(webhooks::page).post(webhooks::create))
+        .route("/webhooks/{id}", get(webhooks::show))
+        .route("/webhooks/{id}/{command}", get(webhooks::confirm).post(webhooks::command))
+        .route(
+            "/webhooks/{id}/deliveries/{delivery_id}/redeliver",
+            get(webhooks::to_endpoint).post(webhooks::redeliver),
+        )
         .layer(axum::middleware::from_fn_with_state(state.clone(), flash::carry))
         .layer(axum::middleware::from_fn_with_state(state, session::guard))
         .layer(axum::middleware::from_fn(zone::scope))

@@ -35,6 +35,9 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("models.html", include_str!("../../templates/models.html")),
     ("agent_limit.html", include_str!("../../templates/agent_limit.html")),
     ("confirm.html", include_str!("../../templates/confirm.html")),
+    ("agent_triggers.html", include_str!("../../templates/agent_triggers.html")),
+    ("webhooks.html", include_str!("../../templates/webhooks.html")),
+    ("webhook.html", include_str!("../../templates/webhook.html")),
 ];
 
 static TEMPLATE_SET: LazyLock<Environment<'static>> = LazyLock::new(|| {

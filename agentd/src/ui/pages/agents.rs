@@ -10,6 +10,7 @@ use agentcore::Principal;
 use agentcore::api::{CreateAgentRequest, UsageParams};
 use agentcore::domain::activity::ActivityQuery;
 use agentcore::domain::agent::{AgentFilter, AgentId};
+use agentcore::domain::workspace::Need;
 
 use crate::AppState;
 use crate::ui::form::Fields;
@@ -111,11 +112,12 @@ pub(crate) async fn show(
     Query(lists): Query<ListsQuery>,
 ) -> Shown {
     let id = agent_id(&id)?;
-    agent_page(&state, &who, &csrf, &id, Some(&lists), Value::UNDEFINED).await
+    agent_page(&state, &who, &csrf, &id, Some(&lists), Value::UNDEFINED, Value::UNDEFINED).await
 }
 
 /// The agent page, with `form` (which form was refused, its values and errors) when one was,
-/// and the pages of its lists `lists` asks for (their first pages without it).
+/// and the pages of its lists `lists` asks for (their first pages without it); `made`: a
+/// trigger's secret, shown this once (`triggers.rs`).
 pub(super) async fn agent_page(
     state: &AppState,
     who: &Principal,
@@ -123,6 +125,7 @@ pub(super) async fn agent_page(
     id: &AgentId,
     lists: Option<&ListsQuery>,
     form: Value,
+    made: Value,
 ) -> Shown {
     // The agent and its counts; its tasks are read a page at a time below.
     let agent = state.core.agent_page(who, id, 1, None).await.map_err(fail)?.agent;
@@ -140,6 +143,8 @@ pub(super) async fn agent_page(
         .chain(servers.servers.iter().map(|server| server.name.to_string()))
         .collect();
     let default_model = state.core.models().default_model();
+    let triggers = state.core.triggers(who, Some(id)).await.map_err(fail)?.triggers;
+    let work = who.role.allows(Need::Work);
     signed_in(
         state,
         who,
@@ -147,7 +152,7 @@ pub(super) async fn agent_page(
         context! {
             csrf => csrf.0, nav => "agents", events => format!("/events?agent={id}"),
             agent, backlog => lists.backlog, activity => lists.activity, list_errors,
-            memory, schedules, tools, mcp_servers, default_model, form,
+            memory, schedules, tools, mcp_servers, default_model, form, triggers, work, made,
         },
     )
     .await
@@ -187,14 +192,14 @@ pub(crate) async fn command(
     done(&agent_url(&id), format!("{} is {} now.", agent.name, agent.status))
 }
 
-/// `GET /agents/{id}/{form}` (settings, memory, schedules, tasks): a form's address visited,
+/// `GET /agents/{id}/{form}` (settings, memory, schedules, triggers, tasks): a form's address visited,
 /// say by reloading the page a refused form answered. Nothing is saved: back to the form's
 /// section of the agent's page.
 pub(crate) async fn form_address(Path(id): Path<String>, uri: axum::http::Uri) -> Shown {
     let id = agent_id(&id)?;
     let section = match uri.path().rsplit('/').next() {
         Some("tasks") => "add-task",
-        Some(form @ ("settings" | "memory" | "schedules")) => form,
+        Some(form @ ("settings" | "memory" | "schedules" | "triggers")) => form,
         _ => return Err(fail(crate::error::ApiError::RouteNotFound)),
     };
     see(&format!("{}#{section}", agent_url(&id)))

@@ -24,25 +24,31 @@ use super::{Shown, agent_id, agent_url, fail, see, signed_in, task_id};
 
 /// What a confirmation page asks.
 #[derive(Debug, Default, Serialize)]
-struct Ask {
+pub(super) struct Ask {
     /// The question, as the page's heading.
-    title: String,
+    pub(super) title: String,
     /// What happens, in a sentence.
-    intro: String,
+    pub(super) intro: String,
     /// What will be lost, a line each.
-    lost: Vec<String>,
+    pub(super) lost: Vec<String>,
     /// The address the confirming form posts to (the action's own).
-    action: String,
+    pub(super) action: String,
     /// The confirming button's words.
-    button: String,
+    pub(super) button: String,
     /// Where "keep" goes back to, and its words.
-    back: String,
-    keep: String,
+    pub(super) back: String,
+    pub(super) keep: String,
     /// Hidden fields the action needs besides the CSRF token.
-    hidden: BTreeMap<String, String>,
+    pub(super) hidden: BTreeMap<String, String>,
 }
 
-async fn ask(state: &AppState, who: &Principal, csrf: &Csrf, nav: &str, ask: Ask) -> Shown {
+pub(super) async fn ask(
+    state: &AppState,
+    who: &Principal,
+    csrf: &Csrf,
+    nav: &str,
+    ask: Ask,
+) -> Shown {
     let keep = if ask.keep.is_empty() { "Cancel".to_owned() } else { ask.keep.clone() };
     signed_in(state, who, "confirm.html", context! { csrf => csrf.0, nav, ask, keep }).await
 }

@@ -15,7 +15,9 @@ pub(super) mod onboarding;
 mod running;
 pub(super) mod settings;
 pub(super) mod team;
+pub(super) mod triggers;
 pub(super) mod usage;
+pub(super) mod webhooks;
 pub(super) mod workspaces;
 
 use axum::response::{IntoResponse, Redirect, Response};

@@ -1,7 +1,7 @@
 //! An agent's settings, memory block and schedules, as forms on its page.
 
 use axum::extract::{Path, State};
-use minijinja::context;
+use minijinja::{Value, context};
 
 use agentcore::Principal;
 use agentcore::api::{
@@ -153,5 +153,5 @@ pub(super) async fn answer<T>(
     };
     let errors = FormErrors::of(&error);
     let form = context! { which, values => fields.values(), lists => fields.lists(), errors };
-    refused(agent_page(state, who, csrf, id, None, form).await?, &error)
+    refused(agent_page(state, who, csrf, id, None, form, Value::UNDEFINED).await?, &error)
 }
