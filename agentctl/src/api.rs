@@ -32,6 +32,7 @@ use agentcore::{Connected, OauthUrl, Sent};
 use crate::client::{Answer, Client, segment};
 use crate::failure::Failure;
 
+mod integrations;
 mod teams;
 
 /// A typed answer, and the body it was read from.

@@ -3,9 +3,11 @@
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 mod chat;
+mod integrations;
 mod teams;
 
 pub(crate) use chat::{ChatCommand, McpCommand};
+pub(crate) use integrations::{TriggersCommand, WebhooksCommand};
 pub(crate) use teams::{
     AuditCommand, InvitesCommand, KeysCommand, MembersCommand, WorkspaceCommand, WorkspacesCommand,
 };
@@ -131,6 +133,12 @@ pub(crate) enum Command {
     /// An agent's schedules: recurring tasks on a cron expression in a time zone
     #[command(subcommand)]
     Schedules(SchedulesCommand),
+    /// Outbound webhooks: the workspace's endpoints, their secrets and deliveries
+    #[command(subcommand)]
+    Webhooks(WebhooksCommand),
+    /// Inbound triggers: signed URLs that queue a task on an agent
+    #[command(subcommand)]
+    Triggers(TriggersCommand),
     /// Discord: connect servers, map agents to channels, send messages
     #[command(subcommand)]
     Chat(ChatCommand),

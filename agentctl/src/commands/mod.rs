@@ -17,6 +17,7 @@ use crate::render::{Added, Render, Screen};
 
 mod audit;
 mod chat;
+mod integrations;
 mod onboard;
 mod schedules;
 mod teams;
@@ -243,6 +244,8 @@ async fn dispatch(cx: &mut Context, client: &Client, command: Command) -> Result
         Command::Agents(command) => agents(cx, client, command).await,
         Command::Tasks(command) => tasks(cx, client, command).await,
         Command::Schedules(command) => schedules::run(cx, client, command).await,
+        Command::Webhooks(command) => integrations::webhooks(cx, client, command).await,
+        Command::Triggers(command) => integrations::triggers(cx, client, command).await,
         Command::Chat(command) => chat::chat(cx, client, command).await,
         Command::Billing => cx.emit(&client.billing().await?),
         Command::Budget { set, clear } => {

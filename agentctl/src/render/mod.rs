@@ -27,13 +27,16 @@ use agentcore::domain::billing::Billing;
 use agentcore::domain::chat::Connection;
 use agentcore::domain::mcp::McpServer;
 use agentcore::domain::task::Task;
+use agentcore::domain::trigger::{self, Trigger};
 use agentcore::domain::user::User;
+use agentcore::domain::webhook::{self, Delivery, Webhook};
 use agentcore::domain::workspace::{Member, Workspace};
 use agentcore::{Connected, OauthUrl, Sent};
 
 mod account;
 mod agents;
 pub(crate) mod events;
+mod integrations;
 mod teams;
 #[cfg(test)]
 mod tests;
@@ -97,6 +100,7 @@ flat!(
     Connection,
     ConnectionTest,
     Deleted,
+    Delivery,
     Disconnected,
     Mapped,
     McpServer,
@@ -105,8 +109,12 @@ flat!(
     Sent,
     StatusResponse,
     Task,
+    Trigger,
+    trigger::RotatedSecret,
     Unmapped,
     User,
+    Webhook,
+    webhook::RotatedSecret,
     Workspace,
 );
 
