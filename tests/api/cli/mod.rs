@@ -18,6 +18,7 @@ mod approvals;
 mod audit;
 mod budget;
 mod fit;
+mod integrations;
 mod local;
 mod schedules;
 mod teams;

@@ -15,6 +15,8 @@ mod models;
 mod prg;
 mod teams;
 mod teams_browser;
+mod triggers;
+mod webhooks;
 mod zones;
 
 use std::collections::HashMap;

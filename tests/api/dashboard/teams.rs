@@ -20,14 +20,14 @@ backend_tests! { app;
 const COOKIE: &str = "agentd_workspace";
 
 /// The signed-in visitor as an API user, with their id.
-async fn user_of(app: &TestApp, visitor: &Visitor) -> User {
+pub(super) async fn user_of(app: &TestApp, visitor: &Visitor) -> User {
     let session = visitor.api_user();
     let me = app.get("/auth/me", &session).await;
     User { id: me.assert_status(200)["id"].as_str().unwrap().to_owned(), token: session.token }
 }
 
 /// A team workspace made with the team page's form, which switches to it: its id.
-async fn new_team(visitor: &mut Visitor, name: &str) -> String {
+pub(super) async fn new_team(visitor: &mut Visitor, name: &str) -> String {
     let made = visitor.post("/workspaces", &[("name", name)]).await;
     assert_eq!((made.status, made.location.as_deref()), (303, Some("/team")), "{}", made.body);
     visitor.get("/team").await;
@@ -44,7 +44,7 @@ fn workspace_cookie(page: &Page, name: &str) -> Option<String> {
 }
 
 /// The text of `page` between `start` and the next `end`.
-fn between<'a>(page: &'a Page, start: &str, end: &str) -> &'a str {
+pub(super) fn between<'a>(page: &'a Page, start: &str, end: &str) -> &'a str {
     let from = page.body.split(start).nth(1).unwrap_or_else(|| panic!("no {start}: {}", page.body));
     from.split(end).next().unwrap()
 }
