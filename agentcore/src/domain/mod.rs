@@ -57,6 +57,7 @@ pub mod task;
 pub(crate) mod text;
 pub mod tool_result;
 pub mod tools;
+pub mod trace;
 pub mod usage;
 pub mod user;
 pub mod workspace;
