@@ -9,6 +9,7 @@ use crate::otlp_receiver::{OtlpReceiver, ReceivedSpan};
 backend_tests! { db;
     a_run_of_three_model_calls_is_one_trace_continuing_the_request_that_added_it,
     message_content_is_in_the_spans_only_when_the_operator_turns_it_on,
+    the_wait_for_an_approval_is_between_two_runs_of_one_trace,
     a_run_resumed_by_another_process_after_kill_9_continues_the_same_trace,
     runs_complete_when_the_collector_is_gone_and_the_lost_spans_are_counted,
 }
@@ -47,7 +48,10 @@ async fn agent_with_task(
 ) -> String {
     let agent = json!({"id": id, "name": "Tracer", "role_prompt": "Trace.", "channel": "c"});
     server.post("/api/agents", token, agent, 201).await;
-    let settings = json!({"model": format!("openai:{model}"), "tools": ["memory"]});
+    let mut settings = json!({"model": format!("openai:{model}"), "tools": ["memory"]});
+    if id.starts_with("careful") {
+        settings["approval_tools"] = json!(["memory"]);
+    }
     server.patch(&format!("/api/agents/{id}"), token, settings, 200).await;
     let mut request = reqwest::Client::new()
         .post(format!("{}/api/agents/{id}/backlog", server.address))
@@ -199,6 +203,59 @@ async fn message_content_is_in_the_spans_only_when_the_operator_turns_it_on(db: 
     let tool = only(&collector, "execute_tool memory");
     assert!(tool.attribute("gen_ai.tool.call.arguments").unwrap().contains("Kickoff is Monday."));
     assert!(tool.attribute("gen_ai.tool.call.result").is_some());
+}
+
+async fn the_wait_for_an_approval_is_between_two_runs_of_one_trace(db: TestDb) {
+    let models = FakeModels::start().await;
+    models.script_for(
+        "gated",
+        [
+            call("memory", json!({"action": "append", "text": "Approved note."})),
+            Script::Answer("Saved.".into()),
+        ],
+    );
+    let collector = OtlpReceiver::start().await;
+    let data_dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&tracing_env(&db, &data_dir, &models, &collector.endpoint)).await;
+    let token = server.register("approvals@example.com").await;
+    let path = agent_with_task(&server, &token, ("careful", "gated"), "Note it", true).await;
+    eventually(Duration::from_secs(20), "the task waits for approval", || async {
+        server.send(reqwest::Method::GET, &path, Some(&token), Value::Null).await.1["status"]
+            == "awaiting_approval"
+    })
+    .await;
+    server.post(&format!("{path}/approve"), &token, Value::Null, 200).await;
+    wait_complete(&server, &token, &path).await;
+    eventually(Duration::from_secs(10), "both runs' spans are exported", || async {
+        collector.named("invoke_agent careful").len() == 2
+    })
+    .await;
+
+    let request = only(&collector, "POST /api/agents/{id}/backlog");
+    let mut runs = collector.named("invoke_agent careful");
+    runs.sort_by_key(|r| r.attribute("agentd.run.end") != Some("awaiting_approval"));
+    let ends: Vec<_> = runs.iter().map(|r| r.attribute("agentd.run.end")).collect();
+    assert_eq!(ends, [Some("awaiting_approval"), Some("complete")]);
+    for run in &runs {
+        assert_eq!(
+            (run.trace_id.as_str(), run.parent_span_id.as_str()),
+            (TRACE, &*request.span_id)
+        );
+    }
+    let tools = collector.named("execute_tool memory");
+    assert_eq!(tools.len(), 2, "the call, parked, then run: {tools:#?}");
+    let events = |run: &ReceivedSpan| -> Vec<String> {
+        let tool = tools.iter().find(|t| t.parent_span_id == run.span_id).unwrap();
+        tool.events.iter().map(|(name, _)| name.clone()).collect()
+    };
+    assert_eq!(events(&runs[0]), ["agentd.approval.requested"]);
+    assert_eq!(events(&runs[1]), ["agentd.approval.decided"]);
+    let decided =
+        tools.iter().flat_map(|t| &t.events).find(|(n, _)| n == "agentd.approval.decided");
+    assert_eq!(
+        decided.unwrap().1.get("agentd.approval.status").map(String::as_str),
+        Some("approved")
+    );
 }
 
 async fn a_run_resumed_by_another_process_after_kill_9_continues_the_same_trace(db: TestDb) {
