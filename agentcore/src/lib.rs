@@ -31,6 +31,7 @@ pub mod error;
 mod event_hub;
 pub mod mcp;
 pub mod models;
+pub mod otel;
 pub mod scrub;
 mod settings;
 pub mod standard_webhooks;

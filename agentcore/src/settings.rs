@@ -53,6 +53,9 @@ pub struct RuntimeConfig {
     pub task_timeout: Duration,
     /// How long a tool call waits for a person's approval before it counts as denied.
     pub approval_timeout: Duration,
+    /// Prompts, completions, tool arguments and results as attributes of the run's trace
+    /// spans (off: they may hold personal data).
+    pub trace_content: bool,
 }
 
 impl Default for RuntimeConfig {
@@ -67,6 +70,7 @@ impl Default for RuntimeConfig {
             max_attempts: 5,
             task_timeout: Duration::from_secs(600),
             approval_timeout: Duration::from_secs(24 * 3600),
+            trace_content: false,
         }
     }
 }

@@ -9,8 +9,17 @@ use clap::Parser;
 use tokio::net::TcpListener;
 use tracing_subscriber::EnvFilter;
 
+use tracing_subscriber::Layer as _;
+use tracing_subscriber::filter::{FilterExt as _, filter_fn};
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
+
 use crate::AppState;
 use crate::config::{Config, Flags, process_environment};
+use crate::telemetry::{self, Settings, Tracing};
+
+/// How long a stopping server waits for its last spans to be exported.
+const EXPORT_ON_EXIT: std::time::Duration = std::time::Duration::from_secs(5);
 use agentcore::Core;
 
 /// Serves the agent service over HTTP.
@@ -85,22 +94,23 @@ pub fn main() -> ExitCode {
             }
         };
     }
-    let filter = EnvFilter::try_new(&config.log.filter).unwrap_or_else(|error| {
-        eprintln!(
-            "agentd: log.filter '{}' is not a filter ({error}); using info",
-            config.log.filter
-        );
-        EnvFilter::new("info")
-    });
-    let logs = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(crate::logging::LossyStderr)
-        .log_internal_errors(false);
-    if config.log.json {
-        logs.json().init();
-    } else {
-        logs.with_ansi(std::io::stderr().is_terminal()).init();
-    }
+    let tracing = match Settings::from_env(|name| env.get(name).cloned()) {
+        Ok(None) => None,
+        Ok(Some(settings)) => match Tracing::new(&settings) {
+            Ok(tracing) => Some(tracing),
+            Err(error) => {
+                eprintln!("agentd: {error}");
+                return ExitCode::from(2);
+            }
+        },
+        Err(error) => {
+            eprintln!("agentd: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut config = config;
+    config.runtime.trace_content |= telemetry::capture_content(&|name| env.get(name).cloned());
+    install_subscriber(&config, tracing.as_ref());
     for name in unknown {
         tracing::warn!("unknown variable {name}: it configures nothing");
     }
@@ -115,7 +125,7 @@ pub fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(config)) {
+    match runtime.block_on(run(config, tracing)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             tracing::error!("{error:#}");
@@ -124,9 +134,42 @@ pub fn main() -> ExitCode {
     }
 }
 
-async fn run(config: Config) -> anyhow::Result<()> {
+/// Logs to standard error (`log.filter`, `log.json`), and the trace spans to the OTLP exporter
+/// when there is one (whatever the log's filter shows).
+fn install_subscriber(config: &Config, tracing: Option<&Tracing>) {
+    let filter = EnvFilter::try_new(&config.log.filter).unwrap_or_else(|error| {
+        eprintln!(
+            "agentd: log.filter '{}' is not a filter ({error}); using info",
+            config.log.filter
+        );
+        EnvFilter::new("info")
+    });
+    let logs = tracing_subscriber::fmt::layer()
+        .with_writer(crate::logging::LossyStderr)
+        .log_internal_errors(false);
+    let logs = if config.log.json {
+        logs.json().boxed()
+    } else {
+        logs.with_ansi(std::io::stderr().is_terminal()).boxed()
+    };
+    // The spans made for traces (`agentcore::otel::TARGET`) go to the exporter only; the log's
+    // lines keep the fields of the log's own spans.
+    let traced =
+        |meta: &tracing::Metadata<'_>| meta.is_span() && meta.target() == agentcore::otel::TARGET;
+    let logs = logs.with_filter(filter.and(filter_fn(move |meta| !traced(meta))));
+    let spans = tracing.map(|tracing| {
+        tracing_opentelemetry::layer().with_tracer(tracing.tracer()).with_filter(filter_fn(traced))
+    });
+    tracing_subscriber::registry().with(logs).with(spans).init();
+}
+
+async fn run(config: Config, tracing: Option<Tracing>) -> anyhow::Result<()> {
     if let Some(file) = &config.file {
         tracing::info!(file = %file.display(), "configuration file read");
+    }
+    let exporting = tracing.map(Tracing::start);
+    if exporting.is_some() {
+        tracing::info!("exporting traces over OTLP");
     }
     let core_config = config.core_config()?;
     tracing::info!(database = %core_config.database_url.redacted(), "opening the database");
@@ -152,6 +195,9 @@ async fn run(config: Config) -> anyhow::Result<()> {
     )
     .await?;
     core.close().await;
+    if let Some(exporting) = exporting {
+        exporting.shutdown(EXPORT_ON_EXIT).await;
+    }
     tracing::info!("agentd stopped");
     Ok(())
 }

@@ -16,6 +16,7 @@ pub mod openapi;
 pub mod request_id;
 mod routes;
 mod sse;
+mod telemetry;
 mod ui;
 
 use std::future::Future;
@@ -78,6 +79,7 @@ pub fn router(state: AppState) -> Router {
         .layer(DefaultBodyLimit::max(http.body_limit_bytes))
         .layer(axum::middleware::from_fn_with_state(state.clone(), deadline))
         .layer(axum::middleware::from_fn_with_state(state.clone(), metrics::count))
+        .layer(axum::middleware::from_fn(telemetry::request_span))
         .layer(
             TraceLayer::new_for_http()
                 .make_span_with(|request: &Request| {

@@ -93,12 +93,35 @@ pub(crate) async fn show(State(state): State<AppState>, request: Request) -> Res
         "Log lines that could not be written (a full disk under the log, a closed pipe).",
     );
     let _ = writeln!(text, "agentd_log_lines_dropped_total {}", crate::logging::lines_dropped());
+    render_spans(&mut text, crate::telemetry::span_counts());
     let mut response = text.into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
     );
     response
+}
+
+/// The trace exporter's counts (all zero when the process does not trace).
+fn render_spans(out: &mut String, spans: crate::telemetry::SpanCounts) {
+    header(
+        out,
+        "agentd_trace_spans_exported_total",
+        "counter",
+        "Trace spans the OTLP collector accepted.",
+    );
+    let _ = writeln!(out, "agentd_trace_spans_exported_total {}", spans.exported);
+    header(
+        out,
+        "agentd_trace_spans_dropped_total",
+        "counter",
+        "Trace spans dropped, by reason (queue_full: the collector slower than the spans; export_failed: the collector gone, refusing or too slow).",
+    );
+    for (reason, count) in
+        [("queue_full", spans.queue_full), ("export_failed", spans.export_failed)]
+    {
+        let _ = writeln!(out, "agentd_trace_spans_dropped_total{{reason=\"{reason}\"}} {count}");
+    }
 }
 
 fn render_http(out: &mut String, metrics: &HttpMetrics) {

@@ -12,7 +12,7 @@ mod helpers;
 mod outbox;
 mod terminal;
 
-use support::{fake_discord, fake_models, stripe_events};
+use support::{fake_discord, fake_models, otlp_receiver, stripe_events};
 
 mod accounts;
 mod activity;

@@ -29,6 +29,7 @@ pub mod fake_models;
 pub mod log;
 pub mod mcp_server;
 pub mod metrics;
+pub mod otlp_receiver;
 pub mod sse;
 pub mod standard_webhooks;
 pub mod stripe_events;

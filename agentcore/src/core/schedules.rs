@@ -11,6 +11,7 @@ use crate::domain::schedule::{
 };
 use crate::domain::workspace::Need;
 use crate::error::{Error, Result, ValidationErrors};
+use tracing::Instrument as _;
 
 /// Due schedules looked at in one pass; a full pass is followed by another at once.
 pub(crate) const DUE_BATCH: i64 = 200;
@@ -119,7 +120,16 @@ impl Core {
                 let plan = schedule::plan(&current.timing, due, now, missed_after);
                 Some(schedule::decide(current, &plan, state, now, max_queued))
             };
-            match self.store().fire_schedule(&owner, &record.agent_id, &record.id, &decide).await {
+            // A trace of its own, which the tasks it queues continue (see `crate::otel`).
+            let span = tracing::info_span!(
+                target: crate::otel::TARGET,
+                "fire_schedule",
+                otel.name = %format_args!("fire_schedule {}", record.id),
+                agentd.schedule.id = %record.id,
+                gen_ai.agent.id = %record.agent_id,
+            );
+            let fired = self.store().fire_schedule(&owner, &record.agent_id, &record.id, &decide);
+            match fired.instrument(span).await {
                 Ok(Some(count)) => {
                     if count > 0 {
                         tracing::info!(workspace = %owner, agent_id = %record.agent_id, schedule = %record.id, tasks = count, "schedule fired");

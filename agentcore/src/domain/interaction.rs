@@ -154,6 +154,7 @@ mod tests {
             created_by: crate::domain::task::CreatedBy::User,
             depth: 0,
             cancelled_by: cancelled_by.map(str::to_owned),
+            trace: None,
         };
         let said = |status, by| nothing_to_cancel(&task(status, by));
         assert_eq!(

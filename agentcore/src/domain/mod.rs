@@ -57,6 +57,7 @@ pub mod task;
 pub(crate) mod text;
 pub mod tool_result;
 pub mod tools;
+pub mod trace;
 pub mod trigger;
 pub mod usage;
 pub mod user;

@@ -354,6 +354,7 @@ mod tests {
             created_by: crate::domain::task::CreatedBy::User,
             depth: 0,
             cancelled_by: None,
+            trace: None,
         }
     }
 

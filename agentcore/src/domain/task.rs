@@ -147,6 +147,10 @@ pub struct Task {
     /// Who cancelled it: a person's email, or `discord:<user>` for a Discord button.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cancelled_by: Option<String>,
+    /// The trace its runs continue: the span that added it (a request, a schedule's look, a
+    /// run that delegated it), when tracing was on. Not part of the API.
+    #[serde(skip)]
+    pub trace: Option<super::trace::TraceContext>,
 }
 
 /// Who added a task: a person, or an agent while it ran one of its tasks (delegation).
@@ -183,6 +187,7 @@ impl Task {
             created_by: CreatedBy::User,
             depth: 0,
             cancelled_by: None,
+            trace: None,
         }
     }
 

@@ -7,6 +7,7 @@ use crate::domain::agent::{AgentId, AgentStatus};
 use crate::domain::paging::TaskPage;
 use crate::domain::runtime::AgentKey;
 use crate::domain::task::{Task, TaskId, TaskStatus};
+use crate::domain::trace::TraceContext;
 use crate::domain::workspace::WorkspaceId;
 use crate::error::{Error, Resource, Result};
 use crate::store::db::{SqlStore, Tx, query, query_as, query_scalar};
@@ -269,6 +270,7 @@ async fn insert_task_script(
         }
         crate::domain::task::CreatedBy::User => (None, None),
     };
+    let trace = trace_of(task);
     let values = vec![
         Value::Text(task.id.as_str().to_owned()),
         Value::Text(owner.as_str().to_owned()),
@@ -283,6 +285,8 @@ async fn insert_task_script(
         Value::Text(activity.action.as_str().to_owned()),
         Value::Text(activity.details.clone()),
         Value::MaybeText(activity.task_id.clone()),
+        Value::MaybeText(trace.as_ref().map(|t| t.trace_id().to_owned())),
+        Value::MaybeText(trace.map(|t| t.parent_span_id().to_owned())),
     ];
     let row = scripts.run(Script { body: sql::INSERT_TASK_SCRIPT.as_str(), values }).await?;
     let status: Option<String> = row.try_get(0)?;
@@ -311,6 +315,7 @@ pub(super) async fn write_task(
         }
         crate::domain::task::CreatedBy::User => None,
     };
+    let trace = trace_of(task);
     query(sql::INSERT_TASK)
         .bind(task.id.as_str())
         .bind(owner.as_str())
@@ -322,10 +327,18 @@ pub(super) async fn write_task(
         .bind(task.depth)
         .bind(creator.map(|(agent, _)| agent))
         .bind(creator.map(|(_, task)| task))
+        .bind(trace.as_ref().map(TraceContext::trace_id))
+        .bind(trace.as_ref().map(TraceContext::parent_span_id))
         .execute(&mut *tx)
         .await?;
     insert_activity(&mut *tx, owner, &task.agent_id, activity, created_at).await?;
     Ok(created_at)
+}
+
+/// The trace a new task's runs continue: its own when the caller chose one, else the span
+/// adding it (the request, the schedule's look, the delegating run), when tracing is on.
+fn trace_of(task: &Task) -> Option<TraceContext> {
+    task.trace.clone().or_else(crate::otel::current)
 }
 
 /// The statements of this area, the same on both backends.
@@ -336,18 +349,20 @@ pub(super) mod sql {
         CAST(COALESCE(SUM(queued), 0) AS BIGINT) FROM backlog_counts WHERE owner_id = $1";
     pub(crate) const TASK_COLUMNS: &str = "SELECT id, agent_id, title, description, priority, status, result, \
         error, attempts, input_tokens, output_tokens, created_at, updated_at, started_at, \
-        completed_at, steps, depth, created_by_agent, created_by_task, cancelled_by FROM tasks";
+        completed_at, steps, depth, created_by_agent, created_by_task, cancelled_by, trace_id, \
+        parent_span_id FROM tasks";
     pub(crate) const INSERT_TASK: &str = "INSERT INTO tasks \
         (id, owner_id, agent_id, title, description, priority, status, attempts, created_at, \
-        updated_at, depth, created_by_agent, created_by_task) \
-        VALUES ($1, $2, $3, $4, $5, $6, 'queued', 0, $7, $7, $8, $9, $10)";
+        updated_at, depth, created_by_agent, created_by_task, trace_id, parent_span_id) \
+        VALUES ($1, $2, $3, $4, $5, $6, 'queued', 0, $7, $7, $8, $9, $10, $11, $12)";
     /// SQLite: [`super::TaskStore::insert_task`] as one script (`store/script.rs`). The task
     /// (`$1` id, `$2` owner, `$3` agent, `$4` title, `$5` description, `$6` priority, `$7` the
     /// node's time, `$8` depth, `$9`, `$10` the creating agent and task) only when the agent
     /// exists, dated after the agent's latest task when the node's time is not (a millisecond
     /// after: SQLite's date arithmetic counts milliseconds); its activity entry (`$11` action,
-    /// `$12` details, `$13` task id) at the same time; then the agent's status and the date
-    /// written, both null when there is no such agent.
+    /// `$12` details, `$13` task id) at the same time (`$14`, `$15` the trace id and parent
+    /// span id); then the agent's status and the date written, both null when there is no
+    /// such agent.
     /// [`crate::domain::task::creation_time`] in SQLite's SQL: `latest` (text, may be null) and
     /// `requested` are expressions.
     pub(crate) fn created_at(requested: &str, latest: &str) -> String {
@@ -363,8 +378,9 @@ pub(super) mod sql {
         std::sync::LazyLock::new(|| {
             format!(
                 "INSERT INTO tasks (id, owner_id, agent_id, title, description, priority, status, \
-                    attempts, created_at, updated_at, depth, created_by_agent, created_by_task) \
-                 SELECT $1, $2, $3, $4, $5, $6, 'queued', 0, at, at, $8, $9, $10 \
+                    attempts, created_at, updated_at, depth, created_by_agent, created_by_task, \
+                    trace_id, parent_span_id) \
+                 SELECT $1, $2, $3, $4, $5, $6, 'queued', 0, at, at, $8, $9, $10, $14, $15 \
                  FROM (SELECT {} AS at \
                     FROM (SELECT (SELECT created_at FROM tasks WHERE owner_id = $2 \
                         AND agent_id = $3 ORDER BY created_at DESC LIMIT 1) AS latest)) \

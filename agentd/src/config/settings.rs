@@ -60,6 +60,7 @@ settings! {
     "runtime.max_attempts": Count => runtime.max_attempts;
     "runtime.task_timeout_seconds": Seconds => runtime.task_timeout;
     "runtime.approval_timeout_seconds": Seconds => runtime.approval_timeout;
+    "runtime.trace_content": Flag => runtime.trace_content;
     "schedules.poll_seconds": Seconds => schedules.poll;
     "schedules.missed_after_seconds": Seconds => schedules.missed_after;
     "schedules.seconds_field": Flag => schedules.seconds_field;

@@ -21,6 +21,7 @@ mod secrets;
 mod steps;
 mod tasks;
 mod teams;
+mod traces;
 
 /// A running `agentd` process and the address it reported.
 pub(crate) struct Server {

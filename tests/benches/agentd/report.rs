@@ -20,9 +20,10 @@ pub(crate) enum Section {
     Streams,
     EventDelay,
     StreamMemory,
+    Traces,
 }
 
-const SECTIONS: [(Section, &str, &[&str]); 10] = [
+const SECTIONS: [(Section, &str, &[&str]); 11] = [
     (
         Section::Http,
         "1. HTTP throughput and latency (64 connections, closed loop)",
@@ -126,6 +127,20 @@ const SECTIONS: [(Section, &str, &[&str]); 10] = [
             "RSS MiB with 1,000",
             "KiB per stream",
             "Seconds to open 1,000",
+        ],
+    ),
+    (
+        Section::Traces,
+        "11. Traces: the runtime (echo, 100 agents, 20 tasks each) exporting its spans over OTLP to nothing, a live receiver, and a dead one (a closed port)",
+        &[
+            "Exporter",
+            "Backend",
+            "Tasks",
+            "Seconds",
+            "Tasks/s",
+            "Of no exporter",
+            "Spans exported",
+            "Spans dropped",
         ],
     ),
 ];

@@ -8,6 +8,7 @@ use crate::domain::mcp::McpServerSet;
 use crate::domain::steps::{Step, StepKind};
 use crate::domain::task::{BacklogSummary, CreatedBy, Task, TaskId, TaskStatus, Usage};
 use crate::domain::tools::ToolSet;
+use crate::domain::trace::TraceContext;
 use crate::domain::user::UserId;
 use crate::error::{Error, Result};
 
@@ -130,6 +131,8 @@ pub(super) struct TaskRow {
     created_by_agent: Option<String>,
     created_by_task: Option<String>,
     cancelled_by: Option<String>,
+    trace_id: Option<String>,
+    parent_span_id: Option<String>,
 }
 
 impl TryFrom<TaskRow> for Task {
@@ -164,6 +167,10 @@ impl TryFrom<TaskRow> for Task {
             },
             depth: row.depth,
             cancelled_by: row.cancelled_by,
+            trace: match (row.trace_id, row.parent_span_id) {
+                (Some(trace), Some(span)) => TraceContext::parse(&trace, &span),
+                _ => None,
+            },
         })
     }
 }
@@ -268,6 +275,8 @@ impl ViewTaskRow {
             created_by_agent: self.created_by_agent,
             created_by_task: self.created_by_task,
             cancelled_by: self.cancelled_by,
+            trace_id: None,
+            parent_span_id: None,
         })
         .map(Some)
     }

@@ -8,6 +8,7 @@ use crate::domain::runtime::ClaimedTask;
 use crate::domain::steps::{Step, StepCall};
 use crate::domain::tool_result::ToolError;
 use crate::store::RunRef;
+use opentelemetry::KeyValue;
 
 use super::Node;
 
@@ -35,19 +36,28 @@ pub(super) async fn gate(
 ) -> Gate {
     let store = node.core.run_store();
     match store.approval_of_call(run.task, &call.id).await {
-        Ok(Some(approval)) => match approval.status {
-            ApprovalStatus::Approved => Gate::Run,
-            ApprovalStatus::Denied => Gate::Denied(denied_result(approval.decided_by.as_deref())),
-            // Parking writes the approval and the task's status together and a decision
-            // requeues it with its status: a pending approval of a claimed task cannot be.
-            ApprovalStatus::Pending => {
-                tracing::error!(task = %run.task, "a claimed task has a pending approval");
-                Gate::Lost
-            }
-        },
+        Ok(Some(approval)) => {
+            let status = KeyValue::new("agentd.approval.status", approval.status.as_str());
+            super::trace::approval_event("agentd.approval.decided", vec![status]);
+            decided(&approval, run)
+        }
         Ok(None) => park(node, run, claimed, call, asked).await,
         Err(error) => {
             tracing::warn!(%error, task = %run.task, "cannot read a call's approval");
+            Gate::Lost
+        }
+    }
+}
+
+/// What a decided approval means for its call.
+fn decided(approval: &Approval, run: RunRef<'_>) -> Gate {
+    match approval.status {
+        ApprovalStatus::Approved => Gate::Run,
+        ApprovalStatus::Denied => Gate::Denied(denied_result(approval.decided_by.as_deref())),
+        // Parking writes the approval and the task's status together and a decision
+        // requeues it with its status: a pending approval of a claimed task cannot be.
+        ApprovalStatus::Pending => {
+            tracing::error!(task = %run.task, "a claimed task has a pending approval");
             Gate::Lost
         }
     }
@@ -85,6 +95,8 @@ async fn park(
     match parked {
         Ok(true) => {
             asked.take();
+            let id = KeyValue::new("agentd.approval.id", approval.id.clone());
+            super::trace::approval_event("agentd.approval.requested", vec![id]);
             tracing::info!(task = %run.task, tool = %call.name, "task waits for approval");
             node.core.wake_outbox();
             Gate::Parked

@@ -25,6 +25,7 @@ mod offer;
 mod run;
 mod spend;
 mod tools;
+mod trace;
 mod worker;
 
 use std::sync::Arc;

@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use super::{ATTEMPTS_PER_CALL, Node};
+use tracing::Instrument as _;
+
+use super::{ATTEMPTS_PER_CALL, Node, trace};
 use crate::core::RuntimeConfig;
 use crate::domain::backoff::exponential;
 use crate::domain::event::Retry;
@@ -17,6 +19,8 @@ use crate::store::RunRef;
 pub(super) struct Called {
     pub(super) attempts: i32,
     pub(super) answer: Result<Completion, Outcome>,
+    /// The last attempt's `chat` span, for the call's cost once settled.
+    pub(super) span: tracing::Span,
 }
 
 /// Calls the model with up to three attempts.
@@ -31,33 +35,37 @@ pub(super) async fn call_model(
     let mut attempts = 0;
     loop {
         attempts += 1;
+        let span = trace::chat_span(label, request, attempts);
         let answer = {
             let Ok(_permit) = node.calls.acquire().await else {
                 let stopped =
                     Outcome::Failed { error: "the runtime stopped".into(), permanent: false };
-                return Called { attempts: attempts - 1, answer: Err(stopped) };
+                return Called { attempts: attempts - 1, answer: Err(stopped), span };
             };
             let started = std::time::Instant::now();
-            let answer = provider.complete(request).await;
+            let answer = provider.complete(request).instrument(span.clone()).await;
             node.core.counters().model_call(label, started.elapsed(), answer.as_ref().err());
+            trace::chat_answered(&span, request, &answer, node.config.trace_content);
             answer
         };
-        let failed = |error: String, permanent: bool| Called {
+        let failed = |error: String, permanent: bool, span: tracing::Span| Called {
             attempts,
             answer: Err(Outcome::Failed { error, permanent }),
+            span,
         };
         match answer {
-            Ok(completion) => return Called { attempts, answer: Ok(completion) },
+            Ok(completion) => return Called { attempts, answer: Ok(completion), span },
             Err(ModelError::Permanent { reason }) => {
                 tracing::warn!(%task, attempt = attempts, %reason, "model call refused");
-                return failed(reason, true);
+                return failed(reason, true, span);
             }
             Err(ModelError::Transient { reason, .. }) if attempts >= ATTEMPTS_PER_CALL => {
                 tracing::warn!(%task, attempt = attempts, %reason, "model call failed; no retry left");
-                return failed(reason, false);
+                return failed(reason, false, span);
             }
             Err(ModelError::Transient { reason, retry_after, status }) => {
                 let delay = retry_delay(&node.config, attempts, retry_after);
+                trace::retrying(&span, attempts, delay);
                 tracing::info!(%task, attempt = attempts, ?delay, %reason, "model call failed; retrying");
                 let retry = Retry {
                     attempt: u32::try_from(attempts).unwrap_or(0),

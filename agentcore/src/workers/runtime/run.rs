@@ -12,11 +12,14 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tracing::Instrument as _;
+
 use super::Node;
 use super::approval::Gate;
 use super::model::call_model;
 use super::offer::offered;
 use super::tools::{self, McpTools, Work};
+use super::trace;
 use crate::domain::approval::needs_approval;
 use crate::domain::budget::StepCost;
 use crate::domain::event::{Event, StepStarted};
@@ -42,8 +45,16 @@ pub(super) enum Ran {
     Lost,
 }
 
-/// Runs `claimed` to its end, resuming after its stored steps.
+/// Runs `claimed` to its end, resuming after its stored steps, in its `invoke_agent` span
+/// (see [`super::trace`]).
 pub(super) async fn run_task(node: &Node, agent: &AgentKey, claimed: &ClaimedTask) -> Ran {
+    let span = trace::run_span(agent, claimed);
+    let ran = run(node, agent, claimed).instrument(span.clone()).await;
+    trace::run_ended(&span, &ran);
+    ran
+}
+
+async fn run(node: &Node, agent: &AgentKey, claimed: &ClaimedTask) -> Ran {
     let models = node.core.models();
     let kind = models.kind_of(claimed.agent.model.as_deref());
     // `echo` reads no prompt: the recent tasks would be a query for nothing.
@@ -75,6 +86,9 @@ pub(super) async fn run_task(node: &Node, agent: &AgentKey, claimed: &ClaimedTas
             }
         };
     request.tools = offer.tools;
+    let span = tracing::Span::current();
+    span.record("gen_ai.provider.name", kind.label());
+    span.record("gen_ai.request.model", request.model.as_str());
     let mut run = Run {
         node,
         agent,
@@ -217,11 +231,14 @@ impl Run<'_> {
             if stop.is_none() && self.guard.repeats(&call) {
                 stop = Some(Stop::LoopDetected);
             }
+            let span = trace::tool_span(&call, self.node.config.trace_content);
             match stop {
                 Some(stop) => {
-                    self.record_tool(&call, Err(ToolError::NotRun(stop)), 0, None).await?
+                    self.record_tool(&call, Err(ToolError::NotRun(stop)), 0, None)
+                        .instrument(span)
+                        .await?
                 }
-                None => self.call_tool(&call).await?,
+                None => self.call_tool(&call).instrument(span).await?,
             }
         }
         let max_steps = self.claimed.agent.max_steps;
@@ -286,6 +303,9 @@ impl Run<'_> {
             }
             None => None,
         };
+        if let Some(cost) = &cost {
+            trace::chat_cost(&called.span, cost.cost_micros);
+        }
         Ok((answer, cost))
     }
 
@@ -341,6 +361,7 @@ impl Run<'_> {
         ms: i64,
         effect: Option<Effect>,
     ) -> Result<(), Halt> {
+        trace::tool_done(&tracing::Span::current(), &result, self.node.config.trace_content);
         let step = Step::tool(self.next_seq(), call, result, ms);
         let stored = self.store(&step, effect.as_ref()).await?;
         self.counts.tool_calls += 1;

@@ -18,11 +18,13 @@ mod cores;
 mod http;
 mod steps;
 mod streams;
+mod traces;
 
 pub(crate) use cores::cores;
 pub(crate) use http::http;
 pub(crate) use steps::runtime_tools;
 pub(crate) use streams::streams;
+pub(crate) use traces::traces;
 
 const CONNECTIONS: usize = 64;
 const EMAIL: &str = "bench@example.com";
