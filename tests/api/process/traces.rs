@@ -10,6 +10,7 @@ backend_tests! { db;
     a_run_of_three_model_calls_is_one_trace_continuing_the_request_that_added_it,
     message_content_is_in_the_spans_only_when_the_operator_turns_it_on,
     the_wait_for_an_approval_is_between_two_runs_of_one_trace,
+    a_scheduled_task_starts_a_trace_of_its_own_under_the_schedules_look,
     a_run_resumed_by_another_process_after_kill_9_continues_the_same_trace,
     runs_complete_when_the_collector_is_gone_and_the_lost_spans_are_counted,
 }
@@ -256,6 +257,35 @@ async fn the_wait_for_an_approval_is_between_two_runs_of_one_trace(db: TestDb) {
         decided.unwrap().1.get("agentd.approval.status").map(String::as_str),
         Some("approved")
     );
+}
+
+async fn a_scheduled_task_starts_a_trace_of_its_own_under_the_schedules_look(db: TestDb) {
+    let models = FakeModels::start().await;
+    let collector = OtlpReceiver::start().await;
+    let data_dir = tempfile::tempdir().unwrap();
+    let mut env = tracing_env(&db, &data_dir, &models, &collector.endpoint);
+    env.push(("AGENTD_SCHEDULES__SECONDS_FIELD", "true".into()));
+    env.push(("AGENTD_SCHEDULES__POLL_SECONDS", "0.1".into()));
+    let server = Server::start(&env).await;
+    let token = server.register("schedules@example.com").await;
+    let agent = json!({"id": "ticker", "name": "Ticker", "role_prompt": "Tick.", "channel": "c"});
+    server.post("/api/agents", &token, agent, 201).await;
+    server.post("/api/agents/ticker/start", &token, Value::Null, 200).await;
+    let body = json!({"cron": "* * * * * *", "title": "Tick", "overlap": "skip_if_active"});
+    server.post("/api/agents/ticker/schedules", &token, body, 201).await;
+    eventually(Duration::from_secs(20), "a scheduled task's run is exported", || async {
+        !collector.named("invoke_agent ticker").is_empty()
+    })
+    .await;
+
+    let run = collector.named("invoke_agent ticker").remove(0);
+    let fired = collector.starting("fire_schedule ");
+    let look = fired.iter().find(|f| f.span_id == run.parent_span_id);
+    let look = look.unwrap_or_else(|| panic!("the run's parent is a schedule's look: {fired:#?}"));
+    assert!(look.parent_span_id.is_empty(), "a trace of its own: {look:#?}");
+    assert_eq!(look.trace_id, run.trace_id);
+    let requests = collector.starting("POST ");
+    assert!(requests.iter().all(|r| r.trace_id != run.trace_id), "no request's trace");
 }
 
 async fn a_run_resumed_by_another_process_after_kill_9_continues_the_same_trace(db: TestDb) {
