@@ -194,6 +194,13 @@ impl HttpFetch {
     }
 }
 
+/// Runs `request` (everything one request does) with `port` as the port its host names are
+/// resolved for, so an exact `ip:port` of [`AddressPolicy::allowed`] admits a host name that
+/// resolves to it (a guarded client's resolver sees no port otherwise, and fails closed).
+pub(crate) async fn with_target_port<F: Future>(port: u16, request: F) -> F::Output {
+    address::scoped(port, request).await
+}
+
 /// GET unless the model asked for POST; a body only with POST.
 fn method(args: &FetchArgs) -> std::result::Result<Method, Explained> {
     let method = match args.method.as_deref().map(str::trim) {

@@ -464,5 +464,7 @@ mod runtime;
 
 mod upgrade;
 
+mod webhooks;
+
 /// Adds that wait together, committed together.
 mod writes;

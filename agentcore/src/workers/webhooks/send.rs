@@ -14,6 +14,7 @@ use crate::domain::webhook::{AttemptOutcome, RESPONSE_BYTES, kept_response, next
 use crate::domain::workspace::WorkspaceId;
 use crate::standard_webhooks::{SigningKey, signature_header};
 use crate::store::{AttemptWrite, ClaimedDelivery, Recorded};
+use crate::tools::http_fetch::with_target_port;
 
 /// The `user-agent` of every attempt.
 const USER_AGENT: &str = concat!("agentd-webhooks/", env!("CARGO_PKG_VERSION"));
@@ -87,6 +88,9 @@ async fn post(
     if let Err(why) = core.http_fetch().policy().check_literal(url) {
         return failure(why, elapsed());
     }
+    let Some(port) = reqwest::Url::parse(url).ok().and_then(|u| u.port_or_known_default()) else {
+        return failure(format!("refused: {url} names no port"), elapsed());
+    };
     let timestamp = chrono::Utc::now().timestamp();
     let body = delivery.body.as_bytes();
     let signature = signature_header(keys, &delivery.message_id, timestamp, body);
@@ -112,6 +116,7 @@ async fn post(
         Ok::<_, reqwest::Error>((status, kept))
     };
     let timeout = core.webhook_config().attempt_timeout;
+    let exchange = with_target_port(port, exchange);
     match tokio::time::timeout(timeout, exchange).await {
         Ok(Ok((status, kept))) => AttemptOutcome {
             status: Some(status),
