@@ -237,6 +237,9 @@ mod tests {
                 401,
                 "invalid_interaction_signature",
             ),
+            (Error::refused(Refusal::InvalidHookSignature, "no").into(), 401, "invalid_signature"),
+            (Error::not_found(Resource::Trigger, "t").into(), 404, "trigger_not_found"),
+            (Error::conflict(Conflict::TriggerDisabled, "x").into(), 409, "trigger_disabled"),
             (
                 Error::PlanLimitReached { plan: "free".into(), limit: 3 }.into(),
                 402,
@@ -285,6 +288,14 @@ mod tests {
             assert!(body["error"]["message"].as_str().is_some_and(|m| !m.is_empty()));
             assert!(body["error"]["request_id"].is_string());
         }
+    }
+
+    #[test]
+    fn a_body_left_unread_closes_the_connection() {
+        let response = ApiError::PayloadTooLarge.into_response();
+        assert_eq!(response.headers()["connection"], "close");
+        let response = ApiError::InvalidJson("eof".into()).into_response();
+        assert!(response.headers().get("connection").is_none());
     }
 
     #[tokio::test]

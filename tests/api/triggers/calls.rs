@@ -13,6 +13,7 @@ backend_tests! { app;
     refused_calls_write_nothing,
     a_rotated_secret_stays_valid_for_its_overlap_and_one_rotated_twice_does_not,
     a_trigger_accepts_at_most_sixty_calls_a_minute,
+    deliveries_of_one_call_at_once_queue_one_task,
 }
 
 async fn a_call_signed_by_the_reference_library_queues_one_task_and_a_repeat_none(app: TestApp) {
@@ -198,4 +199,23 @@ async fn a_trigger_accepts_at_most_sixty_calls_a_minute(app: TestApp) {
     let again = call(&app, id, &signed(secret, "msg_0", now(), "{}"), "{}").await;
     assert_eq!(again.assert_status(200)["duplicate"], true);
     assert_eq!(tasks(&app, &user, "oncall").await.len(), 60);
+}
+
+/// Senders retry, relays deliver twice: the same call arriving on several connections at once
+/// (on PostgreSQL, transactions in parallel, as on several nodes) queues one task.
+async fn deliveries_of_one_call_at_once_queue_one_task(app: TestApp) {
+    let user = app.register("race@example.com").await;
+    app.create_agent(&user, "oncall").await;
+    let trigger = create(&app, &user, "oncall", json!({})).await;
+    let (id, secret) = (trigger["id"].as_str().unwrap(), trigger["secret"].as_str().unwrap());
+    let sent = signed(secret, "msg_race", now(), "{}");
+    let replies = futures::future::join_all((0..8).map(|_| call(&app, id, &sent, "{}"))).await;
+    let mut statuses: Vec<u16> = replies.iter().map(|r| r.status.as_u16()).collect();
+    statuses.sort_unstable();
+    assert_eq!(statuses, [200, 200, 200, 200, 200, 200, 200, 202], "{replies:?}");
+    let task_ids: std::collections::BTreeSet<&str> =
+        replies.iter().map(|r| r.body["task_id"].as_str().unwrap()).collect();
+    assert_eq!(task_ids.len(), 1, "every answer names the one task");
+    assert_eq!(tasks(&app, &user, "oncall").await.len(), 1);
+    assert_eq!(entries(&app, &user, "oncall", "trigger_called").await.len(), 1);
 }
