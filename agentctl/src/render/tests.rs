@@ -228,3 +228,31 @@ fn money_is_dollars_and_cents() {
     agent["budget_monthly_usd"] = json!(12.5);
     assert!(typed::<Agent>(agent).render(Screen::default()).contains("$12.50"));
 }
+
+#[test]
+fn deliveries_show_their_latest_answer_and_the_next_page() {
+    let attempt = |n: i32, status: Value, error: Value| {
+        json!({"attempt": n, "at": "2026-01-02T03:04:05Z", "status": status, "error": error,
+               "duration_ms": 12, "response": null})
+    };
+    let delivery = |id: &str, responses: Value| {
+        json!({"id": id, "webhook_id": "msg_1", "event_type": "task.completed",
+               "status": "failed", "attempts": 2, "next_attempt_at": null,
+               "created_at": "2026-01-02T03:04:05Z", "responses": responses})
+    };
+    let page: agentcore::api::DeliveryPage = typed(json!({
+        "deliveries": [
+            delivery("0190a8b4-0000-7000-8000-000000000003",
+                json!([attempt(2, json!(503), Value::Null), attempt(1, Value::Null, json!("timed out"))])),
+            delivery("0190a8b4-0000-7000-8000-000000000004",
+                json!([attempt(1, Value::Null, json!("connection refused"))])),
+        ],
+        "next_before": "0190a8b4-0000-7000-8000-000000000004",
+    }));
+    let table = page.render(Screen::default());
+    for expected in ["HTTP 503 (12 ms)", "connection refused (12 ms)", "msg_1", "failed"] {
+        assert!(table.contains(expected), "{expected} missing from\n{table}");
+    }
+    assert!(!table.contains("timed out"), "only the latest attempt:\n{table}");
+    assert!(table.ends_with("Older deliveries: --before 0190a8b4-0000-7000-8000-000000000004"));
+}
