@@ -188,7 +188,9 @@ impl IntoResponse for ApiError {
                 .headers_mut()
                 .insert("connection", axum::http::HeaderValue::from_static("close"));
         }
-        if status == StatusCode::UNAUTHORIZED {
+        // Only a missing or refused token asks for one: a signed call (a trigger's, Discord's)
+        // is refused for its signature, which no bearer token would mend.
+        if let ApiError::Core(Error::Unauthorized) = &self {
             response
                 .headers_mut()
                 .insert("www-authenticate", axum::http::HeaderValue::from_static("Bearer"));

@@ -101,6 +101,8 @@ async fn refused_calls_write_nothing(app: TestApp) {
         let reply = call(&app, id, &sent, body).await;
         let code = if status == 401 { "invalid_signature" } else { "validation_failed" };
         assert_eq!((reply.status.as_u16(), reply.code()), (status, code), "{case}: {}", reply.body);
+        // A signature is refused, not a token: no bearer challenge.
+        assert!(!reply.headers.contains_key("www-authenticate"), "{case}: {:?}", reply.headers);
     }
     // Over 64 KiB, signed as it should be: refused for its size.
     let big = json!({"name": "x".repeat(70 * 1024)}).to_string();
