@@ -55,13 +55,14 @@ impl Core {
     pub async fn webhooks(&self, who: &Principal) -> Result<WebhookList> {
         who.require(Need::Read)?;
         let records = self.store().webhooks(&who.workspace).await?;
-        Ok(WebhookList { webhooks: records.iter().map(WebhookRecord::public).collect() })
+        let webhooks = records.iter().map(|record| shown_to(who, record.public())).collect();
+        Ok(WebhookList { webhooks })
     }
 
     /// One endpoint; another workspace's is `webhook_not_found`.
     pub async fn webhook(&self, who: &Principal, id: &WebhookId) -> Result<Webhook> {
         who.require(Need::Read)?;
-        Ok(self.store().webhook(&who.workspace, id).await?.public())
+        Ok(shown_to(who, self.store().webhook(&who.workspace, id).await?.public()))
     }
 
     /// Changes an endpoint. Disabling it holds its deliveries (pending ones wait); enabling it
@@ -223,4 +224,10 @@ impl Core {
             Err(problem) => Err(ValidationErrors::single("url", problem).into()),
         }
     }
+}
+
+/// An endpoint as `who` may see it: whole for those who manage endpoints, its URL cut to the
+/// origin for the others (see [`Webhook::for_reader`]).
+fn shown_to(who: &Principal, webhook: Webhook) -> Webhook {
+    if who.role.allows(Need::Manage) { webhook } else { webhook.for_reader() }
 }

@@ -28,6 +28,9 @@ pub enum Quota {
     Members,
     /// Outbound webhook endpoints of a workspace (fixed: 20).
     Webhooks,
+    /// Deliveries of one endpoint waiting to be sent (fixed: 1,000): a test or a redelivery
+    /// past it is refused.
+    PendingDeliveries,
     /// Triggers of a workspace (fixed: 100).
     TriggersPerWorkspace,
     /// Calls one trigger accepts in any 60 seconds (fixed: 60).
@@ -50,6 +53,7 @@ impl Quota {
             Quota::ApiKeys => "api_keys_per_workspace",
             Quota::Members => "members_per_workspace",
             Quota::Webhooks => "webhooks_per_workspace",
+            Quota::PendingDeliveries => "pending_deliveries_per_webhook",
             Quota::TriggersPerWorkspace => "triggers_per_workspace",
             Quota::TriggerCallsPerMinute => "trigger_calls_per_minute",
         }
@@ -71,6 +75,7 @@ impl Quota {
             Quota::ApiKeys => "API keys",
             Quota::Members => "members and invites waiting for an answer",
             Quota::Webhooks => "webhook endpoints",
+            Quota::PendingDeliveries => "deliveries of one endpoint waiting to be sent",
             Quota::TriggersPerWorkspace => "triggers in a workspace",
             Quota::TriggerCallsPerMinute => "calls to one trigger a minute",
         }

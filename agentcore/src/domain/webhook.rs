@@ -180,6 +180,20 @@ pub struct Webhook {
     pub secret_rotated_at: Option<DateTime<Utc>>,
 }
 
+impl Webhook {
+    /// The endpoint as a member below admin sees it: its URL cut to the origin (`https://
+    /// hooks.example.com/…`), since a receiver's URL often carries a token in its path or
+    /// query (Slack's and Discord's incoming webhooks) that would let anyone post there.
+    pub fn for_reader(mut self) -> Self {
+        if let Ok(url) = reqwest::Url::parse(&self.url) {
+            let origin = url.origin().ascii_serialization();
+            let more = url.path() != "/" || url.query().is_some() || url.fragment().is_some();
+            self.url = if more { format!("{origin}/…") } else { format!("{origin}/") };
+        }
+        self
+    }
+}
+
 /// `POST /api/webhooks`: the endpoint and its secret, shown this once.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -308,15 +322,45 @@ pub fn message_id() -> String {
     format!("msg_{}", uuid::Uuid::now_v7().simple())
 }
 
-/// An answer's body as kept: its first [`RESPONSE_BYTES`], as text.
+/// An answer's body as kept: its first [`RESPONSE_BYTES`], as text, a NUL (which PostgreSQL's
+/// text refuses) replaced.
 pub fn kept_response(body: &[u8]) -> String {
     let head = &body[..body.len().min(RESPONSE_BYTES)];
-    String::from_utf8_lossy(head).into_owned()
+    String::from_utf8_lossy(head).replace('\0', "\u{FFFD}")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reader_sees_only_the_origin_of_an_endpoint() {
+        let at = chrono::Utc::now();
+        let shown = |url: &str| {
+            let webhook = Webhook {
+                id: WebhookId::generate(),
+                url: url.to_owned(),
+                events: vec![],
+                description: String::new(),
+                enabled: true,
+                disabled_reason: None,
+                failure_run: 0,
+                created_at: at,
+                updated_at: at,
+                secret_rotated_at: None,
+            };
+            webhook.for_reader().url
+        };
+        assert_eq!(shown("https://hooks.slack.com/services/T0/B0/secret"), "https://hooks.slack.com/…");
+        assert_eq!(shown("http://10.1.2.3:8080/in?token=x"), "http://10.1.2.3:8080/…");
+        assert_eq!(shown("https://example.com/"), "https://example.com/");
+    }
+
+    #[test]
+    fn a_kept_answer_is_bounded_text_without_nul() {
+        assert_eq!(kept_response(b"ok\0\xff"), "ok\u{FFFD}\u{FFFD}");
+        assert_eq!(kept_response(&[b'a'; RESPONSE_BYTES + 10]).len(), RESPONSE_BYTES);
+    }
 
     #[test]
     fn urls_are_http_without_user_info_and_bounded() {

@@ -199,6 +199,9 @@ impl<S: SqlStore> TriggerStore for S {
     ) -> Result<()> {
         watched(self.storage_health(), async {
             let mut tx = self.begin_write().await?;
+            // The workspace's lock, then the agent's: the count is of the whole workspace, so
+            // two additions to different agents cannot both pass it.
+            super::workspaces::lock_workspace(&mut tx, owner).await?;
             lock_agent(&mut tx, owner, &trigger.agent_id).await?;
             let count: i64 =
                 query_scalar(sql::COUNT).bind(owner.as_str()).fetch_one(&mut tx).await?;

@@ -13,6 +13,7 @@ use chrono::{DateTime, Utc};
 use super::db::{SqlStore, query, query_as, query_scalar};
 use super::shared::{housekeeping, watched};
 use crate::domain::now;
+use crate::domain::quota::Quota;
 use crate::domain::webhook::{
     AttemptOutcome, Delivery, DeliveryAttempt, DeliveryId, DeliveryStatus, MAX_PENDING,
     WebhookEvents, WebhookId,
@@ -242,10 +243,20 @@ impl<S: SqlStore> WebhookDeliveryStore for S {
                 .bind(event_type)
                 .bind(body)
                 .bind(now())
+                .bind(MAX_PENDING)
                 .execute(self.writer())
                 .await?;
             if done.rows_affected() == 0 {
-                return Err(Error::not_found(Resource::Webhook, webhook.as_str()));
+                let found: i64 = query_scalar(sql::WEBHOOK_EXISTS)
+                    .bind(owner.as_str())
+                    .bind(webhook.as_str())
+                    .fetch_one(self.writer())
+                    .await?;
+                if found == 0 {
+                    return Err(Error::not_found(Resource::Webhook, webhook.as_str()));
+                }
+                let limit = MAX_PENDING.unsigned_abs();
+                return Err(Error::QuotaExceeded { quota: Quota::PendingDeliveries, limit });
             }
             Ok(())
         })
@@ -408,7 +419,8 @@ mod sql {
 
     /// Owners with events past their cursor.
     pub(super) const FANOUT_DUE: &str = "SELECT c.owner_id, c.seq FROM webhook_cursors c \
-        JOIN event_seqs s ON s.owner_id = c.owner_id WHERE s.seq > c.seq LIMIT $1";
+        JOIN event_seqs s ON s.owner_id = c.owner_id WHERE s.seq > c.seq \
+        ORDER BY s.seq - c.seq DESC, c.owner_id LIMIT $1";
     pub(super) const MOVE_CURSOR: &str =
         "UPDATE webhook_cursors SET seq = $3 WHERE owner_id = $1 AND seq = $2";
     /// The owner's enabled endpoints, each with its deliveries waiting.
@@ -427,15 +439,20 @@ mod sql {
         )
     }
 
-    /// A message to one endpoint of the owner, due now; nothing when there is no such endpoint.
+    /// A message to one endpoint of the owner, due now; nothing when there is no such endpoint
+    /// or it has `$8` deliveries pending already.
     pub(super) fn queue_delivery(now: &str) -> String {
         format!(
             "INSERT INTO webhook_deliveries (id, owner_id, webhook_id, message_id, event_type, \
              body, status, attempts, next_attempt_at, created_at) \
-             SELECT $1, owner_id, id, $4, $5, $6, 'pending', 0, {now}, $7 FROM webhooks \
-             WHERE owner_id = $2 AND id = $3"
+             SELECT $1, owner_id, id, $4, $5, $6, 'pending', 0, {now}, $7 FROM webhooks w \
+             WHERE owner_id = $2 AND id = $3 AND (SELECT COUNT(*) FROM webhook_deliveries d \
+             WHERE d.webhook_id = w.id AND d.status = 'pending') < $8"
         )
     }
+
+    pub(super) const WEBHOOK_EXISTS: &str =
+        "SELECT COUNT(*) FROM webhooks WHERE owner_id = $1 AND id = $2";
 
     pub(super) const MESSAGE: &str = "SELECT message_id, event_type, body FROM webhook_deliveries \
         WHERE owner_id = $1 AND webhook_id = $2 AND id = $3";
@@ -455,7 +472,8 @@ mod sql {
     }
 
     /// Leases (`$1` node, `$2` seconds) up to `$3` due deliveries of enabled endpoints, the
-    /// longest due first.
+    /// longest due first, one attempt per endpoint at a time: the first due of an endpoint
+    /// with none in flight. A slow or dead receiver holds one of a node's slots, not all.
     pub(super) fn claim(clock: Clock, skip_locked: &str) -> String {
         let (now, until) = (clock.now, (clock.plus)("$2"));
         format!(
@@ -463,6 +481,13 @@ mod sql {
              WHERE id IN (SELECT d.id FROM webhook_deliveries d WHERE d.status = 'pending' \
              AND d.next_attempt_at <= {now} AND (d.lease_until IS NULL OR d.lease_until < {now}) \
              AND EXISTS (SELECT 1 FROM webhooks w WHERE w.id = d.webhook_id AND w.enabled) \
+             AND NOT EXISTS (SELECT 1 FROM webhook_deliveries o WHERE o.webhook_id = d.webhook_id \
+             AND o.status = 'pending' AND o.lease_until >= {now}) \
+             AND NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.webhook_id = d.webhook_id \
+             AND e.status = 'pending' AND e.next_attempt_at <= {now} \
+             AND (e.lease_until IS NULL OR e.lease_until < {now}) \
+             AND (e.next_attempt_at < d.next_attempt_at \
+             OR (e.next_attempt_at = d.next_attempt_at AND e.id < d.id))) \
              ORDER BY d.next_attempt_at LIMIT $3{skip_locked}) \
              RETURNING id, owner_id, webhook_id, message_id, event_type, body, attempts"
         )

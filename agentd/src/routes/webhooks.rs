@@ -89,7 +89,7 @@ pub(super) async fn rotate(
 
 #[utoipa::path(post, path = "/api/webhooks/{id}/test", operation_id = "test_webhook", tag = "webhooks", security(("bearer" = [])),
     params(("id" = String, Path, description = "The endpoint's id.")),
-    responses((status = 202, description = "A `webhook.test` event, queued for the endpoint.", body = Delivery)))]
+    responses((status = 202, description = "A `webhook.test` event, queued for the endpoint.", body = Delivery), (status = 429, description = "`quota_exceeded`: the endpoint has 1,000 deliveries pending (`pending_deliveries_per_webhook`).", body = crate::error::ErrorBody)))]
 pub(super) async fn test(
     State(state): State<AppState>,
     Caller(who): Caller,
@@ -115,7 +115,7 @@ pub(super) async fn deliveries(
 
 #[utoipa::path(post, path = "/api/webhooks/{id}/deliveries/{delivery_id}/redeliver", operation_id = "redeliver_webhook", tag = "webhooks", security(("bearer" = [])),
     params(("id" = String, Path, description = "The endpoint's id."), ("delivery_id" = String, Path, description = "The delivery's id.")),
-    responses((status = 202, description = "The same message (same `webhook-id` and body), queued again as a new delivery.", body = Delivery)))]
+    responses((status = 202, description = "The same message (same `webhook-id` and body), queued again as a new delivery.", body = Delivery), (status = 429, description = "`quota_exceeded`: the endpoint has 1,000 deliveries pending (`pending_deliveries_per_webhook`).", body = crate::error::ErrorBody)))]
 pub(super) async fn redeliver(
     State(state): State<AppState>,
     Caller(who): Caller,
