@@ -1,5 +1,6 @@
 //! The real `agentd` process: the embedded default, a clean exit on SIGTERM, a `kill -9` with
-//! posts pending or a task in progress, and several processes sharing one database.
+//! posts or webhook deliveries pending or a task in progress, and several processes sharing one
+//! database.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -22,6 +23,7 @@ mod steps;
 mod tasks;
 mod teams;
 mod traces;
+mod webhooks;
 
 /// A running `agentd` process and the address it reported.
 pub(crate) struct Server {

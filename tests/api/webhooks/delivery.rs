@@ -1,18 +1,16 @@
-//! Deliveries: what arrives for the events of a run, retries with one `webhook-id`, a node
-//! killed between attempts, and endpoints that receive nothing once disabled.
-
-use std::time::Duration;
+//! Deliveries: what arrives for the events of a run, retries with one `webhook-id`, and
+//! endpoints that receive nothing once disabled. A process killed between attempts is in
+//! `process/webhooks.rs` (the real binary, `kill -9`).
 
 use serde_json::json;
 
 use super::{WAIT, app_reaching, deliveries, endpoint};
-use crate::helpers::{CrashableApp, TestApp, TestDb, backend_tests, eventually};
+use crate::helpers::{TestApp, TestDb, backend_tests, eventually};
 use support::webhook_receiver::{WebhookReceiver, verify_all};
 
 backend_tests! { db;
     a_runs_events_arrive_as_the_stream_tells_them_and_every_delivery_verifies,
     a_receiver_that_fails_three_times_gets_the_event_four_times_with_one_id,
-    a_node_killed_between_attempts_loses_nothing,
     a_disabled_endpoint_receives_nothing,
 }
 
@@ -77,48 +75,6 @@ async fn a_receiver_that_fails_three_times_gets_the_event_four_times_with_one_id
     let shown = app.get(&format!("/api/webhooks/{id}"), &user).await;
     assert_eq!(shown.assert_status(200)["failure_run"], 0, "a success ends the run");
     assert_eq!(receiver.received().len(), 4);
-}
-
-async fn a_node_killed_between_attempts_loses_nothing(db: TestDb) {
-    let receiver = WebhookReceiver::start().await;
-    let app = app_reaching(db, &[&receiver]).await;
-    let user = app.register("crash-hooks@example.com").await;
-    let (id, secret) = endpoint(&app, &user, &receiver.url, &["task.added"]).await;
-    app.create_agent(&user, "writer").await;
-    let (db, mut options) = app.stop().await;
-    // Long enough between attempts to kill the node in between.
-    options.webhooks.retry_schedule = vec![Duration::from_secs(3); 7];
-    receiver.answer(&[500]);
-
-    let node = CrashableApp::start(&db, &options).await;
-    let client = reqwest::Client::new();
-    client
-        .post(format!("{}/api/agents/writer/backlog", node.address))
-        .bearer_auth(&user.token)
-        .json(&json!({"title": "Write the notes"}))
-        .send()
-        .await
-        .unwrap();
-    receiver.wait_for(1, WAIT).await;
-    let url = format!("{}/api/webhooks/{id}/deliveries", node.address);
-    eventually(WAIT, "the first attempt recorded", || async {
-        let page: serde_json::Value =
-            client.get(&url).bearer_auth(&user.token).send().await.unwrap().json().await.unwrap();
-        page["deliveries"][0]["attempts"] == 1
-    })
-    .await;
-    node.kill();
-
-    let app = TestApp::start(db, options).await;
-    let received = receiver.wait_for(2, WAIT).await;
-    assert_eq!(received[1].id(), received[0].id(), "the same webhook-id after the restart");
-    verify_all(&secret, &received).await;
-    eventually(WAIT, "the delivery recorded as delivered", || async {
-        deliveries(&app, &user, &id).await.first().is_some_and(|d| d["status"] == "delivered")
-    })
-    .await;
-    assert_eq!(deliveries(&app, &user, &id).await[0]["attempts"], 2);
-    assert_eq!(receiver.received().len(), 2);
 }
 
 async fn a_disabled_endpoint_receives_nothing(db: TestDb) {
