@@ -15,6 +15,10 @@ use serde_json::Value;
 
 use crate::standard_webhooks;
 
+/// A scripted "answer" that records the request and then holds it open without answering (for
+/// five minutes, or until the sender goes away): an attempt in flight.
+pub const HOLD: u16 = 0;
+
 /// One request as received.
 #[derive(Debug, Clone)]
 pub struct Received {
@@ -68,7 +72,7 @@ impl WebhookReceiver {
         Self { address, url: format!("http://{address}/hooks"), state, task }
     }
 
-    /// The next answers, in order (then 200 again).
+    /// The next answers, in order (then 200 again); [`HOLD`] answers nothing.
     pub fn answer(&self, statuses: &[u16]) {
         self.lock().script.extend(statuses);
     }
@@ -105,18 +109,23 @@ async fn record(
     headers: HeaderMap,
     body: Bytes,
 ) -> (StatusCode, &'static str) {
-    let mut state = state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let headers = headers
         .iter()
         .map(|(n, v)| (n.as_str().to_owned(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
         .collect();
-    state.received.push(Received {
-        method: method.to_string(),
-        path: uri.path().to_owned(),
-        headers,
-        body: body.to_vec(),
-    });
-    let status = state.script.pop_front().unwrap_or(200);
+    let status = {
+        let mut state = state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        state.received.push(Received {
+            method: method.to_string(),
+            path: uri.path().to_owned(),
+            headers,
+            body: body.to_vec(),
+        });
+        state.script.pop_front().unwrap_or(200)
+    };
+    if status == HOLD {
+        tokio::time::sleep(Duration::from_secs(300)).await;
+    }
     (StatusCode::from_u16(status).unwrap_or(StatusCode::OK), "answered by the test receiver")
 }
 
