@@ -351,7 +351,10 @@ mod tests {
             };
             webhook.for_reader().url
         };
-        assert_eq!(shown("https://hooks.slack.com/services/T0/B0/secret"), "https://hooks.slack.com/…");
+        assert_eq!(
+            shown("https://hooks.slack.com/services/T0/B0/secret"),
+            "https://hooks.slack.com/…"
+        );
         assert_eq!(shown("http://10.1.2.3:8080/in?token=x"), "http://10.1.2.3:8080/…");
         assert_eq!(shown("https://example.com/"), "https://example.com/");
     }

@@ -198,7 +198,13 @@ async fn another_workspaces_endpoint_is_missing_and_a_member_cannot_change_endpo
     app.post_empty(&format!("/api/invites/{token}/accept"), &bob).await.assert_status(200);
     let team_hook = in_team(&ada, Method::POST, "/api/webhooks", Some(hook.clone())).await;
     let team_hook = team_hook.assert_status(201)["id"].as_str().unwrap().to_owned();
-    in_team(&bob, Method::GET, "/api/webhooks", None).await.assert_status(200);
+    // The URL may carry the receiver's token: a member reads its origin, an admin all of it.
+    let listed = in_team(&bob, Method::GET, "/api/webhooks", None).await;
+    assert_eq!(listed.assert_status(200)["webhooks"][0]["url"], "https://93.184.215.14/…");
+    let one = in_team(&bob, Method::GET, &format!("/api/webhooks/{team_hook}"), None).await;
+    assert_eq!(one.assert_status(200)["url"], "https://93.184.215.14/…");
+    let whole = in_team(&ada, Method::GET, &format!("/api/webhooks/{team_hook}"), None).await;
+    assert_eq!(whole.assert_status(200)["url"], "https://93.184.215.14/hooks");
     in_team(&bob, Method::POST, "/api/webhooks", Some(hook.clone()))
         .await
         .assert_error(403, "forbidden");
