@@ -133,7 +133,7 @@ impl TriggerRecord {
 
     /// The task a call with `body` queues. The filled title is made a valid task title (line
     /// breaks and control characters become spaces, cut at 200 characters); one left blank
-    /// is "Call to trigger <name>" (or its id). The description is cut at 20,000 characters,
+    /// is `Call to trigger <name>` (or its id). The description is cut at 20,000 characters,
     /// NUL characters dropped; one left empty is none.
     pub fn task_for(&self, body: &Value) -> NewTask {
         let filled = self.title.fill(body, MAX_TITLE_CHARS);
