@@ -54,7 +54,16 @@ pub(super) struct Export {
     spans: mpsc::Receiver<SpanData>,
     exporter: SpanExporter,
     batch: Batch,
+    /// After a failed export, batches are dropped unsent (not even encoded) until then: a
+    /// collector that is gone costs the node nothing but the count.
+    resting_until: Option<tokio::time::Instant>,
+    rest: Duration,
 }
+
+/// The first rest after a failed export, doubled after each failure that follows, up to
+/// [`LONGEST_REST`].
+const FIRST_REST: Duration = Duration::from_secs(1);
+const LONGEST_REST: Duration = Duration::from_secs(60);
 
 /// The export task, running.
 #[derive(Debug)]
@@ -70,7 +79,14 @@ pub(super) fn channel(
 ) -> (Queue, Export) {
     exporter.set_resource(resource);
     let (sender, receiver) = mpsc::channel(batch.max_queue);
-    (Queue { spans: sender }, Export { spans: receiver, exporter, batch: batch.clone() })
+    let export = Export {
+        spans: receiver,
+        exporter,
+        batch: batch.clone(),
+        resting_until: None,
+        rest: FIRST_REST,
+    };
+    (Queue { spans: sender }, export)
 }
 
 impl SpanProcessor for Queue {
@@ -128,19 +144,28 @@ impl Export {
         self.export(&mut batch).await;
     }
 
-    async fn export(&self, batch: &mut Vec<SpanData>) {
+    async fn export(&mut self, batch: &mut Vec<SpanData>) {
         if batch.is_empty() {
             return;
         }
         let count = batch.len() as u64;
         let spans = std::mem::replace(batch, Vec::with_capacity(self.batch.max_batch));
+        if self.resting_until.is_some_and(|until| tokio::time::Instant::now() < until) {
+            EXPORT_FAILED.fetch_add(count, Ordering::Relaxed);
+            return;
+        }
         match self.exporter.export(spans).await {
-            Ok(()) => EXPORTED.fetch_add(count, Ordering::Relaxed),
-            Err(error) => {
-                tracing::debug!(%error, spans = count, "cannot export spans; they are dropped");
-                EXPORT_FAILED.fetch_add(count, Ordering::Relaxed)
+            Ok(()) => {
+                EXPORTED.fetch_add(count, Ordering::Relaxed);
+                (self.resting_until, self.rest) = (None, FIRST_REST);
             }
-        };
+            Err(error) => {
+                tracing::debug!(%error, spans = count, rest = ?self.rest, "cannot export spans; they are dropped");
+                EXPORT_FAILED.fetch_add(count, Ordering::Relaxed);
+                self.resting_until = Some(tokio::time::Instant::now() + self.rest);
+                self.rest = (self.rest * 2).min(LONGEST_REST);
+            }
+        }
     }
 }
 
