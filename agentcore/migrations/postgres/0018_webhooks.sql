@@ -57,6 +57,9 @@ CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at)
     WHERE status = 'pending';
 CREATE INDEX webhook_deliveries_by_webhook ON webhook_deliveries (webhook_id, id);
 CREATE INDEX webhook_deliveries_by_age ON webhook_deliveries (created_at);
+-- An endpoint's pending deliveries: counted against the bound, and looked at by each claim.
+CREATE INDEX webhook_deliveries_pending ON webhook_deliveries (webhook_id, next_attempt_at)
+    WHERE status = 'pending';
 
 CREATE TABLE webhook_attempts (
     delivery_id  TEXT NOT NULL REFERENCES webhook_deliveries (id) ON DELETE CASCADE,

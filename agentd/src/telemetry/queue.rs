@@ -134,7 +134,9 @@ impl Export {
             }
             self.export(&mut batch).await;
         }
-        // Stopping: what is queued now, in batches.
+        // Stopping: what is queued now, in batches, tried whatever the rest (the collector may
+        // be back; the stop is bounded by its caller).
+        self.resting_until = None;
         while let Ok(span) = self.spans.try_recv() {
             batch.push(span);
             if batch.len() == self.batch.max_batch {

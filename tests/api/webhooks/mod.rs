@@ -19,6 +19,7 @@ backend_tests! { db;
     a_private_address_is_refused_at_registration_and_nothing_is_stored,
     a_test_event_arrives_signed_and_a_redelivery_repeats_its_id_and_body,
     after_a_rotation_deliveries_verify_with_the_old_and_the_new_secret,
+    a_failed_attempt_says_why_without_the_urls_path,
 }
 
 backend_tests! { app;
@@ -221,4 +222,23 @@ async fn another_workspaces_endpoint_is_missing_and_a_member_cannot_change_endpo
         app.post("/api/webhooks", &ada, hook.clone()).await.assert_status(201);
     }
     app.post("/api/webhooks", &ada, hook).await.assert_error(429, "quota_exceeded");
+}
+
+async fn a_failed_attempt_says_why_without_the_urls_path(db: TestDb) {
+    let receiver = WebhookReceiver::start().await;
+    let app = app_reaching(db, &[&receiver]).await;
+    let user = app.register("refused-hooks@example.com").await;
+    // A receiver's URL often holds its token; members below admin read the attempts' errors.
+    let url = format!("{}/T0-secret-token", receiver.url);
+    let (id, _) = endpoint(&app, &user, &url, &["task.added"]).await;
+    drop(receiver);
+    app.post_empty(&format!("/api/webhooks/{id}/test"), &user).await.assert_status(202);
+    crate::helpers::eventually(WAIT, "the refused attempt recorded", || async {
+        deliveries(&app, &user, &id).await.first().is_some_and(|d| d["attempts"] == 1)
+    })
+    .await;
+    let listed = deliveries(&app, &user, &id).await;
+    let error = listed[0]["responses"][0]["error"].as_str().unwrap().to_owned();
+    assert!(!error.is_empty() && listed[0]["responses"][0]["status"].is_null(), "{listed:?}");
+    assert!(!error.contains("secret-token"), "the URL's path is in the error: {error}");
 }
