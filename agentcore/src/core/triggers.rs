@@ -46,7 +46,9 @@ impl Core {
     /// The workspace's triggers (of one agent, when given), oldest first.
     pub async fn triggers(&self, who: &Principal, agent: Option<&AgentId>) -> Result<TriggerList> {
         let records = self.store().triggers(&who.workspace, agent).await?;
-        Ok(TriggerList { triggers: records.iter().map(|r| self.public_trigger(r)).collect() })
+        let origin = self.public_origin();
+        let triggers = records.iter().map(|r| r.public(origin.as_deref())).collect();
+        Ok(TriggerList { triggers })
     }
 
     pub async fn trigger(&self, who: &Principal, id: &TriggerId) -> Result<Trigger> {
@@ -200,12 +202,17 @@ impl Core {
     /// The trigger as callers see it, its URL absolute where the service knows its public
     /// origin (that of `discord.redirect_uri`).
     fn public_trigger(&self, record: &TriggerRecord) -> Trigger {
-        let origin = self.inner.discord_config.redirect_uri.as_deref().and_then(|uri| {
+        record.public(self.public_origin().as_deref())
+    }
+
+    /// The service's public origin, that of `discord.redirect_uri`, when it is set (read once
+    /// for a whole list).
+    fn public_origin(&self) -> Option<String> {
+        self.inner.discord_config.redirect_uri.as_deref().and_then(|uri| {
             let url = reqwest::Url::parse(uri).ok()?;
             let origin = url.origin();
             origin.is_tuple().then(|| origin.ascii_serialization())
-        });
-        record.public(origin.as_deref())
+        })
     }
 }
 
