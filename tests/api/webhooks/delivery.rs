@@ -109,9 +109,13 @@ async fn a_disabled_endpoint_receives_nothing(db: TestDb) {
     let shown = shown.assert_status(200);
     assert_eq!(shown["failure_run"], 3);
     assert!(shown["disabled_reason"].as_str().unwrap().contains("3 failed attempts"));
-    let audit = app.get("/api/audit?action=webhook.disabled", &user).await;
-    let audit = audit.assert_status(200).to_string();
-    assert!(audit.contains(&failing_id) && audit.contains("service"), "{audit}");
+    // The audit log is written after the change it records (docs/api.md, Audit log).
+    eventually(WAIT, "the service's webhook.disabled entry", || async {
+        let audit = app.get("/api/audit?action=webhook.disabled", &user).await;
+        let audit = audit.assert_status(200).to_string();
+        audit.contains(&failing_id) && audit.contains("service")
+    })
+    .await;
 
     // A second event reaches only the enabled endpoint.
     app.add_task(&user, "writer", "Second", 0).await;
