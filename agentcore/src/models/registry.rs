@@ -355,6 +355,13 @@ impl Models {
         }
     }
 
+    /// A bound on the input tokens `request` makes for `model` (or the default): never below
+    /// what the provider will count, so a budget's reservation never under-counts.
+    pub fn input_tokens_bound(&self, model: Option<&str>, request: &CompletionRequest) -> usize {
+        let _ = model;
+        request.text_bytes()
+    }
+
     /// The provider and request for `model` (or the default when `None`): a conversation of
     /// the one user message, with no tools offered.
     pub fn resolve(

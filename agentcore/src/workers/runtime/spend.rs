@@ -33,7 +33,8 @@ pub(super) async fn reserve(
         return Ok(None);
     }
     let (name, price) = node.core.models().price(model);
-    let worst = price.map_or(0, |p| p.worst_case(request.text_bytes(), request.max_tokens));
+    let input = node.core.models().input_tokens_bound(model, request);
+    let worst = price.map_or(0, |p| p.worst_case(input, request.max_tokens));
     match node.core.run_store().reserve(run, worst).await {
         Ok(Ok(held)) => Ok(Some(Reserved { model: name.to_owned(), price, worst, held })),
         Ok(Err(refusal)) => {
