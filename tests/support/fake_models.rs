@@ -135,6 +135,11 @@ struct ModelState {
     latencies: HashMap<String, Duration>,
     /// Tool call ids given so far, so each is unique on this server.
     call_ids: u64,
+    /// Whether answers report the requests' tokens as counted (see [`crate::fake_tokens`])
+    /// rather than fixed numbers.
+    count_tokens: bool,
+    /// The bodies of Anthropic `count_tokens` requests, in order.
+    counted: Vec<Value>,
 }
 
 #[derive(Clone)]
@@ -150,6 +155,7 @@ impl FakeModels {
         let app = Router::new()
             .route("/v1/chat/completions", post(openai))
             .route("/v1/messages", post(anthropic))
+            .route("/v1/messages/count_tokens", post(anthropic_count))
             .with_state(state.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
@@ -186,6 +192,17 @@ impl FakeModels {
 
     pub fn calls(&self) -> Vec<Call> {
         self.state.lock().unwrap().calls.clone()
+    }
+
+    /// Later answers report the tokens of their requests as counted (OpenAI's accounting,
+    /// and the fake's stand-in for Anthropic's: [`crate::fake_tokens`]), not fixed numbers.
+    pub fn count_tokens(&self) {
+        self.state.lock().unwrap().count_tokens = true;
+    }
+
+    /// The bodies of the Anthropic `count_tokens` requests received, in order.
+    pub fn counted(&self) -> Vec<Value> {
+        self.state.lock().unwrap().counted.clone()
     }
 
     /// Every later answer waits this long first.
@@ -353,7 +370,7 @@ async fn openai_reply(
     Json(json!({
         "id": "chatcmpl-1", "object": "chat.completion", "model": body["model"],
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-        "usage": {"prompt_tokens": 11, "completion_tokens": 22, "total_tokens": 33}
+        "usage": openai_usage(state, body)
     }))
     .into_response()
 }
@@ -410,9 +427,44 @@ async fn anthropic_reply(
     Json(json!({
         "id": "msg_1", "type": "message", "role": "assistant", "model": body["model"],
         "content": content, "stop_reason": stop,
-        "usage": {"input_tokens": 13, "output_tokens": 24}
+        "usage": {"input_tokens": anthropic_input(state, body), "output_tokens": 24}
     }))
     .into_response()
+}
+
+/// Fixed counts, unless the server counts (see [`FakeModels::count_tokens`]).
+fn openai_usage(state: &Shared, body: &Value) -> Value {
+    let prompt = if counting(state) { crate::fake_tokens::openai_prompt_tokens(body) } else { 11 };
+    json!({"prompt_tokens": prompt, "completion_tokens": 22, "total_tokens": prompt + 22})
+}
+
+fn anthropic_input(state: &Shared, body: &Value) -> i64 {
+    if counting(state) { crate::fake_tokens::anthropic_input_tokens(body) } else { 13 }
+}
+
+fn counting(state: &Shared) -> bool {
+    state.lock().unwrap().count_tokens
+}
+
+/// `POST /v1/messages/count_tokens`: the request's input tokens as this server's answers
+/// report them, under the same key and version checks as `/v1/messages`.
+async fn anthropic_count(state: Shared, headers: HeaderMap, Json(body): Json<Value>) -> Response {
+    state.lock().unwrap().counted.push(body.clone());
+    if headers.get("x-api-key").and_then(|v| v.to_str().ok()) != Some(ANTHROPIC_KEY) {
+        return failure(
+            401,
+            None,
+            json!({"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}),
+        );
+    }
+    if body.get("max_tokens").is_some() {
+        return failure(
+            400,
+            None,
+            json!({"type": "error", "error": {"type": "invalid_request_error", "message": "max_tokens: Extra inputs are not permitted"}}),
+        );
+    }
+    Json(json!({"input_tokens": crate::fake_tokens::anthropic_input_tokens(&body)})).into_response()
 }
 
 fn messages(body: &Value) -> &[Value] {

@@ -85,6 +85,32 @@ impl ModelProvider for AnthropicProvider {
             .json(&request_body(request));
         read_answer(send_json(call, NAME).await?)
     }
+
+    /// `POST /v1/messages/count_tokens`: the request as it would be sent, counted by
+    /// Anthropic (free, with a rate limit of its own).
+    async fn count_input_tokens(
+        &self,
+        request: &CompletionRequest,
+    ) -> Result<Option<u64>, ModelError> {
+        let Some(key) = &self.api_key else { return Ok(None) };
+        let mut body = request_body(request);
+        if let Some(fields) = body.as_object_mut() {
+            fields.remove("max_tokens");
+        }
+        let call = self
+            .http
+            .post(format!("{}/count_tokens", self.url))
+            .header("x-api-key", key.expose_secret())
+            .header("anthropic-version", API_VERSION)
+            .json(&body);
+        let counted: Counted = send_json(call, NAME).await?;
+        Ok(Some(counted.input_tokens))
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct Counted {
+    input_tokens: u64,
 }
 
 /// The JSON body of a Messages call for `request`.

@@ -17,6 +17,9 @@ mod echo;
 mod openai;
 mod registry;
 mod scrubbed;
+pub mod tokens;
+#[cfg(test)]
+mod tokens_tests;
 #[cfg(test)]
 mod wire_tests;
 
@@ -165,6 +168,16 @@ impl ModelError {
 #[async_trait]
 pub trait ModelProvider: Send + Sync + fmt::Debug {
     async fn complete(&self, request: &CompletionRequest) -> Result<Completion, ModelError>;
+
+    /// The input tokens of `request` as the provider counts them, when it can say before the
+    /// call (Anthropic's `count_tokens`); `Ok(None)` when it cannot.
+    async fn count_input_tokens(
+        &self,
+        request: &CompletionRequest,
+    ) -> Result<Option<u64>, ModelError> {
+        let _ = request;
+        Ok(None)
+    }
 }
 
 /// Both providers put a failure's explanation at `error.message`.

@@ -12,6 +12,7 @@ use std::time::Duration;
 use secrecy::{ExposeSecret, SecretString};
 
 use super::scrubbed::Scrubbed;
+use super::tokens::{self, Counter, Encoding};
 use super::{
     CompletionRequest, EchoProvider, Message, ModelError, ModelProvider, anthropic, openai,
 };
@@ -165,6 +166,8 @@ pub struct Models {
     /// The configured ones by name, as callers see them.
     configured: Vec<Configured>,
     prices: BTreeMap<String, Price>,
+    /// Token counts of the texts requests carry, shared by the clones.
+    counter: Arc<Counter>,
 }
 
 /// Which model answers a run: the offline `echo`, a configured provider's model, or a name no
@@ -257,6 +260,7 @@ impl Models {
             providers,
             configured,
             prices: config.prices.clone(),
+            counter: Arc::default(),
         };
         let default = ModelName::parse(&config.default).map_err(|e| {
             Error::NotConfigured(format!("models.default: '{}' {e}", config.default))
@@ -357,9 +361,34 @@ impl Models {
 
     /// A bound on the input tokens `request` makes for `model` (or the default): never below
     /// what the provider will count, so a budget's reservation never under-counts.
+    /// OpenAI's models are counted with OpenAI's tokenizer, every other model bounded by the
+    /// request's bytes (see [`tokens`]).
     pub fn input_tokens_bound(&self, model: Option<&str>, request: &CompletionRequest) -> usize {
-        let _ = model;
-        request.text_bytes()
+        let bytes = tokens::byte_bound(request);
+        match self.encoding(model, &request.model) {
+            Some(encoding) => self.counter.request(encoding, request).min(bytes),
+            None => bytes,
+        }
+    }
+
+    /// Whether `model`'s (or the default's) requests are counted with a tokenizer: an OpenAI
+    /// model served by a provider of the `openai` kind.
+    pub fn counted_exactly(&self, model: Option<&str>, provider_model: &str) -> bool {
+        self.encoding(model, provider_model).is_some()
+    }
+
+    fn encoding(&self, model: Option<&str>, provider_model: &str) -> Option<Encoding> {
+        let name = model.unwrap_or(&self.default);
+        let (provider, _) = name.split_once(':')?;
+        let configured = self.configured.iter().find(|c| c.name == provider)?;
+        (configured.kind == "openai").then(|| Encoding::of_openai_model(provider_model)).flatten()
+    }
+
+    /// The provider that serves `model` (or the default), when one is configured.
+    pub fn provider_of(&self, model: Option<&str>) -> Option<Arc<dyn ModelProvider>> {
+        let name = model.unwrap_or(&self.default);
+        let provider = name.split_once(':').map_or(name, |(provider, _)| provider);
+        self.find(provider).map(|(_, provider)| provider.clone())
     }
 
     /// The provider and request for `model` (or the default when `None`): a conversation of

@@ -24,16 +24,25 @@ pub(super) struct Scrubbed {
 #[async_trait]
 impl ModelProvider for Scrubbed {
     async fn complete(&self, request: &CompletionRequest) -> Result<Completion, ModelError> {
-        self.inner.complete(request).await.map_err(|error| {
-            let clean = |reason: &str| cut(&self.scrubber.scrub(reason), MAX_REASON_CHARS);
-            match error {
-                ModelError::Transient { reason, retry_after, status } => {
-                    ModelError::Transient { reason: clean(&reason), retry_after, status }
-                }
-                ModelError::Permanent { reason } => {
-                    ModelError::Permanent { reason: clean(&reason) }
-                }
+        self.inner.complete(request).await.map_err(|error| self.clean(error))
+    }
+
+    async fn count_input_tokens(
+        &self,
+        request: &CompletionRequest,
+    ) -> Result<Option<u64>, ModelError> {
+        self.inner.count_input_tokens(request).await.map_err(|error| self.clean(error))
+    }
+}
+
+impl Scrubbed {
+    fn clean(&self, error: ModelError) -> ModelError {
+        let clean = |reason: &str| cut(&self.scrubber.scrub(reason), MAX_REASON_CHARS);
+        match error {
+            ModelError::Transient { reason, retry_after, status } => {
+                ModelError::Transient { reason: clean(&reason), retry_after, status }
             }
-        })
+            ModelError::Permanent { reason } => ModelError::Permanent { reason: clean(&reason) },
+        }
     }
 }

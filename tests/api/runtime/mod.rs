@@ -14,6 +14,7 @@ mod budget;
 pub(crate) mod fetch;
 mod mcp;
 mod mcp_everything;
+mod tokens;
 mod tools;
 
 const BOT: &str = "runtime-bot.1";

@@ -6,8 +6,8 @@ use super::Node;
 use crate::domain::budget::{Price, StepCost};
 use crate::domain::runtime::Outcome;
 use crate::domain::task::Usage;
-use crate::models::CompletionRequest;
-use crate::models::ModelKind;
+use crate::models::tokens::PART_TOKENS;
+use crate::models::{CompletionRequest, ModelKind};
 use crate::store::RunRef;
 
 /// A call allowed to go out, and what settling it needs.
@@ -22,6 +22,14 @@ pub(super) struct Reserved {
 /// Reserves the worst case of `request` (for the agent's `model`, of provider `label`);
 /// `Ok(None)` for `echo`, which costs nothing; the outcome that ends the run when a budget
 /// could be crossed or cannot be checked.
+///
+/// The worst case counts the request's input tokens with [`Models::input_tokens_bound`]. Where
+/// that is the byte bound (a model without a published tokenizer) and it would cross a budget,
+/// the provider is asked to count the request exactly, when it can, and the reservation is
+/// tried once more with that count: a call near the end of a budget is refused only when it
+/// could really cross it.
+///
+/// [`Models::input_tokens_bound`]: crate::models::Models::input_tokens_bound
 pub(super) async fn reserve(
     node: &Node,
     run: RunRef<'_>,
@@ -32,22 +40,76 @@ pub(super) async fn reserve(
     if kind == ModelKind::Echo {
         return Ok(None);
     }
-    let (name, price) = node.core.models().price(model);
-    let input = node.core.models().input_tokens_bound(model, request);
-    let worst = price.map_or(0, |p| p.worst_case(input, request.max_tokens));
-    match node.core.run_store().reserve(run, worst).await {
-        Ok(Ok(held)) => Ok(Some(Reserved { model: name.to_owned(), price, worst, held })),
-        Ok(Err(refusal)) => {
-            let error = refusal.message();
-            tracing::warn!(task = %run.task, %error, "model call not sent: it could cross a budget");
-            Err(Outcome::BudgetExhausted { error })
+    let models = node.core.models();
+    let (name, price) = models.price(model);
+    let input = models.input_tokens_bound(model, request);
+    let mut worst = price.map_or(0, |p| p.worst_case(input, request.max_tokens));
+    let mut refusal = match try_reserve(node, run, worst).await? {
+        Ok(held) => return Ok(Some(Reserved { model: name.to_owned(), price, worst, held })),
+        Err(refusal) => refusal,
+    };
+    if let (Some(price), false) = (price, models.counted_exactly(model, &request.model)) {
+        if let Some(exact) = exact_bound(node, model, request).await {
+            worst = price.worst_case(exact.min(input), request.max_tokens);
+            match try_reserve(node, run, worst).await? {
+                Ok(held) => {
+                    return Ok(Some(Reserved {
+                        model: name.to_owned(),
+                        price: Some(price),
+                        worst,
+                        held,
+                    }));
+                }
+                Err(again) => refusal = again,
+            }
         }
-        Err(error) => Err(Outcome::Failed {
-            error: format!("cannot check the budgets: {}", error.public_message()),
-            permanent: false,
-        }),
+    }
+    let error = refusal.message();
+    tracing::warn!(task = %run.task, %error, "model call not sent: it could cross a budget");
+    Err(Outcome::BudgetExhausted { error })
+}
+
+/// The budgets' answer to holding `worst`: whether a hold was written, or the refusal; the
+/// outcome that ends the run when the budgets cannot be checked.
+async fn try_reserve(
+    node: &Node,
+    run: RunRef<'_>,
+    worst: i64,
+) -> Result<Result<bool, crate::domain::budget::Refusal>, Outcome> {
+    node.core.run_store().reserve(run, worst).await.map_err(|error| Outcome::Failed {
+        error: format!("cannot check the budgets: {}", error.public_message()),
+        permanent: false,
+    })
+}
+
+/// The provider's own count of `request`'s input tokens, with [`EXACT_MARGIN_PERCENT`] and
+/// [`PART_TOKENS`] added (Anthropic calls its count an estimate that may differ by a little);
+/// `None` when the provider cannot count or the count failed (the bound stands).
+async fn exact_bound(
+    node: &Node,
+    model: Option<&str>,
+    request: &CompletionRequest,
+) -> Option<usize> {
+    let provider = node.core.models().provider_of(model)?;
+    match provider.count_input_tokens(request).await {
+        Ok(Some(tokens)) => {
+            let tokens = usize::try_from(tokens).unwrap_or(usize::MAX);
+            Some(
+                tokens
+                    .saturating_add(tokens * EXACT_MARGIN_PERCENT / 100)
+                    .saturating_add(PART_TOKENS),
+            )
+        }
+        Ok(None) => None,
+        Err(error) => {
+            tracing::info!(%error, "the provider could not count a request's tokens; its byte bound stands");
+            None
+        }
     }
 }
+
+/// What is added to a provider's own count of a request before it is reserved, in percent.
+const EXACT_MARGIN_PERCENT: usize = 2;
 
 /// Settles an answered call: its cost (from the tokens it reports) into the month's spend,
 /// its hold dropped. When the store keeps failing the hold stays, and keeps the budget safe

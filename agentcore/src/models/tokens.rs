@@ -1,0 +1,165 @@
+//! How many input tokens a request makes, counted before it is sent: the budget's worst case
+//! (and the context a run keeps) rests on it, so it must never be below what the provider
+//! will count.
+//!
+//! - OpenAI's own models (`gpt-4o`, `gpt-4.1`, `gpt-5`, `o1`/`o3`/`o4`, `gpt-4`, `gpt-3.5`) are
+//!   counted with OpenAI's tokenizer ([`tiktoken-rs`], the `o200k_base` or `cl100k_base`
+//!   encoding), part by part, plus [`PART_TOKENS`] for what the chat format adds around each
+//!   message, tool call and tool (OpenAI's own accounting adds 3 or 4 per message).
+//! - Every other model (Anthropic's, whose tokenizer is not published; a local server's) is
+//!   bounded by the request's bytes, as no byte-level tokenizer makes more tokens of a text
+//!   than it has bytes. That bound is safe but about four times the real count for English;
+//!   a provider that can count exactly (Anthropic's `count_tokens`) is asked when the bound
+//!   would refuse a call (see the runtime's `spend.rs`).
+//!
+//! Counting is cached per text (a run sends its conversation again with every call: each
+//! message is counted once per node), in a bounded map.
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::Mutex;
+
+use tiktoken_rs::CoreBPE;
+
+use super::{CompletionRequest, FRAMING_TOKENS, Message};
+
+/// Tokens counted for the chat format around each part (a message, a tool call, a tool
+/// definition) of a request counted with a tokenizer, and once for the request itself: more
+/// than the 3 to 4 OpenAI's accounting adds per message and the few its function format adds
+/// per tool.
+pub const PART_TOKENS: usize = 8;
+
+/// Texts shorter than this are counted each time, not cached.
+const CACHED_FROM_BYTES: usize = 64;
+/// Entries the count cache holds before it is emptied.
+const CACHE_ENTRIES: usize = 16_384;
+
+/// OpenAI's encodings, as their models use them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Encoding {
+    /// GPT-4o, GPT-4.1, GPT-5, the `o` series.
+    O200kBase,
+    /// GPT-4 and GPT-3.5.
+    Cl100kBase,
+}
+
+impl Encoding {
+    /// The encoding of an OpenAI model, by its name as sent (an OpenRouter-style `openai/`
+    /// prefix is allowed); `None` for a model not known to be OpenAI's.
+    pub fn of_openai_model(model: &str) -> Option<Self> {
+        let name = model.rsplit('/').next().unwrap_or(model).to_ascii_lowercase();
+        let starts = |prefixes: &[&str]| prefixes.iter().any(|p| name.starts_with(p));
+        if starts(&["gpt-4o", "chatgpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4"]) {
+            Some(Self::O200kBase)
+        } else if starts(&["gpt-4", "gpt-3.5", "gpt-35"]) {
+            Some(Self::Cl100kBase)
+        } else {
+            None
+        }
+    }
+
+    fn bpe(self) -> &'static CoreBPE {
+        match self {
+            Self::O200kBase => tiktoken_rs::o200k_base_singleton(),
+            Self::Cl100kBase => tiktoken_rs::cl100k_base_singleton(),
+        }
+    }
+}
+
+/// Counts texts with one encoding, caching the counts of longer texts.
+#[derive(Debug, Default)]
+pub struct Counter {
+    cache: Mutex<HashMap<(Encoding, u64), usize>>,
+}
+
+impl Counter {
+    /// The tokens of `text` in `encoding`.
+    pub fn count(&self, encoding: Encoding, text: &str) -> usize {
+        if text.len() < CACHED_FROM_BYTES {
+            return encoding.bpe().encode_ordinary(text).len();
+        }
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        text.hash(&mut hasher);
+        let key = (encoding, hasher.finish());
+        if let Some(count) = self.lock().get(&key) {
+            return *count;
+        }
+        let count = encoding.bpe().encode_ordinary(text).len();
+        let mut cache = self.lock();
+        if cache.len() >= CACHE_ENTRIES {
+            cache.clear();
+        }
+        cache.insert(key, count);
+        count
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(Encoding, u64), usize>> {
+        self.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A bound on the input tokens of `request` counted in `encoding`: each text counted,
+    /// plus [`PART_TOKENS`] for each part and the request.
+    pub fn request(&self, encoding: Encoding, request: &CompletionRequest) -> usize {
+        let count = |text: &str| self.count(encoding, text);
+        let mut parts = 1 + usize::from(!request.system.is_empty());
+        let mut tokens = count(&request.system);
+        for message in &request.messages {
+            parts += 1;
+            tokens += match message {
+                Message::User(text) => count(text),
+                Message::Assistant { text, tool_calls } => {
+                    parts += tool_calls.len();
+                    count(text)
+                        + tool_calls
+                            .iter()
+                            .map(|c| count(&c.id) + count(&c.name) + count(&c.arguments))
+                            .sum::<usize>()
+                }
+                Message::ToolResult { call_id, content, .. } => count(call_id) + count(content),
+            };
+        }
+        for tool in &request.tools {
+            parts += 1;
+            tokens +=
+                count(&tool.name) + count(&tool.description) + count(&tool.parameters.to_string());
+        }
+        tokens + parts * PART_TOKENS
+    }
+}
+
+/// A bound on the input tokens of `request` for a model that is not counted with a tokenizer:
+/// its bytes, plus [`FRAMING_TOKENS`] for each part (see [`CompletionRequest::text_bytes`]).
+pub fn byte_bound(request: &CompletionRequest) -> usize {
+    request.text_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn openai_models_have_their_encoding_and_others_none() {
+        let of = Encoding::of_openai_model;
+        assert_eq!(of("gpt-4o-mini"), Some(Encoding::O200kBase));
+        assert_eq!(of("gpt-4.1"), Some(Encoding::O200kBase));
+        assert_eq!(of("o3-mini"), Some(Encoding::O200kBase));
+        assert_eq!(of("gpt-5"), Some(Encoding::O200kBase));
+        assert_eq!(of("openai/gpt-4o"), Some(Encoding::O200kBase));
+        assert_eq!(of("gpt-4-turbo"), Some(Encoding::Cl100kBase));
+        assert_eq!(of("gpt-3.5-turbo"), Some(Encoding::Cl100kBase));
+        assert_eq!(of("llama3.1"), None);
+        assert_eq!(of("qwen2.5:7b"), None);
+        assert_eq!(of("claude-sonnet-4-5"), None);
+    }
+
+    #[test]
+    fn counts_are_the_tokenizers_and_cached_counts_agree() {
+        let counter = Counter::default();
+        assert_eq!(counter.count(Encoding::O200kBase, "hello world"), 2);
+        let long = "The quick brown fox jumps over the lazy dog. ".repeat(20);
+        let first = counter.count(Encoding::Cl100kBase, &long);
+        assert_eq!(first, Encoding::Cl100kBase.bpe().encode_ordinary(&long).len());
+        assert_eq!(counter.count(Encoding::Cl100kBase, &long), first, "from the cache");
+        assert!(!counter.lock().is_empty());
+    }
+}
