@@ -42,7 +42,8 @@ pub(super) async fn reserve(
     }
     let models = node.core.models();
     let (name, price) = models.price(model);
-    let input = models.input_tokens_bound(model, request);
+    // An unpriced model costs 0 whatever its tokens: nothing to count.
+    let input = price.map_or(0, |_| models.input_tokens_bound(model, request));
     let mut worst = price.map_or(0, |p| p.worst_case(input, request.max_tokens));
     let mut refusal = match try_reserve(node, run, worst).await? {
         Ok(held) => return Ok(Some(Reserved { model: name.to_owned(), price, worst, held })),
