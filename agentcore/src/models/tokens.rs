@@ -4,8 +4,9 @@
 //!
 //! - OpenAI's own models (`gpt-4o`, `gpt-4.1`, `gpt-5`, `o1`/`o3`/`o4`, `gpt-4`, `gpt-3.5`) are
 //!   counted with OpenAI's tokenizer ([`tiktoken-rs`], the `o200k_base` or `cl100k_base`
-//!   encoding), part by part, plus [`PART_TOKENS`] for what the chat format adds around each
-//!   message, tool call and tool (OpenAI's own accounting adds 3 or 4 per message).
+//!   encoding), text by text, plus what the chat format adds around each message, tool call
+//!   and tool ([`MESSAGE_TOKENS`], [`PART_TOKENS`], [`REPLY_TOKENS`]: above OpenAI's own
+//!   accounting).
 //! - Every other model (Anthropic's, whose tokenizer is not published; a local server's) is
 //!   bounded by the request's bytes, as no byte-level tokenizer makes more tokens of a text
 //!   than it has bytes. That bound is safe but about four times the real count for English;
@@ -21,13 +22,17 @@ use std::sync::Mutex;
 
 use tiktoken_rs::CoreBPE;
 
-use super::{CompletionRequest, FRAMING_TOKENS, Message};
+use super::{CompletionRequest, Message};
 
-/// Tokens counted for the chat format around each part (a message, a tool call, a tool
-/// definition) of a request counted with a tokenizer, and once for the request itself: more
-/// than the 3 to 4 OpenAI's accounting adds per message and the few its function format adds
-/// per tool.
+/// Tokens counted for the chat format around each message of a request counted with a
+/// tokenizer (the system prompt too): OpenAI's accounting adds 3 and the role's token.
+pub const MESSAGE_TOKENS: usize = 5;
+/// Tokens counted around each tool call of an earlier answer and each tool offered, beside
+/// their texts (a tool's JSON Schema is counted as its JSON text, longer than the form the
+/// model is shown).
 pub const PART_TOKENS: usize = 8;
+/// Tokens counted once per request: OpenAI's accounting primes the reply with 3.
+pub const REPLY_TOKENS: usize = 3;
 
 /// Texts shorter than this are counted each time, not cached.
 const CACHED_FROM_BYTES: usize = 64;
@@ -98,37 +103,42 @@ impl Counter {
     }
 
     /// A bound on the input tokens of `request` counted in `encoding`: each text counted,
-    /// plus [`PART_TOKENS`] for each part and the request.
+    /// plus [`MESSAGE_TOKENS`] for each message, [`PART_TOKENS`] for each tool call and tool,
+    /// and [`REPLY_TOKENS`].
     pub fn request(&self, encoding: Encoding, request: &CompletionRequest) -> usize {
         let count = |text: &str| self.count(encoding, text);
-        let mut parts = 1 + usize::from(!request.system.is_empty());
-        let mut tokens = count(&request.system);
+        let mut tokens = REPLY_TOKENS + MESSAGE_TOKENS + count(&request.system);
         for message in &request.messages {
-            parts += 1;
-            tokens += match message {
-                Message::User(text) => count(text),
-                Message::Assistant { text, tool_calls } => {
-                    parts += tool_calls.len();
-                    count(text)
-                        + tool_calls
-                            .iter()
-                            .map(|c| count(&c.id) + count(&c.name) + count(&c.arguments))
-                            .sum::<usize>()
-                }
-                Message::ToolResult { call_id, content, .. } => count(call_id) + count(content),
-            };
+            tokens += MESSAGE_TOKENS
+                + match message {
+                    Message::User(text) => count(text),
+                    Message::Assistant { text, tool_calls } => {
+                        count(text)
+                            + tool_calls
+                                .iter()
+                                .map(|c| {
+                                    PART_TOKENS
+                                        + count(&c.id)
+                                        + count(&c.name)
+                                        + count(&c.arguments)
+                                })
+                                .sum::<usize>()
+                    }
+                    Message::ToolResult { call_id, content, .. } => count(call_id) + count(content),
+                };
         }
         for tool in &request.tools {
-            parts += 1;
-            tokens +=
-                count(&tool.name) + count(&tool.description) + count(&tool.parameters.to_string());
+            tokens += PART_TOKENS
+                + count(&tool.name)
+                + count(&tool.description)
+                + count(&tool.parameters.to_string());
         }
-        tokens + parts * PART_TOKENS
+        tokens
     }
 }
 
 /// A bound on the input tokens of `request` for a model that is not counted with a tokenizer:
-/// its bytes, plus [`FRAMING_TOKENS`] for each part (see [`CompletionRequest::text_bytes`]).
+/// its bytes, plus [`super::FRAMING_TOKENS`] for each part (see [`CompletionRequest::text_bytes`]).
 pub fn byte_bound(request: &CompletionRequest) -> usize {
     request.text_bytes()
 }
