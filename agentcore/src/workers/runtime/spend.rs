@@ -49,20 +49,16 @@ pub(super) async fn reserve(
         Ok(held) => return Ok(Some(Reserved { model: name.to_owned(), price, worst, held })),
         Err(refusal) => refusal,
     };
-    if let (Some(price), false) = (price, models.counted_exactly(model, &request.model)) {
-        if let Some(exact) = exact_bound(node, model, request).await {
-            worst = price.worst_case(exact.min(input), request.max_tokens);
-            match try_reserve(node, run, worst).await? {
-                Ok(held) => {
-                    return Ok(Some(Reserved {
-                        model: name.to_owned(),
-                        price: Some(price),
-                        worst,
-                        held,
-                    }));
-                }
-                Err(again) => refusal = again,
+    if let (Some(price), false) = (price, models.counted_exactly(model, &request.model))
+        && let Some(exact) = exact_bound(node, model, request).await
+    {
+        worst = price.worst_case(exact.min(input), request.max_tokens);
+        match try_reserve(node, run, worst).await? {
+            Ok(held) => {
+                let model = name.to_owned();
+                return Ok(Some(Reserved { model, price: Some(price), worst, held }));
             }
+            Err(again) => refusal = again,
         }
     }
     let error = refusal.message();
