@@ -1,0 +1,197 @@
+//! Shared rate limits (`models.rate_limits`) across agents and nodes: two servers on one
+//! database against a fake provider that enforces its own limit.
+
+use std::time::{Duration, Instant};
+
+use agentcore::domain::ratelimit::{RateLimit, RateLimits};
+use serde_json::{Value, json};
+
+use crate::fake_models::{Call, Script};
+use crate::helpers::{Options, TestApp, TestDb, User, app_with, backend_tests, eventually};
+
+backend_tests! { db;
+    twenty_agents_on_two_nodes_share_the_provider_s_limit_fairly_and_no_task_fails,
+    a_429_with_retry_after_holds_back_every_agent_on_every_node,
+    a_rate_limited_answer_is_no_failed_attempt_under_a_shared_limit,
+}
+
+const WAIT: Duration = Duration::from_secs(30);
+const MODEL: &str = "openai:gpt-4o-mini";
+
+fn limited(options: &mut Options, limit: &str, window: Duration) {
+    options.rate_limits = RateLimits {
+        window,
+        limits: [("openai".to_owned(), RateLimit::parse(limit).unwrap())].into(),
+    };
+    // Each node may run every agent: the share is not what limits them here.
+    options.runtime.max_concurrent_calls = 64;
+}
+
+/// A second server on the first one's database, with the same settings and fake provider.
+async fn second_node(first: &TestApp) -> TestApp {
+    TestApp::start(first.db.stand_in(), first.options.clone()).await
+}
+
+/// `count` agents of one user on the limited model, none started yet.
+async fn agents(app: &TestApp, email: &str, count: usize) -> (User, Vec<String>) {
+    let user = app.register(email).await;
+    let mut ids = Vec::new();
+    for n in 0..count {
+        let id = format!("agent-{n:02}");
+        let agent = json!({"id": id, "name": format!("Agent {n}"), "role_prompt": "Be brief.",
+            "channel": "general", "model": MODEL, "tools": []});
+        app.post("/api/agents", &user, agent).await.assert_status(201);
+        ids.push(id);
+    }
+    (user, ids)
+}
+
+async fn start(app: &TestApp, user: &User, id: &str) {
+    app.post_empty(&format!("/api/agents/{id}/start"), user).await.assert_status(200);
+}
+
+async fn tasks(app: &TestApp, user: &User, agent: &str) -> Vec<Value> {
+    let reply = app.get(&format!("/api/agents/{agent}/backlog"), user).await;
+    reply.assert_status(200)["tasks"].as_array().unwrap().clone()
+}
+
+async fn all_finished(app: &TestApp, user: &User, ids: &[String], each: usize) -> bool {
+    for id in ids {
+        let done = tasks(app, user, id).await;
+        let finished = done.iter().filter(|t| t["status"] == "complete" || t["status"] == "failed");
+        if finished.count() < each {
+            return false;
+        }
+    }
+    true
+}
+
+/// The most requests the provider saw within any `window`-long span.
+fn busiest_window(calls: &[Call], window: Duration) -> usize {
+    let times: Vec<Instant> = calls.iter().map(|c| c.received).collect();
+    times
+        .iter()
+        .map(|start| {
+            times.iter().filter(|t| **t >= *start && t.duration_since(*start) < window).count()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+async fn twenty_agents_on_two_nodes_share_the_provider_s_limit_fairly_and_no_task_fails(
+    db: TestDb,
+) {
+    const AGENTS: usize = 20;
+    const TASKS: usize = 3;
+    const LIMIT: usize = 10;
+    let window = Duration::from_secs(2);
+    let first = app_with(db, |o| limited(o, &format!("{LIMIT}/-"), window)).await;
+    let fake = first.options.models.clone();
+    fake.enforce_limit(LIMIT, window);
+    let second = second_node(&first).await;
+    let (user, ids) = agents(&first, "crowd@example.com", AGENTS).await;
+    for id in &ids {
+        for n in 1..=TASKS {
+            first.add_task(&user, id, &format!("Task {n} of {id}"), 0).await;
+        }
+    }
+    for id in &ids {
+        start(&first, &user, id).await;
+    }
+    eventually(Duration::from_secs(60), "every task finishes", || async {
+        all_finished(&first, &user, &ids, TASKS).await
+    })
+    .await;
+
+    let calls = fake.calls();
+    assert_eq!(fake.refused_by_limit(), 0, "no call went over the provider's limit");
+    assert_eq!(calls.len(), AGENTS * TASKS, "one call per task: none refused, none repeated");
+    assert!(busiest_window(&calls, window) <= LIMIT, "{}", busiest_window(&calls, window));
+    let mut finished_at: Vec<(String, Vec<chrono::DateTime<chrono::FixedOffset>>)> = Vec::new();
+    for id in &ids {
+        let done = tasks(&first, &user, id).await;
+        assert!(done.iter().all(|t| t["status"] == "complete"), "{id}: {done:?}");
+        let mut times: Vec<_> = done
+            .iter()
+            .map(|t| chrono::DateTime::parse_from_rfc3339(t["completed_at"].as_str().unwrap()))
+            .map(Result::unwrap)
+            .collect();
+        times.sort();
+        finished_at.push((id.clone(), times));
+    }
+    // Fair shares: every agent finished its first task before any agent finished its third.
+    let last_first = finished_at.iter().map(|(_, t)| t[0]).max().unwrap();
+    let first_third = finished_at.iter().map(|(_, t)| t[TASKS - 1]).min().unwrap();
+    assert!(last_first < first_third, "an agent was starved: {finished_at:?}");
+    let ran = |app: &TestApp| app.core.runtime_stats().tasks_completed;
+    assert!(ran(&first) > 0 && ran(&second) > 0, "both nodes ran tasks");
+    second.stop().await;
+}
+
+async fn a_429_with_retry_after_holds_back_every_agent_on_every_node(db: TestDb) {
+    let first = app_with(db, |o| {
+        limited(o, "1000/-", Duration::from_secs(60));
+        o.runtime.retry_max = Duration::from_secs(5);
+    })
+    .await;
+    let fake = first.options.models.clone();
+    fake.script([Script::Status(429, Some(2))]);
+    let second = second_node(&first).await;
+    let (user, ids) = agents(&first, "held@example.com", 6).await;
+    for id in &ids {
+        first.add_task(&user, id, &format!("Work of {id}"), 0).await;
+    }
+    start(&first, &user, &ids[0]).await;
+    eventually(WAIT, "the provider answers 429", || async {
+        fake.calls().first().is_some_and(|c| c.answered.is_some())
+    })
+    .await;
+    let refused = fake.calls()[0].answered.unwrap();
+    for id in &ids[1..] {
+        start(&first, &user, id).await;
+    }
+    eventually(WAIT, "every task finishes", || async {
+        all_finished(&first, &user, &ids, 1).await
+    })
+    .await;
+
+    let calls = fake.calls();
+    let during: Vec<Duration> = calls[1..]
+        .iter()
+        .map(|c| c.received.duration_since(refused))
+        .filter(|after| *after < Duration::from_millis(1_900))
+        .collect();
+    assert!(during.len() <= 1, "calls during the provider's wait: {during:?}");
+    assert_eq!(calls.len(), ids.len() + 1, "one refused call, then one per task");
+    for id in &ids {
+        assert_eq!(tasks(&first, &user, id).await[0]["status"], "complete", "{id}");
+    }
+    let told = "SELECT COUNT(*) FROM events WHERE kind = 'retry' \
+        AND CAST(data AS TEXT) LIKE '%rate_limited%'";
+    assert!(first.db.count(told, &[]).await >= 1, "the waits are on the tasks' event streams");
+    second.stop().await;
+}
+
+async fn a_rate_limited_answer_is_no_failed_attempt_under_a_shared_limit(db: TestDb) {
+    let app = app_with(db, |o| limited(o, "-/-", Duration::from_secs(60))).await;
+    let fake = app.options.models.clone();
+    // Four 429s: without the shared limit, the third would fail the task.
+    fake.script([
+        Script::Status(429, Some(0)),
+        Script::Status(429, Some(0)),
+        Script::Status(429, None),
+        Script::Status(429, Some(0)),
+    ]);
+    let (user, ids) = agents(&app, "patient@example.com", 1).await;
+    let added = app.add_task(&user, &ids[0], "Keep trying", 0).await;
+    start(&app, &user, &ids[0]).await;
+    eventually(WAIT, "the task finishes", || async { all_finished(&app, &user, &ids, 1).await })
+        .await;
+    let task = app
+        .get(&format!("/api/agents/{}/backlog/{}", ids[0], added["id"].as_str().unwrap()), &user)
+        .await
+        .assert_status(200)
+        .clone();
+    assert_eq!(task["status"], "complete", "{task}");
+    assert_eq!(fake.calls().len(), 5);
+}
