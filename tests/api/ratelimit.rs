@@ -142,8 +142,9 @@ async fn a_429_with_retry_after_holds_back_every_agent_on_every_node(db: TestDb)
         first.add_task(&user, id, &format!("Work of {id}"), 0).await;
     }
     start(&first, &user, &ids[0]).await;
-    eventually(WAIT, "the provider answers 429", || async {
-        fake.calls().first().is_some_and(|c| c.answered.is_some())
+    let blocked = "SELECT COUNT(*) FROM rate_scopes WHERE blocked_until IS NOT NULL";
+    eventually(WAIT, "the provider's 429 blocks its scope", || async {
+        first.db.count(blocked, &[]).await == 1
     })
     .await;
     let refused = fake.calls()[0].answered.unwrap();

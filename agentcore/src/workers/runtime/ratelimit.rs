@@ -125,7 +125,7 @@ pub(super) async fn answered(
     let store = node.core.run_store();
     let (block, limited) = match answer {
         Ok(completion) => {
-            if let Some(usage) = completion.usage {
+            if let Some(usage) = &completion.usage {
                 let tokens = usage.input_tokens.saturating_add(usage.output_tokens);
                 if let Err(error) = store.correct_slot(&taken.grants, tokens).await {
                     tracing::debug!(%error, "cannot correct a rate-limit slot's tokens");
