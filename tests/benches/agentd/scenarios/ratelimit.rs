@@ -21,6 +21,8 @@ pub(crate) async fn ratelimit(backend: Backend, report: &mut Report) {
     env.push(("AGENTD_MODELS__RATE_LIMITS", format!("openai={LIMIT}/-")));
     env.push(("AGENTD_MODELS__RATE_LIMIT_WINDOW_SECONDS", WINDOW.as_secs().to_string()));
     env.push(("AGENTD_RUNTIME__POLL_SECONDS", "1".into()));
+    // Tasks still waiting for a slot at the end are not waited for.
+    env.push(("AGENTD_RUNTIME__SHUTDOWN_GRACE_SECONDS", "0".into()));
     let db = fresh(backend).await;
     let mut nodes = Vec::with_capacity(NODES);
     for _ in 0..NODES {
