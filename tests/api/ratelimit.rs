@@ -17,6 +17,7 @@ backend_tests! { db;
 
 const WAIT: Duration = Duration::from_secs(30);
 const MODEL: &str = "openai:gpt-4o-mini";
+const BLOCKED: &str = "SELECT COUNT(*) FROM rate_scopes WHERE blocked_until IS NOT NULL";
 
 fn limited(options: &mut Options, limit: &str, window: Duration) {
     options.rate_limits = RateLimits {
@@ -32,32 +33,43 @@ async fn second_node(first: &TestApp) -> TestApp {
     TestApp::start(first.db.stand_in(), first.options.clone()).await
 }
 
-/// `count` agents of one user on the limited model, none started yet.
-async fn agents(app: &TestApp, email: &str, count: usize) -> (User, Vec<String>) {
-    let user = app.register(email).await;
-    let mut ids = Vec::new();
+/// The free plan's agents per user.
+const PER_USER: usize = 3;
+
+/// `count` agents on the limited model (three per user, as the free plan allows), none
+/// started yet.
+async fn agents(app: &TestApp, email: &str, count: usize) -> Vec<(User, String)> {
+    let mut agents = Vec::new();
     for n in 0..count {
+        let user = match agents.last() {
+            Some((user, _)) if n % PER_USER != 0 => User::clone(user),
+            _ => app.register(&format!("{}-{email}", n / PER_USER)).await,
+        };
         let id = format!("agent-{n:02}");
         let agent = json!({"id": id, "name": format!("Agent {n}"), "role_prompt": "Be brief.",
             "channel": "general", "model": MODEL, "tools": []});
         app.post("/api/agents", &user, agent).await.assert_status(201);
-        ids.push(id);
+        agents.push((user, id));
     }
-    (user, ids)
+    agents
 }
 
-async fn start(app: &TestApp, user: &User, id: &str) {
+async fn start(app: &TestApp, (user, id): &(User, String)) {
     app.post_empty(&format!("/api/agents/{id}/start"), user).await.assert_status(200);
 }
 
-async fn tasks(app: &TestApp, user: &User, agent: &str) -> Vec<Value> {
-    let reply = app.get(&format!("/api/agents/{agent}/backlog"), user).await;
+async fn add_task(app: &TestApp, (user, id): &(User, String), title: &str) -> Value {
+    app.add_task(user, id, title, 0).await
+}
+
+async fn tasks(app: &TestApp, (user, id): &(User, String)) -> Vec<Value> {
+    let reply = app.get(&format!("/api/agents/{id}/backlog"), user).await;
     reply.assert_status(200)["tasks"].as_array().unwrap().clone()
 }
 
-async fn all_finished(app: &TestApp, user: &User, ids: &[String], each: usize) -> bool {
-    for id in ids {
-        let done = tasks(app, user, id).await;
+async fn all_finished(app: &TestApp, agents: &[(User, String)], each: usize) -> bool {
+    for agent in agents {
+        let done = tasks(app, agent).await;
         let finished = done.iter().filter(|t| t["status"] == "complete" || t["status"] == "failed");
         if finished.count() < each {
             return false;
@@ -89,27 +101,35 @@ async fn twenty_agents_on_two_nodes_share_the_provider_s_limit_fairly_and_no_tas
     let fake = first.options.models.clone();
     fake.enforce_limit(LIMIT, window);
     let second = second_node(&first).await;
-    let (user, ids) = agents(&first, "crowd@example.com", AGENTS).await;
-    for id in &ids {
+    let ids = agents(&first, "crowd@example.com", AGENTS).await;
+    for agent in &ids {
         for n in 1..=TASKS {
-            first.add_task(&user, id, &format!("Task {n} of {id}"), 0).await;
+            add_task(&first, agent, &format!("Task {n} of {}", agent.1)).await;
         }
     }
-    for id in &ids {
-        start(&first, &user, id).await;
+    // The provider holds the first call back (429, Retry-After: 2) so every agent is waiting
+    // when the slots come: the order they are served in is the queue's, not their start's.
+    fake.script([Script::Status(429, Some(2))]);
+    start(&first, &ids[0]).await;
+    eventually(WAIT, "the provider's 429 blocks its scope", || async {
+        first.db.count(BLOCKED, &[]).await == 1
+    })
+    .await;
+    for agent in &ids[1..] {
+        start(&first, agent).await;
     }
     eventually(Duration::from_secs(60), "every task finishes", || async {
-        all_finished(&first, &user, &ids, TASKS).await
+        all_finished(&first, &ids, TASKS).await
     })
     .await;
 
     let calls = fake.calls();
     assert_eq!(fake.refused_by_limit(), 0, "no call went over the provider's limit");
-    assert_eq!(calls.len(), AGENTS * TASKS, "one call per task: none refused, none repeated");
+    assert_eq!(calls.len(), AGENTS * TASKS + 1, "the 429, then one call per task");
     assert!(busiest_window(&calls, window) <= LIMIT, "{}", busiest_window(&calls, window));
     let mut finished_at: Vec<(String, Vec<chrono::DateTime<chrono::FixedOffset>>)> = Vec::new();
-    for id in &ids {
-        let done = tasks(&first, &user, id).await;
+    for agent in &ids {
+        let (id, done) = (&agent.1, tasks(&first, agent).await);
         assert!(done.iter().all(|t| t["status"] == "complete"), "{id}: {done:?}");
         let mut times: Vec<_> = done
             .iter()
@@ -137,24 +157,20 @@ async fn a_429_with_retry_after_holds_back_every_agent_on_every_node(db: TestDb)
     let fake = first.options.models.clone();
     fake.script([Script::Status(429, Some(2))]);
     let second = second_node(&first).await;
-    let (user, ids) = agents(&first, "held@example.com", 6).await;
-    for id in &ids {
-        first.add_task(&user, id, &format!("Work of {id}"), 0).await;
+    let ids = agents(&first, "held@example.com", 6).await;
+    for agent in &ids {
+        add_task(&first, agent, &format!("Work of {}", agent.1)).await;
     }
-    start(&first, &user, &ids[0]).await;
-    let blocked = "SELECT COUNT(*) FROM rate_scopes WHERE blocked_until IS NOT NULL";
+    start(&first, &ids[0]).await;
     eventually(WAIT, "the provider's 429 blocks its scope", || async {
-        first.db.count(blocked, &[]).await == 1
+        first.db.count(BLOCKED, &[]).await == 1
     })
     .await;
     let refused = fake.calls()[0].answered.unwrap();
-    for id in &ids[1..] {
-        start(&first, &user, id).await;
+    for agent in &ids[1..] {
+        start(&first, agent).await;
     }
-    eventually(WAIT, "every task finishes", || async {
-        all_finished(&first, &user, &ids, 1).await
-    })
-    .await;
+    eventually(WAIT, "every task finishes", || async { all_finished(&first, &ids, 1).await }).await;
 
     let calls = fake.calls();
     let during: Vec<Duration> = calls[1..]
@@ -164,8 +180,8 @@ async fn a_429_with_retry_after_holds_back_every_agent_on_every_node(db: TestDb)
         .collect();
     assert!(during.len() <= 1, "calls during the provider's wait: {during:?}");
     assert_eq!(calls.len(), ids.len() + 1, "one refused call, then one per task");
-    for id in &ids {
-        assert_eq!(tasks(&first, &user, id).await[0]["status"], "complete", "{id}");
+    for agent in &ids {
+        assert_eq!(tasks(&first, agent).await[0]["status"], "complete", "{}", agent.1);
     }
     let told = "SELECT COUNT(*) FROM events WHERE kind = 'retry' \
         AND CAST(data AS TEXT) LIKE '%rate_limited%'";
@@ -183,16 +199,11 @@ async fn a_rate_limited_answer_is_no_failed_attempt_under_a_shared_limit(db: Tes
         Script::Status(429, None),
         Script::Status(429, Some(0)),
     ]);
-    let (user, ids) = agents(&app, "patient@example.com", 1).await;
-    let added = app.add_task(&user, &ids[0], "Keep trying", 0).await;
-    start(&app, &user, &ids[0]).await;
-    eventually(WAIT, "the task finishes", || async { all_finished(&app, &user, &ids, 1).await })
-        .await;
-    let task = app
-        .get(&format!("/api/agents/{}/backlog/{}", ids[0], added["id"].as_str().unwrap()), &user)
-        .await
-        .assert_status(200)
-        .clone();
+    let ids = agents(&app, "patient@example.com", 1).await;
+    add_task(&app, &ids[0], "Keep trying").await;
+    start(&app, &ids[0]).await;
+    eventually(WAIT, "the task finishes", || async { all_finished(&app, &ids, 1).await }).await;
+    let task = &tasks(&app, &ids[0]).await[0];
     assert_eq!(task["status"], "complete", "{task}");
     assert_eq!(fake.calls().len(), 5);
 }
