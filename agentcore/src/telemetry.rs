@@ -68,6 +68,9 @@ pub(crate) struct ProviderCalls {
     pub latency: Histogram,
     pub transient_errors: AtomicU64,
     pub permanent_errors: AtomicU64,
+    /// Calls that waited for the shared rate limit, and how long they waited in all.
+    pub rate_waits: AtomicU64,
+    pub rate_wait_micros: AtomicU64,
 }
 
 /// Everything the node counted, plus what waits in the database.
@@ -197,6 +200,9 @@ pub struct ModelCallMetrics {
     pub latency: HistogramSnapshot,
     pub transient_errors: u64,
     pub permanent_errors: u64,
+    /// Calls that waited for the shared rate limit (`models.rate_limits`) before they went.
+    pub rate_waits: u64,
+    pub rate_wait_seconds: f64,
 }
 
 /// What one model's calls cost on this node.
@@ -305,6 +311,15 @@ impl Counters {
                 micros: micros.load(Ordering::Relaxed),
             })
             .collect()
+    }
+
+    /// One model call of `provider` that waited `waited` for the shared rate limit.
+    pub(crate) fn model_rate_wait(&self, provider: &str, waited: Duration) {
+        if let Some((_, calls)) = self.models.iter().find(|(name, _)| name == provider) {
+            calls.rate_waits.fetch_add(1, Ordering::Relaxed);
+            let micros = u64::try_from(waited.as_micros()).unwrap_or(u64::MAX);
+            calls.rate_wait_micros.fetch_add(micros, Ordering::Relaxed);
+        }
     }
 
     /// One model call of `provider` that took `elapsed` and failed with `error`, if it did.

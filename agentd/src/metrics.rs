@@ -274,6 +274,32 @@ fn render_node(out: &mut String, node: &Metrics) {
             );
         }
     }
+    header(
+        out,
+        "agentd_model_rate_limit_waits_total",
+        "counter",
+        "Model calls that waited for their provider's shared rate limit (models.rate_limits).",
+    );
+    for calls in &node.model_calls {
+        let _ = writeln!(
+            out,
+            "agentd_model_rate_limit_waits_total{{provider=\"{}\"}} {}",
+            calls.provider, calls.rate_waits
+        );
+    }
+    header(
+        out,
+        "agentd_model_rate_limit_wait_seconds_total",
+        "counter",
+        "Seconds model calls waited for their provider's shared rate limit.",
+    );
+    for calls in &node.model_calls {
+        let _ = writeln!(
+            out,
+            "agentd_model_rate_limit_wait_seconds_total{{provider=\"{}\"}} {}",
+            calls.provider, calls.rate_wait_seconds
+        );
+    }
     model_costs(out, &node.model_costs);
     mcp_calls(out, &node.mcp_calls);
     header(out, "agentd_discord_rate_limited_total", "counter", "429 answers from Discord.");

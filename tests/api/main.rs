@@ -37,6 +37,7 @@ mod openapi;
 mod process;
 mod providers;
 mod quotas;
+mod ratelimit;
 mod runtime;
 mod schedules;
 mod schemathesis;

@@ -100,6 +100,8 @@ pub struct Options {
     pub plan_quotas: std::collections::BTreeMap<String, agentcore::domain::quota::PlanQuotas>,
     /// Webhooks: retries 50 ms apart, a look every 50 ms, a 2 s bound per attempt.
     pub webhooks: agentcore::WebhookConfig,
+    /// `models.rate_limits`: none unless set.
+    pub rate_limits: agentcore::domain::ratelimit::RateLimits,
 }
 
 /// The model the tests price: no input cost, $200 per million output tokens, so each answer of
@@ -153,6 +155,7 @@ impl Options {
                 poll: Duration::from_millis(50),
                 ..agentcore::WebhookConfig::default()
             },
+            rate_limits: agentcore::domain::ratelimit::RateLimits::default(),
         }
     }
 
@@ -196,6 +199,7 @@ impl Options {
                 agentcore::domain::budget::Price::per_million_usd(0.0, 200.0).expect("a price"),
             );
         }
+        config.models.rate_limits = self.rate_limits.clone();
         if let Some(max_tokens) = self.max_tokens {
             config.models.max_tokens = max_tokens;
         }

@@ -2,7 +2,8 @@
 //! (`POST /v1/chat/completions`) and Anthropic Messages (`POST /v1/messages`), tool calls
 //! included. Answers are scripted, for every request or per model, or derived from the request;
 //! 429 with `Retry-After`, 500, 401 and hangs are available on demand, and a latency for every
-//! answer. Every request is recorded with when it arrived and when it was answered.
+//! answer. Every request is recorded with when it arrived and when it was answered. A limit of
+//! N requests per window can be enforced as providers do (see `fake_limit.rs`).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -14,6 +15,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use serde_json::{Value, json};
+
+use crate::fake_limit::{Verdict, refusal, with_limit};
 
 pub const OPENAI_KEY: &str = "sk-test-openai";
 pub const ANTHROPIC_KEY: &str = "sk-ant-test";
@@ -54,6 +57,8 @@ pub struct Call {
     pub received: Instant,
     /// When the answer left; `None` while the call is open (or its client went away).
     pub answered: Option<Instant>,
+    /// Refused with 429 by the enforced limit.
+    pub rate_limited: bool,
 }
 
 impl Call {
@@ -140,6 +145,7 @@ struct ModelState {
     count_tokens: bool,
     /// The bodies of Anthropic `count_tokens` requests, in order.
     counted: Vec<Value>,
+    limit: Option<crate::fake_limit::Limit>,
 }
 
 #[derive(Clone)]
@@ -210,6 +216,17 @@ impl FakeModels {
         self.state.lock().unwrap().latency = latency;
     }
 
+    /// From now on at most `requests` requests in any `window`-long span are answered; the
+    /// others get 429 with `Retry-After` and the provider's rate-limit headers.
+    pub fn enforce_limit(&self, requests: usize, window: Duration) {
+        self.state.lock().unwrap().limit = Some(crate::fake_limit::Limit::new(requests, window));
+    }
+
+    /// The requests the enforced limit refused.
+    pub fn refused_by_limit(&self) -> usize {
+        self.state.lock().unwrap().limit.as_ref().map_or(0, |limit| limit.refused)
+    }
+
     /// A latency for requests naming `model` only.
     pub fn set_latency_for(&self, model: &str, latency: Duration) {
         self.state.lock().unwrap().latencies.insert(model.to_owned(), latency);
@@ -218,21 +235,29 @@ impl FakeModels {
 
 type Shared = State<Arc<Mutex<ModelState>>>;
 
-/// Records the call and takes its step and the latency.
+/// Records the call and takes its step and the latency; the enforced limit's verdict, if one
+/// is set (a refused call takes no step).
 fn begin(
     state: &Shared,
     format: &'static str,
     headers: &HeaderMap,
     body: &Value,
-) -> (usize, Option<Script>, Duration) {
+) -> (usize, Option<Script>, Duration, Option<Verdict>) {
     let mut s = state.lock().unwrap();
+    let received = Instant::now();
+    let verdict = s.limit.as_mut().map(|limit| limit.admit(received));
+    let rate_limited = verdict.is_some_and(|v| !v.admitted);
     s.calls.push(Call {
         format,
         headers: headers.clone(),
         body: body.clone(),
-        received: Instant::now(),
+        received,
         answered: None,
+        rate_limited,
     });
+    if rate_limited {
+        return (s.calls.len() - 1, None, Duration::ZERO, verdict);
+    }
     let model = body["model"].as_str().unwrap_or_default();
     let answered = messages(body).iter().filter(|m| m["role"] == "assistant").count();
     // Asked for no tool call (a stopped run's summary), a model answers in text, as providers
@@ -248,7 +273,7 @@ fn begin(
         s.script.pop_front()
     };
     let latency = s.latencies.get(model).copied().unwrap_or(s.latency);
-    (s.calls.len() - 1, step, latency)
+    (s.calls.len() - 1, step, latency, verdict)
 }
 
 fn end(state: &Shared, index: usize) {
@@ -313,9 +338,13 @@ async fn reply_for(step: Option<Script>, format: &str, body: &Value) -> Reply {
 }
 
 async fn openai(state: Shared, headers: HeaderMap, Json(body): Json<Value>) -> Response {
-    let (index, step, latency) = begin(&state, "openai", &headers, &body);
+    let (index, step, latency, verdict) = begin(&state, "openai", &headers, &body);
     tokio::time::sleep(latency).await;
-    let response = openai_reply(&state, step, &headers, &body).await;
+    let response = match verdict {
+        Some(verdict) if !verdict.admitted => refusal("openai", verdict),
+        _ => openai_reply(&state, step, &headers, &body).await,
+    };
+    let response = with_limit("openai", verdict, response);
     end(&state, index);
     response
 }
@@ -376,9 +405,13 @@ async fn openai_reply(
 }
 
 async fn anthropic(state: Shared, headers: HeaderMap, Json(body): Json<Value>) -> Response {
-    let (index, step, latency) = begin(&state, "anthropic", &headers, &body);
+    let (index, step, latency, verdict) = begin(&state, "anthropic", &headers, &body);
     tokio::time::sleep(latency).await;
-    let response = anthropic_reply(&state, step, &headers, &body).await;
+    let response = match verdict {
+        Some(verdict) if !verdict.admitted => refusal("anthropic", verdict),
+        _ => anthropic_reply(&state, step, &headers, &body).await,
+    };
+    let response = with_limit("anthropic", verdict, response);
     end(&state, index);
     response
 }

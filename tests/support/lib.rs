@@ -25,6 +25,7 @@ pub mod browser;
 pub mod crash;
 pub mod db;
 pub mod fake_discord;
+mod fake_limit;
 pub mod fake_models;
 pub mod fake_tokens;
 pub mod log;

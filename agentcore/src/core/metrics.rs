@@ -27,6 +27,8 @@ impl Core {
                 latency: calls.latency.snapshot(),
                 transient_errors: calls.transient_errors.load(Ordering::Relaxed),
                 permanent_errors: calls.permanent_errors.load(Ordering::Relaxed),
+                rate_waits: calls.rate_waits.load(Ordering::Relaxed),
+                rate_wait_seconds: calls.rate_wait_micros.load(Ordering::Relaxed) as f64 / 1e6,
             })
             .collect();
         Ok(Metrics {

@@ -173,12 +173,18 @@ pub struct StepStarted {
     pub tool: Option<String>,
 }
 
-/// A model call that failed for now and will be tried again.
+/// A model call that failed for now and will be tried again, or that waits for a slot of its
+/// provider's shared rate limit (`rate_limited`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Retry {
-    /// The attempt that failed: 1 for the first.
+    /// The attempt that failed: 1 for the first; for a rate-limit wait, the attempts made so
+    /// far (0 before the first), as a wait is no attempt.
     pub attempt: u32,
+    /// True when the call waits for a slot of the shared rate limit (`models.rate_limits`)
+    /// or for the provider's own `Retry-After`, for every agent at once: no attempt failed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rate_limited: bool,
     /// The provider's HTTP status, when it answered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,

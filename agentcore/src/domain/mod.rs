@@ -49,6 +49,7 @@ pub mod message;
 pub mod onboarding;
 pub mod paging;
 pub mod quota;
+pub mod ratelimit;
 pub mod runtime;
 pub mod schedule;
 pub mod status;

@@ -83,7 +83,8 @@ impl ModelProvider for AnthropicProvider {
             .header("x-api-key", key.expose_secret())
             .header("anthropic-version", API_VERSION)
             .json(&request_body(request));
-        read_answer(send_json(call, NAME).await?)
+        let (answer, spent_for) = send_json(call, NAME).await?;
+        Ok(Completion { spent_for, ..read_answer(answer)? })
     }
 
     /// `POST /v1/messages/count_tokens`: the request as it would be sent, counted by
@@ -217,5 +218,5 @@ pub(super) fn read_answer(answer: Answer) -> Result<Completion, ModelError> {
     let usage = answer
         .usage
         .map(|u| Usage { input_tokens: u.input_tokens, output_tokens: u.output_tokens });
-    Ok(Completion { text: text.join("\n"), tool_calls, usage })
+    Ok(Completion { text: text.join("\n"), tool_calls, usage, spent_for: None })
 }

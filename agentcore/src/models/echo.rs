@@ -23,7 +23,7 @@ impl ModelProvider for EchoProvider {
              Task received:\n{}",
             task.unwrap_or_default()
         );
-        Ok(Completion { text, tool_calls: Vec::new(), usage: None })
+        Ok(Completion { text, tool_calls: Vec::new(), usage: None, spent_for: None })
     }
 }
 

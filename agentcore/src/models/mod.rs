@@ -141,6 +141,9 @@ pub struct Completion {
     /// Calls to run, in the order given; empty when the model answered.
     pub tool_calls: Vec<ToolCall>,
     pub usage: Option<Usage>,
+    /// The provider's rate-limit headers said its requests or tokens are spent for this long
+    /// (see [`retry_after`]): no call should go to it before.
+    pub spent_for: Option<Duration>,
 }
 
 /// Why a call failed, sorted by what the caller should do about it.
@@ -193,11 +196,12 @@ struct ErrorDetail {
     message: String,
 }
 
-/// Sends a provider call and reads a successful answer as `T`; any failure comes back sorted.
+/// Sends a provider call and reads a successful answer as `T`, with how long the provider's
+/// headers say its limit is spent ([`retry_after`]); any failure comes back sorted.
 pub(crate) async fn send_json<T: serde::de::DeserializeOwned>(
     call: reqwest::RequestBuilder,
     provider: &str,
-) -> Result<T, ModelError> {
+) -> Result<(T, Option<Duration>), ModelError> {
     let response = call.send().await.map_err(|e| transport(&e, provider))?;
     let status = response.status();
     let wait = retry_after(response.headers());
@@ -206,8 +210,9 @@ pub(crate) async fn send_json<T: serde::de::DeserializeOwned>(
         let detail: ErrorBody = serde_json::from_slice(&body).unwrap_or_default();
         return Err(classify(status, wait, &detail.error.message, provider));
     }
-    serde_json::from_slice(&body)
-        .map_err(|e| ModelError::transient(format!("{provider} sent an unreadable answer: {e}")))
+    let answer = serde_json::from_slice(&body)
+        .map_err(|e| ModelError::transient(format!("{provider} sent an unreadable answer: {e}")))?;
+    Ok((answer, wait))
 }
 
 /// Sorts an HTTP failure of a provider by what the caller should do about it.
@@ -239,13 +244,60 @@ pub(crate) fn classify(
     }
 }
 
-/// `Retry-After` in seconds, as providers send it.
+/// The rate-limit headers that say how many requests or tokens are left, each with the one
+/// that says when they are back: OpenAI's (a duration: `1s`, `6m0s`, `20ms`) and Anthropic's
+/// (an RFC 3339 time).
+const LIMIT_HEADERS: [(&str, &str); 4] = [
+    ("x-ratelimit-remaining-requests", "x-ratelimit-reset-requests"),
+    ("x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens"),
+    ("anthropic-ratelimit-requests-remaining", "anthropic-ratelimit-requests-reset"),
+    ("anthropic-ratelimit-tokens-remaining", "anthropic-ratelimit-tokens-reset"),
+];
+
+/// How long the provider says to wait before its next call: `Retry-After` in seconds, as
+/// providers send it; else, when its rate-limit headers say no requests or tokens are left,
+/// until the latest of them is back. The one place providers' wait signals are read.
 pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    headers
-        .get("retry-after")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .and_then(|s| Duration::try_from_secs_f64(s).ok())
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
+    let seconds = header("retry-after")
+        .and_then(|v| v.parse::<f64>().ok())
+        .and_then(|s| Duration::try_from_secs_f64(s).ok());
+    seconds.or_else(|| {
+        LIMIT_HEADERS
+            .iter()
+            .filter(|(remaining, _)| header(remaining) == Some("0"))
+            .filter_map(|(_, reset)| header(reset).and_then(reset_in))
+            .max()
+    })
+}
+
+/// How long until a reset header's moment: an RFC 3339 time (Anthropic), or a duration in
+/// Go's form (OpenAI: `1h2m3.5s`, `20ms`).
+fn reset_in(text: &str) -> Option<Duration> {
+    if let Ok(at) = chrono::DateTime::parse_from_rfc3339(text) {
+        let left = at.with_timezone(&chrono::Utc) - chrono::Utc::now();
+        return Some(left.to_std().unwrap_or_default());
+    }
+    let mut seconds = 0.0;
+    let mut rest = text;
+    while !rest.is_empty() {
+        let number_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
+        let (number, tail) = rest.split_at(number_end);
+        let unit_end = tail.find(|c: char| c.is_ascii_digit()).unwrap_or(tail.len());
+        let (unit, next) = tail.split_at(unit_end);
+        let scale = match unit {
+            "h" => 3_600.0,
+            "m" => 60.0,
+            "s" => 1.0,
+            "ms" => 1e-3,
+            "us" | "µs" => 1e-6,
+            "ns" => 1e-9,
+            _ => return None,
+        };
+        seconds += number.parse::<f64>().ok()? * scale;
+        rest = next;
+    }
+    if text.is_empty() { None } else { Duration::try_from_secs_f64(seconds).ok() }
 }
 
 pub(crate) fn transport(error: &reqwest::Error, provider: &str) -> ModelError {
@@ -276,5 +328,48 @@ mod tests {
             classify(S::from_u16(529).unwrap(), None, "", "p"),
             ModelError::Transient { .. }
         ));
+    }
+
+    #[test]
+    fn waits_are_read_from_retry_after_or_a_spent_rate_limit() {
+        use reqwest::header::{HeaderMap, HeaderValue};
+        let headers = |pairs: &[(&'static str, String)]| {
+            let mut map = HeaderMap::new();
+            for (name, value) in pairs {
+                map.insert(*name, HeaderValue::from_str(value).unwrap());
+            }
+            map
+        };
+        let secs = Duration::from_secs;
+        assert_eq!(retry_after(&headers(&[("retry-after", "3".into())])), Some(secs(3)));
+        let openai = headers(&[
+            ("x-ratelimit-remaining-requests", "0".into()),
+            ("x-ratelimit-reset-requests", "1m30.5s".into()),
+            ("x-ratelimit-remaining-tokens", "1200".into()),
+            ("x-ratelimit-reset-tokens", "2h".into()),
+        ]);
+        assert_eq!(retry_after(&openai), Some(Duration::from_millis(90_500)), "tokens are left");
+        let ms = headers(&[
+            ("x-ratelimit-remaining-requests", "0".into()),
+            ("x-ratelimit-reset-requests", "20ms".into()),
+        ]);
+        assert_eq!(retry_after(&ms), Some(Duration::from_millis(20)));
+        let reset = (chrono::Utc::now() + chrono::Duration::seconds(30)).to_rfc3339();
+        let anthropic = headers(&[
+            ("anthropic-ratelimit-requests-remaining", "0".into()),
+            ("anthropic-ratelimit-requests-reset", reset),
+        ]);
+        let wait = retry_after(&anthropic).unwrap();
+        assert!(wait > secs(28) && wait <= secs(30), "{wait:?}");
+        let left = headers(&[
+            ("anthropic-ratelimit-requests-remaining", "7".into()),
+            ("anthropic-ratelimit-requests-reset", "2030-01-01T00:00:00Z".into()),
+        ]);
+        assert_eq!(retry_after(&left), None);
+        let garbled = headers(&[
+            ("x-ratelimit-remaining-requests", "0".into()),
+            ("x-ratelimit-reset-requests", "soon".into()),
+        ]);
+        assert_eq!(retry_after(&garbled), None);
     }
 }

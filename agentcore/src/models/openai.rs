@@ -92,7 +92,8 @@ impl ModelProvider for OpenAiProvider {
         if let Some(key) = &self.api_key {
             call = call.bearer_auth(key.expose_secret());
         }
-        read_answer(send_json(call, NAME).await?)
+        let (answer, spent_for) = send_json(call, NAME).await?;
+        Ok(Completion { spent_for, ..read_answer(answer)? })
     }
 }
 
@@ -176,5 +177,5 @@ pub(super) fn read_answer(answer: Answer) -> Result<Completion, ModelError> {
             },
         })
         .collect();
-    Ok(Completion { text: content.unwrap_or_default(), tool_calls, usage })
+    Ok(Completion { text: content.unwrap_or_default(), tool_calls, usage, spent_for: None })
 }

@@ -18,6 +18,7 @@ use super::{
 };
 use crate::domain::agent::{ECHO, ModelName, provider_name};
 use crate::domain::budget::Price;
+use crate::domain::ratelimit::RateLimits;
 use crate::error::{Error, Result};
 use crate::scrub::Scrubber;
 
@@ -83,6 +84,8 @@ pub struct ModelsConfig {
     /// Prices by full model name (`openai:gpt-4o-mini`). A model without one is unpriced: its
     /// calls are recorded at 0 and no budget can hold them back.
     pub prices: BTreeMap<String, Price>,
+    /// Requests and tokens per window that every node's calls share, by provider or model.
+    pub rate_limits: RateLimits,
 }
 
 /// List prices of a few well-known models (dollars per million input and output tokens), as
@@ -110,6 +113,7 @@ impl Default for ModelsConfig {
                     Some(((*name).to_owned(), Price::per_million_usd(*input, *output).ok()?))
                 })
                 .collect(),
+            rate_limits: RateLimits::default(),
         }
     }
 }
@@ -168,6 +172,7 @@ pub struct Models {
     prices: BTreeMap<String, Price>,
     /// Token counts of the texts requests carry, shared by the clones.
     counter: Arc<Counter>,
+    rate_limits: RateLimits,
 }
 
 /// Which model answers a run: the offline `echo`, a configured provider's model, or a name no
@@ -254,6 +259,15 @@ impl Models {
                 )));
             }
         }
+        for scope in config.rate_limits.limits.keys() {
+            let provider = scope.split_once(':').map_or(scope.as_str(), |(provider, _)| provider);
+            if provider == ECHO || !config.providers.contains_key(provider) {
+                return Err(Error::NotConfigured(format!(
+                    "models.rate_limits: '{scope}' names no configured provider \
+                     (<provider> or <provider>:<model>)"
+                )));
+            }
+        }
         let models = Self {
             default: config.default.clone(),
             max_tokens: config.max_tokens,
@@ -261,6 +275,7 @@ impl Models {
             configured,
             prices: config.prices.clone(),
             counter: Arc::default(),
+            rate_limits: config.rate_limits.clone(),
         };
         let default = ModelName::parse(&config.default).map_err(|e| {
             Error::NotConfigured(format!("models.default: '{}' {e}", config.default))
@@ -280,6 +295,11 @@ impl Models {
     pub fn price<'a>(&'a self, model: Option<&'a str>) -> (&'a str, Option<Price>) {
         let name = model.unwrap_or(&self.default);
         (name, self.prices.get(name).copied())
+    }
+
+    /// The shared rate limits (`models.rate_limits`).
+    pub fn rate_limits(&self) -> &RateLimits {
+        &self.rate_limits
     }
 
     /// The full names of the priced models, as cost metrics label them.
@@ -494,6 +514,7 @@ mod tests {
                     text: format!("{} answers {}", self.0, request.model),
                     tool_calls: Vec::new(),
                     usage: None,
+                    spent_for: None,
                 })
             }
         }

@@ -27,6 +27,15 @@ impl Backend {
         }
     }
 
+    /// The database's clock as the statement runs, not as its transaction began: for a time
+    /// read after waiting on a lock (PostgreSQL's `now()` is the transaction's start).
+    pub(crate) const fn wall_clock(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "strftime('%Y-%m-%dT%H:%M:%f+00:00', 'now')",
+            Backend::Postgres => "clock_timestamp()",
+        }
+    }
+
     /// The operator that finds a `LIKE` pattern letter case aside: SQLite's `LIKE` already
     /// ignores the case of ASCII letters; PostgreSQL's `ILIKE` that of every letter.
     pub(crate) const fn like_any_case(self) -> &'static str {

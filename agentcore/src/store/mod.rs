@@ -24,6 +24,7 @@ mod health;
 mod mcp;
 mod outbox;
 mod postgres;
+mod rate_limits;
 mod readers;
 mod retention;
 mod rows;
@@ -66,6 +67,7 @@ pub use health::{StorageFaultCounts, StorageHealth};
 pub use mcp::{McpServerRecord, McpStore};
 pub use outbox::OutboxStore;
 pub use postgres::PostgresStore;
+pub use rate_limits::{RateLimitStore, Slot, SlotAsk};
 pub use retention::{Prunable, RetentionStore};
 pub use runtime::{Backlogs, NextClaim, RuntimeLoad, RuntimeStore};
 pub use schedules::{FireDecision, ScheduleDecision, ScheduleStore};
@@ -235,12 +237,16 @@ pub trait Store:
 }
 
 /// The store as the agent runtime uses it: claims and leases, a run's steps and memory, the
-/// approvals of its calls and its budget's reservations. The runtime is given this, not the
+/// approvals of its calls, its budget's reservations and its shared rate limits' slots. The runtime is given this, not the
 /// whole [`Store`].
-pub trait RunStore: RuntimeStore + StepStore + ApprovalStore + BudgetStore + EventStore {}
+pub trait RunStore:
+    RuntimeStore + StepStore + ApprovalStore + BudgetStore + EventStore + RateLimitStore
+{
+}
 
-impl<T: RuntimeStore + StepStore + ApprovalStore + BudgetStore + EventStore + ?Sized> RunStore
-    for T
+impl<
+    T: RuntimeStore + StepStore + ApprovalStore + BudgetStore + EventStore + RateLimitStore + ?Sized,
+> RunStore for T
 {
 }
 

@@ -31,6 +31,8 @@ mod billing_tests;
 mod effective;
 mod mcp;
 mod models;
+#[cfg(test)]
+mod ratelimit_tests;
 mod settings;
 mod sources;
 #[cfg(test)]
@@ -42,8 +44,12 @@ pub const DEFAULT_BIND: &str = "127.0.0.1:8080";
 const OTHER_VARIABLES: [&str; 1] = ["AGENTD_CONFIG"];
 
 /// Settings whose value is a map: in the file a table (or a `key=value,...` string).
-const MAPS: [&str; 3] =
-    ["AGENTD_BILLING__PLANS", "AGENTD_BILLING__PRICES", "AGENTD_MODELS__PRICES"];
+const MAPS: [&str; 4] = [
+    "AGENTD_BILLING__PLANS",
+    "AGENTD_BILLING__PRICES",
+    "AGENTD_MODELS__PRICES",
+    "AGENTD_MODELS__RATE_LIMITS",
+];
 
 /// Values given on the command line; `None` defers to the environment, the file and defaults.
 #[derive(Debug, Clone, Default, clap::Args)]

@@ -10,11 +10,18 @@
 //! `[models.prices]` (`AGENTD_MODELS__PRICES`: `<provider>:<model>=<input>/<output>`, comma
 //! separated) prices models in dollars per million input and output tokens; it adds to (and
 //! overrides) the example prices of a few well-known models.
+//!
+//! `[models.rate_limits]` (`AGENTD_MODELS__RATE_LIMITS`: `<scope>=<requests>/<tokens>`, comma
+//! separated, `-` for unlimited) limits the calls every node sends to a provider (`openai`) or
+//! one of its models (`openai:gpt-4o`) per window: `models.rate_limit_window_seconds`, a
+//! minute unless set (shorter for tests).
 
 use agentcore::domain::agent::provider_name;
 use agentcore::domain::budget::Price;
+use agentcore::domain::ratelimit::{MAX_WINDOW, RateLimit, RateLimits};
 use agentcore::models::{ModelsConfig, ProviderConfig};
 use secrecy::{ExposeSecret, SecretString};
+use std::time::Duration;
 
 use super::ConfigError;
 use super::settings::{insert, list, number, seconds};
@@ -101,7 +108,35 @@ pub(super) fn models(src: &Sources<'_>) -> Result<ModelsConfig, ConfigError> {
         providers,
         timeout: src.seconds("AGENTD_MODELS__TIMEOUT_SECONDS", false)?.unwrap_or(defaults.timeout),
         max_tokens: src.count("AGENTD_MODELS__MAX_TOKENS", false)?.unwrap_or(defaults.max_tokens),
+        rate_limits: rate_limits(src)?,
     })
+}
+
+/// `[models.rate_limits]` and the window they count over, within their bounds.
+fn rate_limits(src: &Sources<'_>) -> Result<RateLimits, ConfigError> {
+    let mut limits = RateLimits::default();
+    let window = "AGENTD_MODELS__RATE_LIMIT_WINDOW_SECONDS";
+    if let Some(seconds) = src.seconds(window, false)? {
+        if seconds > MAX_WINDOW || seconds < Duration::from_millis(100) {
+            return Err(ConfigError(format!(
+                "models.rate_limit_window_seconds: must be from 0.1 to {}",
+                MAX_WINDOW.as_secs()
+            )));
+        }
+        limits.window = seconds;
+    }
+    for pair in list(&src.get("AGENTD_MODELS__RATE_LIMITS").unwrap_or_default()) {
+        let Some((scope, limit)) = pair.split_once('=') else {
+            return Err(ConfigError(format!(
+                "models.rate_limits: '{pair}' is not <provider>[:<model>]=<requests>/<tokens>"
+            )));
+        };
+        let scope = scope.trim();
+        let limit = RateLimit::parse(limit)
+            .map_err(|e| ConfigError(format!("models.rate_limits.\"{scope}\": {e}")))?;
+        limits.limits.insert(scope.to_owned(), limit);
+    }
+    Ok(limits)
 }
 
 /// `[models]` and `[models.providers.<name>]` for `agentd config`.
@@ -132,4 +167,9 @@ pub(super) fn show(models: &ModelsConfig, root: &mut toml::Table) {
         })
         .collect();
     insert(root, "models.prices", Value::Table(prices));
+    let window = &models.rate_limits.window;
+    insert(root, "models.rate_limit_window_seconds", seconds(*window));
+    let limits = models.rate_limits.limits.iter();
+    let limits = limits.map(|(scope, limit)| (scope.clone(), Value::String(limit.text())));
+    insert(root, "models.rate_limits", Value::Table(limits.collect()));
 }

@@ -458,6 +458,8 @@ mod counters;
 
 mod outbox;
 
+mod rate_limits;
+
 mod retention;
 
 mod runtime;

@@ -3,7 +3,7 @@
 //! `cargo bench -p tests --bench agentd` runs every section and writes the figures into
 //! `BENCHMARKS.md` (between its generated-section markers); with `AGENTD_TEST_POSTGRES_URL` set
 //! (an admin URL, as for the tests) the PostgreSQL half runs too. Naming sections after `--`
-//! (`http runtime tools dispatch scale login discord cores streams traces`; `runtime` is the single-call runs,
+//! (`http runtime tools dispatch scale login discord cores streams traces ratelimit`; `runtime` is the single-call runs,
 //! `tools` the tool runs) runs only those and prints the figures without touching the file.
 //! `AGENTD_BENCH_SECONDS` sets each HTTP run's measured window (default 5);
 //! `AGENTD_BENCH_BINARY` names another agentd build to measure (an A/B run against an older
@@ -96,6 +96,11 @@ async fn run(chosen: &[&str]) {
     if wanted("traces") {
         for backend in &backends {
             scenarios::traces(*backend, &mut report).await;
+        }
+    }
+    if wanted("ratelimit") {
+        for backend in &backends {
+            scenarios::ratelimit(*backend, &mut report).await;
         }
     }
     let text = report.render();

@@ -21,9 +21,10 @@ pub(crate) enum Section {
     EventDelay,
     StreamMemory,
     Traces,
+    RateLimit,
 }
 
-const SECTIONS: [(Section, &str, &[&str]); 11] = [
+const SECTIONS: [(Section, &str, &[&str]); 12] = [
     (
         Section::Http,
         "1. HTTP throughput and latency (64 connections, closed loop)",
@@ -141,6 +142,20 @@ const SECTIONS: [(Section, &str, &[&str]); 11] = [
             "Of no exporter",
             "Spans exported",
             "Spans dropped",
+        ],
+    ),
+    (
+        Section::RateLimit,
+        "12. Shared rate limit: 100 agents (10 tasks each) on 3 agentd nodes sharing one database, against a fake provider that allows N requests per window (`models.rate_limits`: the same N)",
+        &[
+            "Backend",
+            "N / window s",
+            "Requests seen",
+            "Most in one window",
+            "429s",
+            "Calls per agent min / max",
+            "Stddev",
+            "Agents served",
         ],
     ),
 ];

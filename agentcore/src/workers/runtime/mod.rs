@@ -14,7 +14,7 @@
 //! (missed notifications, expired leases, takeovers). An idle agent costs a parked task, not a
 //! polling loop. The runtime is a client of [`Core`]: `dispatch.rs` is the node's main loop,
 //! `worker.rs` one agent's loop, `run.rs` a task's run of steps, `model.rs` one model call with
-//! its retries.
+//! its retries, `ratelimit.rs` its slot of the rate limits every node shares.
 //!
 //! See docs/decisions.md and ARCHITECTURE.md for the reasoning.
 
@@ -22,6 +22,7 @@ mod approval;
 mod dispatch;
 mod model;
 mod offer;
+mod ratelimit;
 mod run;
 mod spend;
 mod tools;

@@ -1,11 +1,11 @@
-//! One model call of a run: bounded by the node's semaphore, retried with backoff on transient
-//! failures, counted per provider.
+//! One model call of a run: bounded by the node's semaphore and the shared rate limits
+//! (`ratelimit.rs`), retried with backoff on transient failures, counted per provider.
 
 use std::time::Duration;
 
 use tracing::Instrument as _;
 
-use super::{ATTEMPTS_PER_CALL, Node, trace};
+use super::{ATTEMPTS_PER_CALL, Node, ratelimit, trace};
 use crate::core::RuntimeConfig;
 use crate::domain::backoff::exponential;
 use crate::domain::event::Retry;
@@ -37,7 +37,8 @@ pub(super) async fn call_model(
         attempts += 1;
         let span = trace::chat_span(label, request, attempts);
         let answer = {
-            let Ok(_permit) = node.calls.acquire().await else {
+            let Some((_permit, slot)) = ratelimit::take(node, run, label, request, attempts).await
+            else {
                 let stopped =
                     Outcome::Failed { error: "the runtime stopped".into(), permanent: false };
                 return Called { attempts: attempts - 1, answer: Err(stopped), span };
@@ -46,6 +47,12 @@ pub(super) async fn call_model(
             let answer = provider.complete(request).instrument(span.clone()).await;
             node.core.counters().model_call(label, started.elapsed(), answer.as_ref().err());
             trace::chat_answered(&span, request, &answer, node.config.trace_content);
+            if ratelimit::answered(node, slot.as_ref(), &answer, attempts).await {
+                // A 429 under a shared limit is a wait for every caller, not a failed attempt.
+                tracing::info!(%task, "model call rate-limited by its provider; waiting");
+                attempts -= 1;
+                continue;
+            }
             answer
         };
         let failed = |error: String, permanent: bool, span: tracing::Span| Called {
@@ -69,6 +76,7 @@ pub(super) async fn call_model(
                 tracing::info!(%task, attempt = attempts, ?delay, %reason, "model call failed; retrying");
                 let retry = Retry {
                     attempt: u32::try_from(attempts).unwrap_or(0),
+                    rate_limited: false,
                     status,
                     reason,
                     next_attempt_at: crate::domain::now()
@@ -83,7 +91,7 @@ pub(super) async fn call_model(
 
 /// Records the retry as the task's event (a stream shows why the task waits); a store that
 /// fails here costs the event only.
-async fn tell_retry(node: &Node, run: RunRef<'_>, retry: &Retry) {
+pub(super) async fn tell_retry(node: &Node, run: RunRef<'_>, retry: &Retry) {
     let owner = WorkspaceId::from_trusted(run.agent.owner_id.clone());
     let Ok(agent) = crate::domain::agent::AgentId::parse(&run.agent.agent_id) else { return };
     match node.core.run_store().record_retry(&owner, &agent, run.task, retry).await {

@@ -270,8 +270,14 @@ mod tests {
             name: "memory".into(),
             arguments: "{}".into(),
         };
-        let asked = Completion { text: String::new(), tool_calls: vec![call], usage: None };
-        let answered = Completion { text: "done".into(), tool_calls: vec![], usage: None };
+        let asked = Completion {
+            text: String::new(),
+            tool_calls: vec![call],
+            usage: None,
+            spent_for: None,
+        };
+        let answered =
+            Completion { text: "done".into(), tool_calls: vec![], usage: None, spent_for: None };
         assert_eq!((finish_reason(&asked), finish_reason(&answered)), ("tool_calls", "stop"));
     }
 }

@@ -16,12 +16,14 @@ use crate::server::{Agentd, Bare, PASSWORD};
 
 mod cores;
 mod http;
+mod ratelimit;
 mod steps;
 mod streams;
 mod traces;
 
 pub(crate) use cores::cores;
 pub(crate) use http::http;
+pub(crate) use ratelimit::ratelimit;
 pub(crate) use steps::runtime_tools;
 pub(crate) use streams::streams;
 pub(crate) use traces::traces;
