@@ -41,6 +41,7 @@ pub mod backoff;
 pub mod billing;
 pub mod budget;
 pub mod change;
+pub mod compaction;
 pub mod chat;
 pub mod event;
 pub mod interaction;

@@ -67,6 +67,9 @@ fn finished(step: &Step) -> String {
             text.push_str(&format!(" → {}", calls.join(", ")));
         }
         StepKind::Model | StepKind::Summary => {}
+        StepKind::Compaction => {
+            text.push_str(&format!(" of steps 1-{}", step.compacted_through.unwrap_or_default()));
+        }
     }
     match (&step.error, &step.output) {
         (Some(error), _) => text.push_str(&format!(": error: {}", short(error))),
@@ -123,6 +126,7 @@ mod tests {
             duration_ms: 5,
             usage: None,
             cost: None,
+            compacted_through: None,
             created_at: Utc::now(),
         }
     }

@@ -10,6 +10,10 @@
 //! `[models.prices]` (`AGENTD_MODELS__PRICES`: `<provider>:<model>=<input>/<output>`, comma
 //! separated) prices models in dollars per million input and output tokens; it adds to (and
 //! overrides) the example prices of a few well-known models.
+//!
+//! `[models.context_windows]` (`AGENTD_MODELS__CONTEXT_WINDOWS`: `<provider>:<model>=<tokens>`,
+//! comma separated) says how many tokens each model's context holds; it adds to (and overrides)
+//! the windows of a few well-known models. A run's conversation is compacted as it nears it.
 
 use agentcore::domain::agent::provider_name;
 use agentcore::domain::budget::Price;
@@ -95,9 +99,23 @@ pub(super) fn models(src: &Sources<'_>) -> Result<ModelsConfig, ConfigError> {
             }
         }
     }
+    let mut context_windows = defaults.context_windows;
+    for pair in list(&src.get("AGENTD_MODELS__CONTEXT_WINDOWS").unwrap_or_default()) {
+        let parsed = pair.split_once('=').and_then(|(model, tokens)| {
+            Some((model.trim().to_owned(), tokens.trim().replace('_', "").parse().ok()?))
+        });
+        let Some((model, tokens)) = parsed else {
+            return Err(ConfigError(format!(
+                "models.context_windows: '{pair}' is not <provider>:<model>=<tokens> \
+                 (e.g. ollama:llama3.1=32000)"
+            )));
+        };
+        context_windows.insert(model, tokens);
+    }
     Ok(ModelsConfig {
         default: src.get("AGENTD_MODELS__DEFAULT").unwrap_or(defaults.default),
         prices,
+        context_windows,
         providers,
         timeout: src.seconds("AGENTD_MODELS__TIMEOUT_SECONDS", false)?.unwrap_or(defaults.timeout),
         max_tokens: src.count("AGENTD_MODELS__MAX_TOKENS", false)?.unwrap_or(defaults.max_tokens),
@@ -132,4 +150,6 @@ pub(super) fn show(models: &ModelsConfig, root: &mut toml::Table) {
         })
         .collect();
     insert(root, "models.prices", Value::Table(prices));
+    let windows = models.context_windows.iter().map(|(model, w)| (model.clone(), number(*w)));
+    insert(root, "models.context_windows", Value::Table(windows.collect()));
 }
