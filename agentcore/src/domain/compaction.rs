@@ -156,7 +156,8 @@ mod tests {
 
     #[test]
     fn the_compaction_keeps_the_latest_model_step_and_its_results() {
-        let steps = [model(1, &["a"]), tool(2, "a"), model(3, &["b", "c"]), tool(4, "b"), tool(5, "c")];
+        let steps =
+            [model(1, &["a"]), tool(2, "a"), model(3, &["b", "c"]), tool(4, "b"), tool(5, "c")];
         let context = in_context(&steps);
         assert_eq!(seqs(&context), [1, 2, 3, 4, 5]);
         assert_eq!(through(&steps), Some(2), "steps 3 to 5 stay");
@@ -193,7 +194,14 @@ mod tests {
     fn a_call_and_its_result_are_never_split() {
         // Step 3's call `a` is answered after step 4 asked for more: cutting before step 4
         // would keep a result whose call is gone, so the cut moves back before step 3.
-        let steps = [model(1, &["x"]), tool(2, "x"), model(3, &["a"]), model(4, &["b"]), tool(5, "a"), tool(6, "b")];
+        let steps = [
+            model(1, &["x"]),
+            tool(2, "x"),
+            model(3, &["a"]),
+            model(4, &["b"]),
+            tool(5, "a"),
+            tool(6, "b"),
+        ];
         assert_eq!(through(&steps), Some(2));
         let steps = [model(1, &["a"]), model(2, &["b"]), tool(3, "a"), tool(4, "b")];
         assert_eq!(through(&steps), None);

@@ -149,6 +149,14 @@ mod tests {
     }
 
     #[test]
+    fn a_compaction_steps_line_says_which_steps_it_summarises() {
+        let mut compaction = step(StepKind::Compaction);
+        compaction.compacted_through = Some(1);
+        compaction.output = Some("Read the notes.".into());
+        assert_eq!(finished(&compaction), "step 2 compaction of steps 1-1: Read the notes.");
+    }
+
+    #[test]
     fn money_reads_as_the_dashboards_usd_filter() {
         assert_eq!(usd(0), "$0.00");
         assert_eq!(usd(1_500_000), "$1.50");

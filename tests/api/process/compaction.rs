@@ -13,10 +13,7 @@ const TASK: &str = "Read your notes forty times";
 
 async fn a_run_killed_after_a_compaction_resumes_with_the_same_compacted_context(db: TestDb) {
     let models = FakeModels::start().await;
-    models.script_for(
-        MODEL,
-        (1..=40).map(note).chain([Script::Answer("All forty read.".into())]),
-    );
+    models.script_for(MODEL, (1..=40).map(note).chain([Script::Answer("All forty read.".into())]));
     // The first call after the first summary is the one cut off by the kill.
     models.hold_after_summary(MODEL, Duration::from_secs(60));
     let data_dir = tempfile::tempdir().unwrap();
@@ -41,9 +38,8 @@ async fn a_run_killed_after_a_compaction_resumes_with_the_same_compacted_context
     server.signal("-KILL").await;
     let before = models.calls();
     let cut_off = before.last().unwrap().clone();
-    let compacted = db
-        .count("SELECT COUNT(*) FROM task_steps WHERE kind = 'compaction'", &[])
-        .await;
+    let compacted =
+        db.count("SELECT COUNT(*) FROM task_steps WHERE kind = 'compaction'", &[]).await;
     assert_eq!(compacted, 1, "killed just after the first compaction");
 
     let server = Server::start(&env).await;

@@ -4,8 +4,8 @@
 
 use serde_json::{Value, json};
 
-use super::tools::{acting_agent, call, calls_of, finished, kinds, start, steps};
 use super::models;
+use super::tools::{acting_agent, call, calls_of, finished, kinds, start, steps};
 use crate::fake_models::Script;
 use crate::helpers::{TestApp, TestDb, app_with, backend_tests};
 
@@ -23,7 +23,8 @@ const TASK: &str = "Read your notes forty times";
 
 /// The `n`th call: a memory read whose (ignored) text makes each call distinct and long.
 pub(crate) fn note(n: usize) -> Script {
-    let text = format!("Note {n}: {}", "the quarterly figures still need a careful check. ".repeat(5));
+    let text =
+        format!("Note {n}: {}", "the quarterly figures still need a careful check. ".repeat(5));
     call("memory", json!({"action": "read", "text": text}))
 }
 
@@ -46,7 +47,11 @@ async fn forty_tool_calls_on_a_small_window_are_compacted_and_the_run_completes(
     let id = task.assert_status(201)["id"].clone();
     start(&app, &user, "long").await;
     let done = finished(&app, &user, "long", &id).await;
-    assert_eq!((done["status"].as_str(), done["result"].as_str()), (Some("complete"), Some("All forty read.")), "{done}");
+    assert_eq!(
+        (done["status"].as_str(), done["result"].as_str()),
+        (Some("complete"), Some("All forty read.")),
+        "{done}"
+    );
 
     let steps = steps(&app, &user, "long", &id).await;
     let kinds = kinds(&steps);

@@ -6,10 +6,10 @@
 //! rebuilds the same conversation from the stored steps with [`conversation`].
 
 use super::Node;
+use crate::domain::budget::StepCost;
 use crate::domain::compaction::{self, cut, in_context, summary_message};
 use crate::domain::runtime::{AgentKey, ClaimedTask, Outcome};
 use crate::domain::steps::{Step, StepKind};
-use crate::domain::budget::StepCost;
 use crate::models::{Completion, CompletionRequest, Message, ToolCall};
 
 /// What a run does before its next model call.
@@ -50,8 +50,7 @@ pub(super) async fn plan(
     if !compaction::crowded(needed, window) {
         return Plan::Fits;
     }
-    let steps = match node.core.run_store().run_context(agent, &claimed.task.id, stored, 0).await
-    {
+    let steps = match node.core.run_store().run_context(agent, &claimed.task.id, stored, 0).await {
         Ok(context) => context.steps,
         Err(error) => {
             let error = format!("cannot read the task's steps: {}", error.public_message());
@@ -68,9 +67,8 @@ pub(super) async fn plan(
     });
     // A summary call that would not fit either is not sent: the call goes out as it is when
     // it fits the whole window.
-    let asked = asked.filter(|(_, asked)| {
-        fits(models.input_tokens_bound(model, asked).saturating_add(answer))
-    });
+    let asked = asked
+        .filter(|(_, asked)| fits(models.input_tokens_bound(model, asked).saturating_add(answer)));
     match asked {
         Some((through, asked)) => {
             Plan::Compact(Compaction { through, messages: asked.messages, steps })

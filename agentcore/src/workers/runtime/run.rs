@@ -291,7 +291,8 @@ impl Run<'_> {
     async fn ask_next(&mut self) -> State {
         let started = Instant::now();
         let remaining = self.deadline.saturating_duration_since(started);
-        let (answer, cost) = match tokio::time::timeout(remaining, self.ask(StepKind::Model)).await {
+        let (answer, cost) = match tokio::time::timeout(remaining, self.ask(StepKind::Model)).await
+        {
             Err(_) => return State::Summarising(self.timeout()),
             Ok(Err(outcome)) => return State::Ended(outcome),
             Ok(Ok(answered)) => answered,
