@@ -92,6 +92,8 @@ pub struct Options {
     pub mcp: agentcore::mcp::McpConfig,
     /// The answer's length bound sent with every call; the server's default unless set.
     pub max_tokens: Option<u32>,
+    /// `models.context_windows` beside the known ones: none unless set.
+    pub context_windows: Vec<(String, u32)>,
     /// `auth.token_ttl_seconds`: tokens do not expire unless set.
     pub token_ttl: Option<Duration>,
     /// `quotas.*`: agentd's defaults, but for the enqueue period (0: tests fire every second).
@@ -142,6 +144,7 @@ impl Options {
             default_model: None,
             mcp: agentcore::mcp::McpConfig::default(),
             max_tokens: None,
+            context_windows: Vec::new(),
             token_ttl: None,
             // Schedules fire every second in tests: no minimum period for enqueue ones.
             quotas: agentcore::domain::quota::Quotas {
@@ -203,6 +206,7 @@ impl Options {
         if let Some(max_tokens) = self.max_tokens {
             config.models.max_tokens = max_tokens;
         }
+        config.models.context_windows.extend(self.context_windows.iter().cloned());
         config.runtime = self.runtime;
         config.schedules = self.schedules.clone();
         config.retention = self.retention;

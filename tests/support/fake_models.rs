@@ -81,6 +81,27 @@ impl Call {
         last_user(&self.body)
     }
 
+    /// Whether the request forbids tool calls (a summary is asked for).
+    pub fn forbids_tools(&self) -> bool {
+        tool_choice_none(&self.body)
+    }
+
+    /// The bytes of text the request carries: the system prompt, and every string in its
+    /// messages and tools (texts, calls' names and arguments, results, schemas). No tokenizer
+    /// makes more tokens of a text than it has bytes, so this bounds its input tokens.
+    pub fn text_bytes(&self) -> usize {
+        fn strings(value: &Value) -> usize {
+            match value {
+                Value::String(text) => text.len(),
+                Value::Array(items) => items.iter().map(strings).sum(),
+                Value::Object(fields) => fields.values().map(strings).sum(),
+                _ => 0,
+            }
+        }
+        let system = if self.format == "openai" { 0 } else { strings(&self.body["system"]) };
+        system + strings(&self.body["messages"]) + strings(&self.body["tools"])
+    }
+
     /// Whether the request has a `tools` field at all.
     pub fn has_tools(&self) -> bool {
         self.body.get("tools").is_some()
@@ -146,6 +167,10 @@ struct ModelState {
     /// The bodies of Anthropic `count_tokens` requests, in order.
     counted: Vec<Value>,
     limit: Option<crate::fake_limit::Limit>,
+    /// A hold for the first request naming one model after a request that forbids tool calls.
+    after_summary: HashMap<String, Duration>,
+    /// The models whose next request takes that hold.
+    armed: Vec<String>,
 }
 
 #[derive(Clone)]
@@ -211,6 +236,12 @@ impl FakeModels {
         self.state.lock().unwrap().counted.clone()
     }
 
+    /// The first request naming `model` after one of its requests that forbids tool calls (a
+    /// summary) waits `hold` before it is answered: a run is caught just after a summary.
+    pub fn hold_after_summary(&self, model: &str, hold: Duration) {
+        self.state.lock().unwrap().after_summary.insert(model.to_owned(), hold);
+    }
+
     /// Every later answer waits this long first.
     pub fn set_latency(&self, latency: Duration) {
         self.state.lock().unwrap().latency = latency;
@@ -272,7 +303,13 @@ fn begin(
     } else {
         s.script.pop_front()
     };
-    let latency = s.latencies.get(model).copied().unwrap_or(s.latency);
+    let mut latency = s.latencies.get(model).copied().unwrap_or(s.latency);
+    if tool_choice_none(body) && s.after_summary.contains_key(model) {
+        s.armed.push(model.to_owned());
+    } else if let Some(at) = s.armed.iter().position(|armed| armed == model) {
+        s.armed.remove(at);
+        latency = s.after_summary.remove(model).unwrap_or(latency);
+    }
     (s.calls.len() - 1, step, latency, verdict)
 }
 

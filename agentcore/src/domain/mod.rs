@@ -42,6 +42,7 @@ pub mod billing;
 pub mod budget;
 pub mod change;
 pub mod chat;
+pub mod compaction;
 pub mod event;
 pub mod interaction;
 pub mod mcp;

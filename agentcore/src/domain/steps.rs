@@ -33,6 +33,9 @@ pub enum StepKind {
     /// The last model call of a run a limit stopped, without tools: its summary of the work,
     /// with the limit as the error.
     Summary,
+    /// A call without tools for a summary of the older steps, which then replaces them in the
+    /// conversation (see [`super::compaction`]): the summary, and the last step it covers.
+    Compaction,
 }
 
 impl StepKind {
@@ -41,6 +44,7 @@ impl StepKind {
             StepKind::Model => "model",
             StepKind::Tool => "tool",
             StepKind::Summary => "summary",
+            StepKind::Compaction => "compaction",
         }
     }
 }
@@ -81,6 +85,9 @@ pub struct Step {
     /// Model steps: the model called and what the call cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<super::budget::StepCost>,
+    /// Compaction steps: the last step the summary covers (steps 1 to this one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compacted_through: Option<i32>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -122,6 +129,7 @@ impl Step {
             duration_ms: ms,
             usage,
             cost: None,
+            compacted_through: None,
             created_at: super::now(),
         }
     }
@@ -144,6 +152,7 @@ impl Step {
             duration_ms: ms,
             usage: None,
             cost: None,
+            compacted_through: None,
             created_at: super::now(),
         }
     }

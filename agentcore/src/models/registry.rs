@@ -19,6 +19,7 @@ use super::{
 use crate::domain::agent::{ECHO, ModelName, provider_name};
 use crate::domain::budget::Price;
 use crate::domain::ratelimit::RateLimits;
+use crate::domain::compaction::{KNOWN_WINDOWS, MAX_WINDOW, MIN_WINDOW, UNKNOWN_WINDOW};
 use crate::error::{Error, Result};
 use crate::scrub::Scrubber;
 
@@ -86,6 +87,9 @@ pub struct ModelsConfig {
     pub prices: BTreeMap<String, Price>,
     /// Requests and tokens per window that every node's calls share, by provider or model.
     pub rate_limits: RateLimits,
+    /// Context windows in tokens by full model name; a model without one has
+    /// [`UNKNOWN_WINDOW`]. A run's conversation is compacted as it nears its model's window.
+    pub context_windows: BTreeMap<String, u32>,
 }
 
 /// List prices of a few well-known models (dollars per million input and output tokens), as
@@ -114,6 +118,7 @@ impl Default for ModelsConfig {
                 })
                 .collect(),
             rate_limits: RateLimits::default(),
+            context_windows: KNOWN_WINDOWS.iter().map(|(n, w)| ((*n).to_owned(), *w)).collect(),
         }
     }
 }
@@ -173,6 +178,7 @@ pub struct Models {
     /// Token counts of the texts requests carry, shared by the clones.
     counter: Arc<Counter>,
     rate_limits: RateLimits,
+    context_windows: BTreeMap<String, u32>,
 }
 
 /// Which model answers a run: the offline `echo`, a configured provider's model, or a name no
@@ -268,6 +274,7 @@ impl Models {
                 )));
             }
         }
+        check_windows(&config.context_windows)?;
         let models = Self {
             default: config.default.clone(),
             max_tokens: config.max_tokens,
@@ -276,6 +283,7 @@ impl Models {
             prices: config.prices.clone(),
             counter: Arc::default(),
             rate_limits: config.rate_limits.clone(),
+            context_windows: config.context_windows.clone(),
         };
         let default = ModelName::parse(&config.default).map_err(|e| {
             Error::NotConfigured(format!("models.default: '{}' {e}", config.default))
@@ -300,6 +308,13 @@ impl Models {
     /// The shared rate limits (`models.rate_limits`).
     pub fn rate_limits(&self) -> &RateLimits {
         &self.rate_limits
+    }
+
+    /// The context window of `model` (or the default), in tokens: as configured, else
+    /// [`UNKNOWN_WINDOW`].
+    pub fn context_window(&self, model: Option<&str>) -> u32 {
+        let name = model.unwrap_or(&self.default);
+        self.context_windows.get(name).copied().unwrap_or(UNKNOWN_WINDOW)
     }
 
     /// The full names of the priced models, as cost metrics label them.
@@ -443,6 +458,26 @@ impl Models {
     }
 }
 
+/// Each window names a model as `<provider>:<model>` and is within the stated bounds.
+fn check_windows(windows: &BTreeMap<String, u32>) -> Result<()> {
+    for (name, window) in windows {
+        let named = ModelName::parse(name).ok().filter(|m| !m.is_echo());
+        if named.is_none() || !name.contains(':') {
+            return Err(Error::NotConfigured(format!(
+                "models.context_windows: '{name}' is not a model name of the form \
+                 <provider>:<model>"
+            )));
+        }
+        if !(MIN_WINDOW..=MAX_WINDOW).contains(window) {
+            return Err(Error::NotConfigured(format!(
+                "models.context_windows.\"{name}\": {window} tokens is outside \
+                 {MIN_WINDOW}..={MAX_WINDOW}"
+            )));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -533,6 +568,24 @@ mod tests {
         assert_eq!(answer.text, "http://127.0.0.1:9/fixed answers m1");
         let refused = Models::new(&config).unwrap_err().to_string();
         assert!(refused.contains("'fixed' is not a provider kind"), "unregistered: {refused}");
+    }
+
+    #[test]
+    fn context_windows_are_known_configured_or_the_unknown_default() {
+        let mut config = ModelsConfig::default();
+        config.context_windows.insert("openai:small".into(), 4_000);
+        let models = Models::new(&config).unwrap();
+        assert_eq!(models.context_window(Some("openai:small")), 4_000);
+        assert_eq!(models.context_window(Some("anthropic:claude-sonnet-4-5")), 200_000);
+        assert_eq!(models.context_window(Some("openai:gpt-4o-mini")), 128_000);
+        assert_eq!(models.context_window(Some("ollama:llama3.1")), UNKNOWN_WINDOW);
+        config.context_windows.insert("openai:tiny".into(), 10);
+        let refused = Models::new(&config).unwrap_err().to_string();
+        assert!(refused.contains("models.context_windows.\"openai:tiny\": 10 tokens"), "{refused}");
+        let mut config = ModelsConfig::default();
+        config.context_windows.insert("gpt-4o".into(), 8_000);
+        let refused = Models::new(&config).unwrap_err().to_string();
+        assert!(refused.contains("models.context_windows: 'gpt-4o'"), "{refused}");
     }
 
     #[test]

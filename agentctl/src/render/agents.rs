@@ -162,6 +162,9 @@ impl Render for StepList {
                         step.tool_calls.iter().map(|c| c.name.as_str()).collect();
                     if calls.is_empty() { "-".into() } else { format!("→ {}", calls.join(", ")) }
                 }
+                StepKind::Compaction => {
+                    format!("summary of 1-{}", step.compacted_through.unwrap_or_default())
+                }
             };
             let result = match &step.error {
                 None => short(&cell(&step.output)),

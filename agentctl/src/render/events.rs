@@ -67,6 +67,9 @@ fn finished(step: &Step) -> String {
             text.push_str(&format!(" → {}", calls.join(", ")));
         }
         StepKind::Model | StepKind::Summary => {}
+        StepKind::Compaction => {
+            text.push_str(&format!(" of steps 1-{}", step.compacted_through.unwrap_or_default()));
+        }
     }
     match (&step.error, &step.output) {
         (Some(error), _) => text.push_str(&format!(": error: {}", short(error))),
@@ -123,6 +126,7 @@ mod tests {
             duration_ms: 5,
             usage: None,
             cost: None,
+            compacted_through: None,
             created_at: Utc::now(),
         }
     }
@@ -142,6 +146,14 @@ mod tests {
         assert_eq!(finished(&tool), "step 2 tool memory: Saved.…");
         tool.error = Some("no such key".into());
         assert_eq!(finished(&tool), "step 2 tool memory: error: no such key");
+    }
+
+    #[test]
+    fn a_compaction_steps_line_says_which_steps_it_summarises() {
+        let mut compaction = step(StepKind::Compaction);
+        compaction.compacted_through = Some(1);
+        compaction.output = Some("Read the notes.".into());
+        assert_eq!(finished(&compaction), "step 2 compaction of steps 1-1: Read the notes.");
     }
 
     #[test]

@@ -44,11 +44,12 @@ pub const DEFAULT_BIND: &str = "127.0.0.1:8080";
 const OTHER_VARIABLES: [&str; 1] = ["AGENTD_CONFIG"];
 
 /// Settings whose value is a map: in the file a table (or a `key=value,...` string).
-const MAPS: [&str; 4] = [
+const MAPS: [&str; 5] = [
     "AGENTD_BILLING__PLANS",
     "AGENTD_BILLING__PRICES",
     "AGENTD_MODELS__PRICES",
     "AGENTD_MODELS__RATE_LIMITS",
+    "AGENTD_MODELS__CONTEXT_WINDOWS",
 ];
 
 /// Values given on the command line; `None` defers to the environment, the file and defaults.

@@ -15,6 +15,9 @@
 //! separated, `-` for unlimited) limits the calls every node sends to a provider (`openai`) or
 //! one of its models (`openai:gpt-4o`) per window: `models.rate_limit_window_seconds`, a
 //! minute unless set (shorter for tests).
+//! `[models.context_windows]` (`AGENTD_MODELS__CONTEXT_WINDOWS`: `<provider>:<model>=<tokens>`,
+//! comma separated) says how many tokens each model's context holds; it adds to (and overrides)
+//! the windows of a few well-known models. A run's conversation is compacted as it nears it.
 
 use agentcore::domain::agent::provider_name;
 use agentcore::domain::budget::Price;
@@ -102,9 +105,23 @@ pub(super) fn models(src: &Sources<'_>) -> Result<ModelsConfig, ConfigError> {
             }
         }
     }
+    let mut context_windows = defaults.context_windows;
+    for pair in list(&src.get("AGENTD_MODELS__CONTEXT_WINDOWS").unwrap_or_default()) {
+        let parsed = pair.split_once('=').and_then(|(model, tokens)| {
+            Some((model.trim().to_owned(), tokens.trim().replace('_', "").parse().ok()?))
+        });
+        let Some((model, tokens)) = parsed else {
+            return Err(ConfigError(format!(
+                "models.context_windows: '{pair}' is not <provider>:<model>=<tokens> \
+                 (e.g. ollama:llama3.1=32000)"
+            )));
+        };
+        context_windows.insert(model, tokens);
+    }
     Ok(ModelsConfig {
         default: src.get("AGENTD_MODELS__DEFAULT").unwrap_or(defaults.default),
         prices,
+        context_windows,
         providers,
         timeout: src.seconds("AGENTD_MODELS__TIMEOUT_SECONDS", false)?.unwrap_or(defaults.timeout),
         max_tokens: src.count("AGENTD_MODELS__MAX_TOKENS", false)?.unwrap_or(defaults.max_tokens),
@@ -172,4 +189,6 @@ pub(super) fn show(models: &ModelsConfig, root: &mut toml::Table) {
     let limits = models.rate_limits.limits.iter();
     let limits = limits.map(|(scope, limit)| (scope.clone(), Value::String(limit.text())));
     insert(root, "models.rate_limits", Value::Table(limits.collect()));
+    let windows = models.context_windows.iter().map(|(model, w)| (model.clone(), number(*w)));
+    insert(root, "models.context_windows", Value::Table(windows.collect()));
 }

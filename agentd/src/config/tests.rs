@@ -454,3 +454,27 @@ fn stdio(transport: &McpTransport) -> Option<Stdio<'_>> {
         McpTransport::Http { .. } => None,
     }
 }
+
+#[test]
+fn context_windows_come_from_the_file_or_the_environment_over_the_known_ones() {
+    let file = File::new(
+        "windows.toml",
+        r#"
+        [models.context_windows]
+        "ollama:llama3.1" = 8000
+        "#,
+    );
+    let config = load(file.flags(), &[]).unwrap();
+    let windows = &config.models.context_windows;
+    assert_eq!(windows["ollama:llama3.1"], 8_000);
+    assert_eq!(windows["openai:gpt-4o"], 128_000, "the known windows stay");
+    let env = [("AGENTD_MODELS__CONTEXT_WINDOWS", "ollama:llama3.1=16_000, openai:gpt-4o=64000")];
+    let config = load(file.flags(), &env).unwrap();
+    assert_eq!(config.models.context_windows["ollama:llama3.1"], 16_000);
+    assert_eq!(config.models.context_windows["openai:gpt-4o"], 64_000);
+    let shown = config.effective().unwrap();
+    assert!(shown.contains("[models.context_windows]"), "{shown}");
+    let error =
+        load(Flags::default(), &[("AGENTD_MODELS__CONTEXT_WINDOWS", "ollama:x=lots")]).unwrap_err();
+    assert!(error.to_string().contains("models.context_windows: 'ollama:x=lots'"), "{error}");
+}

@@ -11,6 +11,7 @@ use crate::helpers::{Options, TestApp, TestDb, User, backend_tests, eventually};
 
 mod bound;
 mod budget;
+pub(crate) mod compaction;
 pub(crate) mod fetch;
 mod mcp;
 mod mcp_everything;

@@ -364,6 +364,7 @@ pub(super) struct StepRow {
     model: Option<String>,
     cost_micros: i64,
     unpriced: bool,
+    compacted_through: Option<i32>,
     created_at: DateTime<Utc>,
 }
 
@@ -375,6 +376,7 @@ impl TryFrom<StepRow> for Step {
             "model" => StepKind::Model,
             "tool" => StepKind::Tool,
             "summary" => StepKind::Summary,
+            "compaction" => StepKind::Compaction,
             other => return Err(corrupt("task_steps.kind")(format!("unknown kind '{other}'"))),
         };
         Ok(Step {
@@ -399,6 +401,7 @@ impl TryFrom<StepRow> for Step {
                 cost_micros: row.cost_micros,
                 unpriced: row.unpriced,
             }),
+            compacted_through: row.compacted_through,
             created_at: row.created_at,
         })
     }

@@ -19,6 +19,7 @@
 //! See docs/decisions.md and ARCHITECTURE.md for the reasoning.
 
 mod approval;
+mod compact;
 mod dispatch;
 mod model;
 mod offer;

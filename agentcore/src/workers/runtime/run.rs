@@ -16,6 +16,7 @@ use tracing::Instrument as _;
 
 use super::Node;
 use super::approval::Gate;
+use super::compact::{self, Plan};
 use super::model::call_model;
 use super::offer::offered;
 use super::tools::{self, McpTools, Work};
@@ -116,6 +117,9 @@ enum State {
     /// The model's calls that have no result yet run, in order; after a `stop` (a loop found
     /// among them or before) they are answered "not run" instead.
     Calling { calls: Vec<StepCall>, stop: Option<Stop> },
+    /// The conversation is compacted first when it crowds the model's context window (see
+    /// [`super::compact`]); then the model is asked.
+    Compacting,
     /// The model is asked for its next step.
     Asking,
     /// A limit stopped the work: the model is asked once more, without tools, for a summary.
@@ -174,7 +178,7 @@ impl Run<'_> {
         let mut spent = Duration::ZERO;
         let mut pending = Vec::new();
         let mut stop = None;
-        for step in context.steps {
+        for step in &context.steps {
             self.counts.seq = step.seq;
             spent += Duration::from_millis(u64::try_from(step.duration_ms).unwrap_or(0));
             match step.kind {
@@ -196,6 +200,10 @@ impl Run<'_> {
                     }
                     self.push_result(&step);
                 }
+                StepKind::Compaction => {
+                    let task = self.claimed.user_message();
+                    self.model.request.messages = compact::resumed(&task, &context.steps, step.seq);
+                }
                 StepKind::Summary => {
                     let reason = step.error.clone().unwrap_or_default();
                     let summary = step.output.clone().unwrap_or_default();
@@ -213,6 +221,7 @@ impl Run<'_> {
         loop {
             state = match state {
                 State::Calling { calls, stop } => self.call_all(calls, stop).await?,
+                State::Compacting => self.compact().await?,
                 State::Asking => self.ask_next().await,
                 State::Summarising(stop) => State::Ended(self.summarise(stop).await?),
                 State::Ended(outcome) => return Ok(outcome),
@@ -245,14 +254,45 @@ impl Run<'_> {
         let stop = stop
             .or_else(|| (self.counts.model_calls >= max_steps).then_some(Stop::MaxSteps(max_steps)))
             .or_else(|| (Instant::now() >= self.deadline).then(|| self.timeout()));
-        Ok(stop.map_or(State::Asking, State::Summarising))
+        Ok(stop.map_or(State::Compacting, State::Summarising))
+    }
+
+    /// [`State::Compacting`]: when the conversation crowds the model's window, the model is
+    /// asked (once, without tools, reserved against the budgets like any call) for a summary
+    /// of the older steps, stored as a step that replaces them; then the fit is checked again.
+    async fn compact(&mut self) -> Result<State, Halt> {
+        let (node, agent, claimed) = (self.node, self.agent, self.claimed);
+        let plan = compact::plan(node, agent, claimed, &self.model.request, self.counts.seq).await;
+        let compaction = match plan {
+            Plan::Fits => return Ok(State::Asking),
+            Plan::Stop(outcome) => return Ok(State::Ended(outcome)),
+            Plan::Compact(compaction) => compaction,
+        };
+        let started = Instant::now();
+        let asked = compaction.messages.clone();
+        let conversation = std::mem::replace(&mut self.model.request.messages, asked);
+        self.model.request.tool_choice = ToolChoice::None;
+        let remaining = self.deadline.saturating_duration_since(started);
+        let answered = tokio::time::timeout(remaining, self.ask(StepKind::Compaction)).await;
+        self.model.request.messages = conversation;
+        self.model.request.tool_choice = ToolChoice::Auto;
+        let (answer, cost) = match answered {
+            Err(_) => return Ok(State::Summarising(self.timeout())),
+            Ok(Err(outcome)) => return Ok(State::Ended(outcome)),
+            Ok(Ok(answered)) => answered,
+        };
+        let step = compaction.step(self.next_seq(), answer, cost, millis(started));
+        let stored = self.store(&step, None).await?;
+        self.model.request.messages = compaction.after(&claimed.user_message(), stored);
+        Ok(State::Compacting)
     }
 
     /// [`State::Asking`]: the model's answer ends the run, or asks for calls.
     async fn ask_next(&mut self) -> State {
         let started = Instant::now();
         let remaining = self.deadline.saturating_duration_since(started);
-        let (answer, cost) = match tokio::time::timeout(remaining, self.ask()).await {
+        let (answer, cost) = match tokio::time::timeout(remaining, self.ask(StepKind::Model)).await
+        {
             Err(_) => return State::Summarising(self.timeout()),
             Ok(Err(outcome)) => return State::Ended(outcome),
             Ok(Ok(answered)) => answered,
@@ -283,17 +323,12 @@ impl Run<'_> {
 
     /// One model call with the conversation so far, counting its retries; its cost is
     /// reserved before it is sent and settled when it answers (see [`super::spend`]).
-    async fn ask(&mut self) -> Result<(Completion, Option<StepCost>), Outcome> {
+    async fn ask(&mut self, step: StepKind) -> Result<(Completion, Option<StepCost>), Outcome> {
         let run = RunRef { agent: self.agent, task: &self.claimed.task.id, node: self.node.id() };
         let model = self.claimed.agent.model.as_deref();
         let Model { provider, kind, request } = &self.model;
         let reserved = super::spend::reserve(self.node, run, model, *kind, request).await?;
-        let kind_of_step = if request.tool_choice == ToolChoice::None {
-            StepKind::Summary
-        } else {
-            StepKind::Model
-        };
-        self.started(kind_of_step, None);
+        self.started(step, None);
         let called = call_model(self.node, &**provider, kind.label(), request, run).await;
         self.counts.retries += (called.attempts - 1).max(0);
         let answer = called.answer?;
@@ -375,7 +410,7 @@ impl Run<'_> {
         self.model.request.messages.push(Message::User(summary_request(stop)));
         self.model.request.tool_choice = ToolChoice::None;
         let started = Instant::now();
-        let answered = self.ask().await;
+        let answered = self.ask(StepKind::Summary).await;
         let (summary, usage, cost) = match answered {
             Ok((answer, cost)) if !answer.text.trim().is_empty() => {
                 (answer.text, answer.usage, cost)

@@ -93,6 +93,7 @@ mod tests {
             duration_ms: 800,
             usage: None,
             cost: None,
+            compacted_through: None,
             created_at: at(second),
         }
     }
