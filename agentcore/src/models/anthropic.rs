@@ -104,7 +104,7 @@ impl ModelProvider for AnthropicProvider {
             .header("x-api-key", key.expose_secret())
             .header("anthropic-version", API_VERSION)
             .json(&body);
-        let counted: Counted = send_json(call, NAME).await?;
+        let (counted, _): (Counted, _) = send_json(call, NAME).await?;
         Ok(Some(counted.input_tokens))
     }
 }

@@ -192,13 +192,13 @@ impl Run<'_> {
                 }
                 StepKind::Tool => {
                     pending.retain(|c: &StepCall| Some(&c.id) != step.call_id.as_ref());
-                    if let Some(call) = as_call(&step) {
+                    if let Some(call) = as_call(step) {
                         self.counts.tool_calls += 1;
                         if self.guard.repeats(&call) {
                             stop = Some(Stop::LoopDetected);
                         }
                     }
-                    self.push_result(&step);
+                    self.push_result(step);
                 }
                 StepKind::Compaction => {
                     let task = self.claimed.user_message();
