@@ -2,7 +2,10 @@
 //! (`POST /v1/chat/completions`) and Anthropic Messages (`POST /v1/messages`), tool calls
 //! included. Answers are scripted, for every request or per model, or derived from the request;
 //! 429 with `Retry-After`, 500, 401 and hangs are available on demand, and a latency for every
-//! answer. Every request is recorded with when it arrived and when it was answered.
+//! answer. Every request is recorded with when it arrived, when it was answered and the usage
+//! the answer reported. Both formats' prompt caches are simulated (`fake_prompt_cache`): the
+//! fixed prompt counts (11 for OpenAI, 13 for Anthropic) stand for the uncached part of a
+//! prompt, and the cache's tokens are reported beside them as each provider does.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -14,6 +17,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use serde_json::{Value, json};
+
+use crate::fake_prompt_cache::PromptCaches;
 
 pub const OPENAI_KEY: &str = "sk-test-openai";
 pub const ANTHROPIC_KEY: &str = "sk-ant-test";
@@ -54,6 +59,8 @@ pub struct Call {
     pub received: Instant,
     /// When the answer left; `None` while the call is open (or its client went away).
     pub answered: Option<Instant>,
+    /// The `usage` object of a successful answer, as sent.
+    pub usage: Option<Value>,
 }
 
 impl Call {
@@ -61,7 +68,11 @@ impl Call {
     pub fn system(&self) -> &str {
         match self.format {
             "openai" => self.body["messages"][0]["content"].as_str().unwrap_or_default(),
-            _ => self.body["system"].as_str().unwrap_or_default(),
+            // A string, or text blocks (the one this project sends).
+            _ => match &self.body["system"] {
+                Value::String(text) => text,
+                system => system[0]["text"].as_str().unwrap_or_default(),
+            },
         }
     }
 
@@ -135,6 +146,7 @@ struct ModelState {
     latencies: HashMap<String, Duration>,
     /// Tool call ids given so far, so each is unique on this server.
     call_ids: u64,
+    caches: PromptCaches,
 }
 
 #[derive(Clone)]
@@ -215,6 +227,7 @@ fn begin(
         body: body.clone(),
         received: Instant::now(),
         answered: None,
+        usage: None,
     });
     let model = body["model"].as_str().unwrap_or_default();
     let answered = messages(body).iter().filter(|m| m["role"] == "assistant").count();
@@ -298,13 +311,14 @@ async fn reply_for(step: Option<Script>, format: &str, body: &Value) -> Reply {
 async fn openai(state: Shared, headers: HeaderMap, Json(body): Json<Value>) -> Response {
     let (index, step, latency) = begin(&state, "openai", &headers, &body);
     tokio::time::sleep(latency).await;
-    let response = openai_reply(&state, step, &headers, &body).await;
+    let response = openai_reply(&state, index, step, &headers, &body).await;
     end(&state, index);
     response
 }
 
 async fn openai_reply(
     state: &Shared,
+    index: usize,
     step: Option<Script>,
     headers: &HeaderMap,
     body: &Value,
@@ -350,10 +364,14 @@ async fn openai_reply(
             );
         }
     };
+    let cached = state.lock().unwrap().caches.openai(body);
+    let usage = json!({"prompt_tokens": 11 + cached, "completion_tokens": 22,
+        "total_tokens": 33 + cached, "prompt_tokens_details": {"cached_tokens": cached}});
+    state.lock().unwrap().calls[index].usage = Some(usage.clone());
     Json(json!({
         "id": "chatcmpl-1", "object": "chat.completion", "model": body["model"],
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-        "usage": {"prompt_tokens": 11, "completion_tokens": 22, "total_tokens": 33}
+        "usage": usage
     }))
     .into_response()
 }
@@ -361,13 +379,14 @@ async fn openai_reply(
 async fn anthropic(state: Shared, headers: HeaderMap, Json(body): Json<Value>) -> Response {
     let (index, step, latency) = begin(&state, "anthropic", &headers, &body);
     tokio::time::sleep(latency).await;
-    let response = anthropic_reply(&state, step, &headers, &body).await;
+    let response = anthropic_reply(&state, index, step, &headers, &body).await;
     end(&state, index);
     response
 }
 
 async fn anthropic_reply(
     state: &Shared,
+    index: usize,
     step: Option<Script>,
     headers: &HeaderMap,
     body: &Value,
@@ -386,6 +405,17 @@ async fn anthropic_reply(
             json!({"type": "error", "error": {"type": "invalid_request_error", "message": "anthropic-version header is required"}}),
         );
     }
+    let cached = state.lock().unwrap().caches.anthropic(body);
+    let cached = match cached {
+        Ok(cached) => cached,
+        Err(message) => {
+            return failure(
+                400,
+                None,
+                json!({"type": "error", "error": {"type": "invalid_request_error", "message": message}}),
+            );
+        }
+    };
     let (content, stop) = match reply_for(step, "anthropic", body).await {
         Reply::Text(text) => (json!([{"type": "text", "text": text}]), "end_turn"),
         Reply::Calls(calls) => {
@@ -407,10 +437,13 @@ async fn anthropic_reply(
             );
         }
     };
+    let usage = json!({"input_tokens": 13, "output_tokens": 24,
+        "cache_creation_input_tokens": cached.written, "cache_read_input_tokens": cached.read});
+    state.lock().unwrap().calls[index].usage = Some(usage.clone());
     Json(json!({
         "id": "msg_1", "type": "message", "role": "assistant", "model": body["model"],
         "content": content, "stop_reason": stop,
-        "usage": {"input_tokens": 13, "output_tokens": 24}
+        "usage": usage
     }))
     .into_response()
 }
@@ -424,14 +457,19 @@ fn blocks(value: &Value) -> &[Value] {
     value.as_array().map(Vec::as_slice).unwrap_or_default()
 }
 
-/// The first user message with text, in either format: Anthropic's tool results are user
-/// messages too, with blocks for content.
+/// The first user message's text, in either format (a string, or Anthropic's text block).
 fn first_user(body: &Value) -> &str {
-    messages(body)
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .find_map(|m| m["content"].as_str())
-        .unwrap_or_default()
+    let Some(first) = messages(body).iter().find(|m| m["role"] == "user") else {
+        return "";
+    };
+    match &first["content"] {
+        Value::String(text) => text,
+        content => blocks(content)
+            .iter()
+            .find(|b| b["type"] == "text")
+            .and_then(|b| b["text"].as_str())
+            .unwrap_or_default(),
+    }
 }
 
 /// The last user message's text, in either format.

@@ -26,6 +26,7 @@ pub mod crash;
 pub mod db;
 pub mod fake_discord;
 pub mod fake_models;
+pub mod fake_prompt_cache;
 pub mod log;
 pub mod mcp_server;
 pub mod metrics;

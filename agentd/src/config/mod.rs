@@ -31,6 +31,8 @@ mod billing_tests;
 mod effective;
 mod mcp;
 mod models;
+#[cfg(test)]
+mod prices_tests;
 mod settings;
 mod sources;
 #[cfg(test)]
