@@ -232,6 +232,7 @@ async fn anthropic_tool_calls_round_trip_through_their_results() {
             "name": "weather",
             "description": "Today's weather in a city.",
             "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}},
+            "cache_control": {"type": "ephemeral"},
         }])
     );
 
