@@ -60,9 +60,7 @@ pub struct UsageRow {
     /// The agent id, model name or day (`YYYY-MM-DD`) of the group; absent in the total.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
-    /// Prompt tokens at the input rate; the cache's are counted apart (see [`Usage`]).
-    ///
-    /// [`Usage`]: super::task::Usage
+    /// Prompt tokens at the input rate; the cache's are counted apart.
     pub input_tokens: i64,
     pub output_tokens: i64,
     /// Prompt tokens read from the provider's prompt cache.
