@@ -62,10 +62,17 @@ async fn anthropic_calls_use_its_headers_and_system_field() {
     assert_eq!(done.usage.map(|u| (u.input_tokens, u.output_tokens)), Some((13, 24)));
     let sent = &fake.calls()[0];
     assert_eq!(sent.headers["anthropic-version"], "2023-06-01");
-    assert_eq!(sent.body["system"], "You are a writer.");
+    // Text blocks, so each can carry a cache breakpoint (see `runtime::caching`).
+    let cache = serde_json::json!({"type": "ephemeral"});
+    assert_eq!(
+        sent.body["system"],
+        serde_json::json!([{"type": "text", "text": "You are a writer.", "cache_control": cache}])
+    );
     assert_eq!(
         sent.body["messages"],
-        serde_json::json!([{"role": "user", "content": "Write a haiku"}])
+        serde_json::json!([{"role": "user", "content": [
+            {"type": "text", "text": "Write a haiku", "cache_control": cache}
+        ]}])
     );
     assert_eq!(sent.body["max_tokens"], 1024);
 }
@@ -225,6 +232,7 @@ async fn anthropic_tool_calls_round_trip_through_their_results() {
             "name": "weather",
             "description": "Today's weather in a city.",
             "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}},
+            "cache_control": {"type": "ephemeral"},
         }])
     );
 

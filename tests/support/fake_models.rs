@@ -4,6 +4,10 @@
 //! 429 with `Retry-After`, 500, 401 and hangs are available on demand, and a latency for every
 //! answer. Every request is recorded with when it arrived and when it was answered. A limit of
 //! N requests per window can be enforced as providers do (see `fake_limit.rs`).
+//! answer. Every request is recorded with when it arrived, when it was answered and the usage
+//! the answer reported. Both formats' prompt caches are simulated (`fake_prompt_cache`): the
+//! fixed prompt counts (11 for OpenAI, 13 for Anthropic) stand for the uncached part of a
+//! prompt, and the cache's tokens are reported beside them as each provider does.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -17,6 +21,7 @@ use axum::{Json, Router};
 use serde_json::{Value, json};
 
 use crate::fake_limit::{Verdict, refusal, with_limit};
+use crate::fake_prompt_cache::PromptCaches;
 
 pub const OPENAI_KEY: &str = "sk-test-openai";
 pub const ANTHROPIC_KEY: &str = "sk-ant-test";
@@ -59,6 +64,8 @@ pub struct Call {
     pub answered: Option<Instant>,
     /// Refused with 429 by the enforced limit.
     pub rate_limited: bool,
+    /// The `usage` object of a successful answer, as sent.
+    pub usage: Option<Value>,
 }
 
 impl Call {
@@ -66,7 +73,11 @@ impl Call {
     pub fn system(&self) -> &str {
         match self.format {
             "openai" => self.body["messages"][0]["content"].as_str().unwrap_or_default(),
-            _ => self.body["system"].as_str().unwrap_or_default(),
+            // A string, or text blocks (the one this project sends).
+            _ => match &self.body["system"] {
+                Value::String(text) => text,
+                system => system[0]["text"].as_str().unwrap_or_default(),
+            },
         }
     }
 
@@ -171,6 +182,7 @@ struct ModelState {
     after_summary: HashMap<String, Duration>,
     /// The models whose next request takes that hold.
     armed: Vec<String>,
+    caches: PromptCaches,
 }
 
 #[derive(Clone)]
@@ -285,6 +297,7 @@ fn begin(
         received,
         answered: None,
         rate_limited,
+        usage: None,
     });
     if rate_limited {
         return (s.calls.len() - 1, None, Duration::ZERO, verdict);
@@ -379,7 +392,7 @@ async fn openai(state: Shared, headers: HeaderMap, Json(body): Json<Value>) -> R
     tokio::time::sleep(latency).await;
     let response = match verdict {
         Some(verdict) if !verdict.admitted => refusal("openai", verdict),
-        _ => openai_reply(&state, step, &headers, &body).await,
+        _ => openai_reply(&state, index, step, &headers, &body).await,
     };
     let response = with_limit("openai", verdict, response);
     end(&state, index);
@@ -388,6 +401,7 @@ async fn openai(state: Shared, headers: HeaderMap, Json(body): Json<Value>) -> R
 
 async fn openai_reply(
     state: &Shared,
+    index: usize,
     step: Option<Script>,
     headers: &HeaderMap,
     body: &Value,
@@ -433,10 +447,18 @@ async fn openai_reply(
             );
         }
     };
+    let cached = state.lock().unwrap().caches.openai(body);
+    // The prompt's tokens, cached ones included: 11 beside the cache's, unless the server
+    // counts (see [`FakeModels::count_tokens`]).
+    let prompt =
+        if counting(state) { crate::fake_tokens::openai_prompt_tokens(body) } else { 11 + cached };
+    let usage = json!({"prompt_tokens": prompt, "completion_tokens": 22,
+        "total_tokens": prompt + 22, "prompt_tokens_details": {"cached_tokens": cached}});
+    state.lock().unwrap().calls[index].usage = Some(usage.clone());
     Json(json!({
         "id": "chatcmpl-1", "object": "chat.completion", "model": body["model"],
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-        "usage": openai_usage(state, body)
+        "usage": usage
     }))
     .into_response()
 }
@@ -446,7 +468,7 @@ async fn anthropic(state: Shared, headers: HeaderMap, Json(body): Json<Value>) -
     tokio::time::sleep(latency).await;
     let response = match verdict {
         Some(verdict) if !verdict.admitted => refusal("anthropic", verdict),
-        _ => anthropic_reply(&state, step, &headers, &body).await,
+        _ => anthropic_reply(&state, index, step, &headers, &body).await,
     };
     let response = with_limit("anthropic", verdict, response);
     end(&state, index);
@@ -455,6 +477,7 @@ async fn anthropic(state: Shared, headers: HeaderMap, Json(body): Json<Value>) -
 
 async fn anthropic_reply(
     state: &Shared,
+    index: usize,
     step: Option<Script>,
     headers: &HeaderMap,
     body: &Value,
@@ -473,6 +496,17 @@ async fn anthropic_reply(
             json!({"type": "error", "error": {"type": "invalid_request_error", "message": "anthropic-version header is required"}}),
         );
     }
+    let cached = state.lock().unwrap().caches.anthropic(body);
+    let cached = match cached {
+        Ok(cached) => cached,
+        Err(message) => {
+            return failure(
+                400,
+                None,
+                json!({"type": "error", "error": {"type": "invalid_request_error", "message": message}}),
+            );
+        }
+    };
     let (content, stop) = match reply_for(step, "anthropic", body).await {
         Reply::Text(text) => (json!([{"type": "text", "text": text}]), "end_turn"),
         Reply::Calls(calls) => {
@@ -494,18 +528,15 @@ async fn anthropic_reply(
             );
         }
     };
+    let usage = json!({"input_tokens": anthropic_input(state, body), "output_tokens": 24,
+        "cache_creation_input_tokens": cached.written, "cache_read_input_tokens": cached.read});
+    state.lock().unwrap().calls[index].usage = Some(usage.clone());
     Json(json!({
         "id": "msg_1", "type": "message", "role": "assistant", "model": body["model"],
         "content": content, "stop_reason": stop,
-        "usage": {"input_tokens": anthropic_input(state, body), "output_tokens": 24}
+        "usage": usage
     }))
     .into_response()
-}
-
-/// Fixed counts, unless the server counts (see [`FakeModels::count_tokens`]).
-fn openai_usage(state: &Shared, body: &Value) -> Value {
-    let prompt = if counting(state) { crate::fake_tokens::openai_prompt_tokens(body) } else { 11 };
-    json!({"prompt_tokens": prompt, "completion_tokens": 22, "total_tokens": prompt + 22})
 }
 
 fn anthropic_input(state: &Shared, body: &Value) -> i64 {
@@ -546,14 +577,19 @@ fn blocks(value: &Value) -> &[Value] {
     value.as_array().map(Vec::as_slice).unwrap_or_default()
 }
 
-/// The first user message with text, in either format: Anthropic's tool results are user
-/// messages too, with blocks for content.
+/// The first user message's text, in either format (a string, or Anthropic's text block).
 fn first_user(body: &Value) -> &str {
-    messages(body)
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .find_map(|m| m["content"].as_str())
-        .unwrap_or_default()
+    let Some(first) = messages(body).iter().find(|m| m["role"] == "user") else {
+        return "";
+    };
+    match &first["content"] {
+        Value::String(text) => text,
+        content => blocks(content)
+            .iter()
+            .find(|b| b["type"] == "text")
+            .and_then(|b| b["text"].as_str())
+            .unwrap_or_default(),
+    }
 }
 
 /// The last user message's text, in either format.

@@ -28,6 +28,7 @@ pub mod fake_discord;
 mod fake_limit;
 pub mod fake_models;
 pub mod fake_tokens;
+pub mod fake_prompt_cache;
 pub mod log;
 pub mod mcp_server;
 pub mod metrics;

@@ -64,43 +64,95 @@ pub fn format_usd(micros: i64) -> String {
 }
 
 /// A model's price in micro-dollars per million tokens (the same number as dollars per token
-/// times a million million, so prices given to the cent per million tokens are exact).
+/// times a million million, so prices given to the cent per million tokens are exact): one
+/// rate for each class of token [`Usage`] counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Price {
     pub input: i64,
     pub output: i64,
+    /// Prompt tokens read from the provider's prompt cache.
+    pub cache_read: i64,
+    /// Prompt tokens written into the provider's prompt cache.
+    pub cache_write: i64,
+}
+
+/// What a provider charges for cached prompt tokens, in percent of the input rate: how a
+/// price given without cache rates gets them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheRates {
+    pub read_percent: i64,
+    pub write_percent: i64,
+}
+
+impl CacheRates {
+    /// No discount and no surcharge: a provider that reports no cache.
+    pub const NONE: CacheRates = CacheRates { read_percent: 100, write_percent: 100 };
 }
 
 impl Price {
-    /// From dollars per million input and output tokens.
+    /// From dollars per million input and output tokens; cached tokens at the input rate
+    /// until [`Price::with_cache_usd`] or [`Price::with_cache_rates`] says otherwise.
     pub fn per_million_usd(input: f64, output: f64) -> Result<Self, String> {
-        let micros = |usd: f64| {
-            if usd.is_finite() && (0.0..=1_000_000.0).contains(&usd) {
-                Ok((usd * MICROS_PER_USD as f64).round() as i64)
-            } else {
-                Err(format!("{usd} is not a price from 0 to 1000000 dollars per million tokens"))
-            }
+        let (input, output) = (per_million(input)?, per_million(output)?);
+        Ok(Self { input, output, cache_read: input, cache_write: input })
+    }
+
+    /// The same, with dollars per million tokens read from and written into the cache.
+    pub fn with_cache_usd(self, read: f64, write: f64) -> Result<Self, String> {
+        Ok(Self { cache_read: per_million(read)?, cache_write: per_million(write)?, ..self })
+    }
+
+    /// The same, with the cache rates a share of the input rate (rounded up, to the
+    /// micro-dollar per million tokens).
+    pub fn with_cache_rates(self, rates: CacheRates) -> Self {
+        let share = |percent: i64| {
+            let scaled = i128::from(self.input) * i128::from(percent.max(0));
+            i64::try_from((scaled + 99) / 100).unwrap_or(i64::MAX)
         };
-        Ok(Self { input: micros(input)?, output: micros(output)? })
+        Self {
+            cache_read: share(rates.read_percent),
+            cache_write: share(rates.write_percent),
+            ..self
+        }
     }
 
-    /// What `usage` cost, rounded up to the micro-dollar.
+    /// What `usage` cost, each class of token at its own rate, rounded up to the micro-dollar.
     pub fn cost(self, usage: Usage) -> i64 {
-        self.of(usage.input_tokens, usage.output_tokens)
+        to_micros(
+            tokens_at(usage.input_tokens, self.input)
+                + tokens_at(usage.output_tokens, self.output)
+                + tokens_at(usage.cache_read_tokens, self.cache_read)
+                + tokens_at(usage.cache_write_tokens, self.cache_write),
+        )
     }
 
-    /// The most a call can cost: every byte of its request an input token, every token of
-    /// its `max_tokens` spent.
-    pub fn worst_case(self, request_bytes: usize, max_tokens: u32) -> i64 {
-        self.of(i64::try_from(request_bytes).unwrap_or(i64::MAX), i64::from(max_tokens))
+    /// The most a call can cost: every one of its `input_tokens` (a bound on the prompt) at
+    /// the highest of the prompt's rates (a cache write costs more than plain input at
+    /// Anthropic), every token of its `max_tokens` spent.
+    pub fn worst_case(self, input_tokens: usize, max_tokens: u32) -> i64 {
+        let prompt_rate = self.input.max(self.cache_read).max(self.cache_write);
+        let input = i64::try_from(input_tokens).unwrap_or(i64::MAX);
+        to_micros(tokens_at(input, prompt_rate) + tokens_at(i64::from(max_tokens), self.output))
     }
+}
 
-    fn of(self, input_tokens: i64, output_tokens: i64) -> i64 {
-        let total = i128::from(input_tokens.max(0)) * i128::from(self.input)
-            + i128::from(output_tokens.max(0)) * i128::from(self.output);
-        let micros = (total + 999_999) / 1_000_000;
-        i64::try_from(micros).unwrap_or(i64::MAX)
+/// Micro-dollars per million tokens, from dollars.
+fn per_million(usd: f64) -> Result<i64, String> {
+    if usd.is_finite() && (0.0..=1_000_000.0).contains(&usd) {
+        Ok((usd * MICROS_PER_USD as f64).round() as i64)
+    } else {
+        Err(format!("{usd} is not a price from 0 to 1000000 dollars per million tokens"))
     }
+}
+
+/// `tokens` at `rate` micro-dollars per million, in millionths of a micro-dollar.
+fn tokens_at(tokens: i64, rate: i64) -> i128 {
+    i128::from(tokens.max(0)) * i128::from(rate)
+}
+
+/// Millionths of a micro-dollar, rounded up to the micro-dollar.
+fn to_micros(total: i128) -> i64 {
+    i64::try_from((total + 999_999) / 1_000_000).unwrap_or(i64::MAX)
 }
 
 /// What one model call cost, as its step records it.
@@ -263,17 +315,42 @@ mod tests {
     #[test]
     fn costs_round_up_and_the_worst_case_bounds_any_answer() {
         let price = Price::per_million_usd(0.15, 0.60).unwrap();
-        assert_eq!(price, Price { input: 150_000, output: 600_000 });
+        assert_eq!(
+            price,
+            Price { input: 150_000, output: 600_000, cache_read: 150_000, cache_write: 150_000 }
+        );
         // 11 × 0.15 + 22 × 0.60 = 14.85 micro-dollars, rounded up.
-        assert_eq!(price.cost(Usage { input_tokens: 11, output_tokens: 22 }), 15);
-        assert_eq!(price.cost(Usage { input_tokens: 0, output_tokens: 0 }), 0);
+        assert_eq!(price.cost(Usage::new(11, 22)), 15);
+        assert_eq!(price.cost(Usage::new(0, 0)), 0);
         assert_eq!(price.worst_case(1_000, 1_024), (150_000_000 + 614_400_000) / 1_000_000 + 1);
         let big = Price::per_million_usd(1_000_000.0, 1_000_000.0).unwrap();
-        assert_eq!(big.cost(Usage { input_tokens: i64::MAX, output_tokens: i64::MAX }), i64::MAX);
+        assert_eq!(big.cost(Usage::new(i64::MAX, i64::MAX)), i64::MAX);
         assert!(Price::per_million_usd(-1.0, 0.0).is_err());
         let unpriced = StepCost::of("local:llama", None, None, 0);
         assert_eq!((unpriced.cost_micros, unpriced.unpriced), (0, true));
         assert_eq!(StepCost::of("m", Some(price), None, 99).cost_micros, 99);
+    }
+
+    #[test]
+    fn each_class_of_token_is_priced_at_its_own_rate() {
+        // Claude Sonnet 4.5: $3 in, $15 out, $0.30 cache reads, $3.75 cache writes.
+        let sonnet = Price::per_million_usd(3.0, 15.0).unwrap().with_cache_usd(0.30, 3.75).unwrap();
+        let usage =
+            Usage { cache_read_tokens: 1_000, cache_write_tokens: 2_000, ..Usage::new(100, 10) };
+        // 100 × 3 + 10 × 15 + 1000 × 0.30 + 2000 × 3.75 = 8250 micro-dollars.
+        assert_eq!(sonnet.cost(usage), 8_250);
+        // The worst case prices every prompt token at the cache-write rate, the highest.
+        assert_eq!(sonnet.worst_case(1_000, 100), 3_750 + 1_500);
+        assert!(sonnet.worst_case(3_110, 10) >= sonnet.cost(usage));
+        let anthropic = CacheRates { read_percent: 10, write_percent: 125 };
+        assert_eq!(Price::per_million_usd(3.0, 15.0).unwrap().with_cache_rates(anthropic), sonnet);
+        let openai = CacheRates { read_percent: 50, write_percent: 100 };
+        let mini = Price::per_million_usd(0.15, 0.60).unwrap().with_cache_rates(openai);
+        assert_eq!((mini.cache_read, mini.cache_write), (75_000, 150_000));
+        let plain = Price::per_million_usd(0.15, 0.60).unwrap();
+        assert_eq!(plain.with_cache_rates(CacheRates::NONE), plain);
+        assert!(plain.with_cache_usd(-1.0, 0.0).is_err());
+        assert!(plain.with_cache_usd(0.0, f64::NAN).is_err());
     }
 
     #[test]

@@ -369,7 +369,7 @@ mod tests {
     #[test]
     fn a_completed_task_keeps_its_answer_resets_the_streak_and_starts_the_throttle() {
         let at = crate::domain::now();
-        let usage = Some(Usage { input_tokens: 3, output_tokens: 4 });
+        let usage = Some(Usage::new(3, 4));
         let done = finish(
             &agent(AgentStatus::Active, 2),
             &Task { usage, ..task() },

@@ -94,10 +94,7 @@ pub struct Step {
 /// Tokens added up: `None` until some step reports them.
 pub fn add_usage(total: Option<Usage>, more: Option<Usage>) -> Option<Usage> {
     match (total, more) {
-        (Some(total), Some(more)) => Some(Usage {
-            input_tokens: total.input_tokens.saturating_add(more.input_tokens),
-            output_tokens: total.output_tokens.saturating_add(more.output_tokens),
-        }),
+        (Some(total), Some(more)) => Some(total.plus(more)),
         (total, more) => total.or(more),
     }
 }
@@ -340,9 +337,9 @@ pub struct RecentTask {
     pub result: String,
 }
 
-/// The system prompt of a run: the role prompt, then the memory block, then short guidance on
-/// the tools offered (built-in ones and MCP servers'), then the MCP servers that could not be
-/// reached, then the last finished tasks for context.
+/// The system prompt of a run: the role prompt, then short guidance on the tools offered
+/// (built-in ones and MCP servers'), then the memory block, then the MCP servers that could
+/// not be reached, then the last finished tasks for context.
 pub fn system_prompt(
     role_prompt: &str,
     memory: &str,
@@ -350,11 +347,10 @@ pub fn system_prompt(
     unavailable: &[String],
     recent: &[RecentTask],
 ) -> String {
+    // What stays the same from task to task comes first (the role, the tools), what changes
+    // after (memory, problems, recent tasks): the longest prefix a provider's prompt cache
+    // can reuse across an agent's runs. Nothing here changes within a run.
     let mut prompt = role_prompt.trim_end().to_owned();
-    if !memory.trim().is_empty() {
-        prompt.push_str("\n\n## Your memory\n");
-        prompt.push_str(memory.trim_end());
-    }
     if !tools.is_empty() {
         let names = tools;
         prompt.push_str(&format!(
@@ -369,6 +365,10 @@ pub fn system_prompt(
                  at the start of every task.",
             );
         }
+    }
+    if !memory.trim().is_empty() {
+        prompt.push_str("\n\n## Your memory\n");
+        prompt.push_str(memory.trim_end());
     }
     if !unavailable.is_empty() {
         prompt.push_str("\n\n## Tools you cannot use now\n");
@@ -404,11 +404,14 @@ mod tests {
 
     #[test]
     fn usage_adds_up_and_stays_unknown_until_reported() {
-        let tokens = |input, output| Some(Usage { input_tokens: input, output_tokens: output });
+        let tokens = |input, output| Some(Usage::new(input, output));
         assert_eq!(add_usage(None, None), None);
         assert_eq!(add_usage(None, tokens(3, 4)), tokens(3, 4));
         assert_eq!(add_usage(tokens(3, 4), None), tokens(3, 4));
         assert_eq!(add_usage(tokens(3, 4), tokens(10, 20)), tokens(13, 24));
+        let cached = Usage { cache_read_tokens: 5, cache_write_tokens: 7, ..Usage::new(1, 2) };
+        let twice = add_usage(Some(cached), Some(cached)).unwrap();
+        assert_eq!((twice.cache_read_tokens, twice.cache_write_tokens), (10, 14));
     }
 
     #[test]
@@ -431,15 +434,16 @@ mod tests {
     }
 
     #[test]
-    fn the_system_prompt_holds_role_memory_tools_and_recent_tasks_in_that_order() {
+    fn the_system_prompt_holds_role_tools_memory_and_recent_tasks_in_that_order() {
         let recent = [RecentTask { title: "Plan".into(), result: "Line 1\n\nLine 2".into() }];
         let down = ["MCP server 'files': timed out".to_owned()];
         let tools = ["memory", "calc__add"];
         let prompt =
             system_prompt("You write.", "Release day is Thursday.", &tools, &down, &recent);
         let at = |s: &str| prompt.find(s).unwrap();
-        assert!(at("You write.") < at("Release day is Thursday."));
-        assert!(at("Release day") < at("## Tools") && at("calc__add") < at("## Tools you cannot"));
+        // The parts that change from task to task come after those that do not.
+        assert!(at("You write.") < at("## Tools") && at("calc__add") < at("Release day"));
+        assert!(at("Release day") < at("## Tools you cannot"));
         assert!(at("- MCP server 'files'") < at("- Plan: Line 1 / Line 2"));
         assert!(prompt.contains("Use `memory`"));
         assert_eq!(system_prompt("You write.", "", &[], &[], &[]), "You write.");

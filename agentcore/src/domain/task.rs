@@ -114,12 +114,40 @@ pub struct TaskPatch {
     pub priority: Option<Priority>,
 }
 
-/// Token counts reported by the model provider for a task.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// Token counts reported by the model provider for a step or a task. The four counts never
+/// overlap: `input_tokens` are the prompt's tokens read neither from nor into the provider's
+/// prompt cache, so the prompt was `input_tokens + cache_read_tokens + cache_write_tokens`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Usage {
+    /// Prompt tokens priced at the model's input rate.
     pub input_tokens: i64,
     pub output_tokens: i64,
+    /// Prompt tokens read from the provider's cache (Anthropic's `cache_read_input_tokens`,
+    /// OpenAI's `cached_tokens`), priced at the cache-read rate.
+    #[serde(default)]
+    pub cache_read_tokens: i64,
+    /// Prompt tokens written into the provider's cache (Anthropic's
+    /// `cache_creation_input_tokens`), priced at the cache-write rate.
+    #[serde(default)]
+    pub cache_write_tokens: i64,
+}
+
+impl Usage {
+    /// Tokens without any cache reported.
+    pub fn new(input_tokens: i64, output_tokens: i64) -> Self {
+        Self { input_tokens, output_tokens, ..Self::default() }
+    }
+
+    /// Both counts added, each saturating.
+    pub fn plus(self, more: Usage) -> Usage {
+        Usage {
+            input_tokens: self.input_tokens.saturating_add(more.input_tokens),
+            output_tokens: self.output_tokens.saturating_add(more.output_tokens),
+            cache_read_tokens: self.cache_read_tokens.saturating_add(more.cache_read_tokens),
+            cache_write_tokens: self.cache_write_tokens.saturating_add(more.cache_write_tokens),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

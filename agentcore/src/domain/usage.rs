@@ -60,8 +60,15 @@ pub struct UsageRow {
     /// The agent id, model name or day (`YYYY-MM-DD`) of the group; absent in the total.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
+    /// Prompt tokens at the input rate; the cache's are counted apart.
     pub input_tokens: i64,
     pub output_tokens: i64,
+    /// Prompt tokens read from the provider's prompt cache.
+    #[serde(default)]
+    pub cache_read_tokens: i64,
+    /// Prompt tokens written into the provider's prompt cache.
+    #[serde(default)]
+    pub cache_write_tokens: i64,
     /// Micro-dollars (1 USD = 1,000,000): the sum of the steps' recorded costs.
     pub cost_micros: i64,
     /// `cost_micros` in dollars.
@@ -81,6 +88,8 @@ impl UsageRow {
             key: None,
             input_tokens: 0,
             output_tokens: 0,
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
             cost_micros: 0,
             cost_usd: 0.0,
             tasks: 0,

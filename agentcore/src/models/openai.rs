@@ -10,6 +10,7 @@ use super::{
     Completion, CompletionRequest, Endpoint, Kind, Message, ModelError, ModelProvider, ToolCall,
     ToolChoice, send_json,
 };
+use crate::domain::budget::CacheRates;
 use crate::domain::task::Usage;
 
 const NAME: &str = "the OpenAI-compatible provider";
@@ -27,6 +28,9 @@ pub(super) const KIND: Kind = Kind {
             endpoint.api_key,
         ))
     },
+    // OpenAI's cached input is half the input rate for its older models and less for newer
+    // ones: half never under-counts. Writes cost nothing extra. Local servers report none.
+    cache_rates: CacheRates { read_percent: 50, write_percent: 100 },
 };
 
 #[derive(Debug, Clone)]
@@ -73,10 +77,35 @@ struct WireFunction {
     arguments: Value,
 }
 
+/// OpenAI's `prompt_tokens` includes the `cached_tokens` read from its prompt cache.
 #[derive(Debug, Deserialize)]
 struct TokenCounts {
     prompt_tokens: i64,
     completion_tokens: i64,
+    /// Absent from older models' answers and most compatible servers'.
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptDetails>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct PromptDetails {
+    #[serde(default)]
+    cached_tokens: Option<i64>,
+}
+
+impl TokenCounts {
+    /// As [`Usage`] counts them: the cached tokens apart from the rest of the prompt. OpenAI
+    /// writes into its cache at no extra charge and reports no writes.
+    fn usage(self) -> Usage {
+        let cached = self.prompt_tokens_details.and_then(|d| d.cached_tokens).unwrap_or(0);
+        let cached = cached.clamp(0, self.prompt_tokens.max(0));
+        Usage {
+            input_tokens: self.prompt_tokens - cached,
+            output_tokens: self.completion_tokens,
+            cache_read_tokens: cached,
+            cache_write_tokens: 0,
+        }
+    }
 }
 
 impl OpenAiProvider {
@@ -97,7 +126,10 @@ impl ModelProvider for OpenAiProvider {
     }
 }
 
-/// The JSON body of a chat completion for `request`.
+/// The JSON body of a chat completion for `request`. OpenAI caches the longest prefix it saw
+/// recently on its own; the body keeps that prefix stable: the system prompt first (nothing
+/// in it changes within a run), the tools in the run's order, the conversation only appended
+/// to. No `prompt_cache_key` is sent (see docs/decisions.md).
 pub(super) fn request_body(request: &CompletionRequest) -> Value {
     let mut messages = vec![json!({"role": "system", "content": request.system})];
     messages.extend(request.messages.iter().map(message));
@@ -155,9 +187,7 @@ fn message(message: &Message) -> Value {
 
 /// The completion in a successful answer: its text and tool calls, as sent.
 pub(super) fn read_answer(answer: Answer) -> Result<Completion, ModelError> {
-    let usage = answer
-        .usage
-        .map(|u| Usage { input_tokens: u.prompt_tokens, output_tokens: u.completion_tokens });
+    let usage = answer.usage.map(TokenCounts::usage);
     let message = answer.choices.into_iter().next().map(|choice| choice.message);
     let (content, calls) =
         message.map_or((None, Vec::new()), |m| (m.content, m.tool_calls.unwrap_or_default()));

@@ -17,9 +17,9 @@ use super::{
     CompletionRequest, EchoProvider, Message, ModelError, ModelProvider, anthropic, openai,
 };
 use crate::domain::agent::{ECHO, ModelName, provider_name};
-use crate::domain::budget::Price;
-use crate::domain::ratelimit::RateLimits;
+use crate::domain::budget::{CacheRates, Price};
 use crate::domain::compaction::{KNOWN_WINDOWS, MAX_WINDOW, MIN_WINDOW, UNKNOWN_WINDOW};
+use crate::domain::ratelimit::RateLimits;
 use crate::error::{Error, Result};
 use crate::scrub::Scrubber;
 
@@ -38,6 +38,9 @@ pub struct Kind {
     pub keyless_elsewhere: bool,
     /// Builds a provider of this kind for one endpoint.
     pub build: fn(Endpoint) -> Arc<dyn ModelProvider>,
+    /// What the kind's own service charges for cached prompt tokens: the cache rates of a
+    /// model priced without them (`models.prices`' two-part form).
+    pub cache_rates: CacheRates,
 }
 
 /// Where one configured provider is, and the HTTP client to reach it with.
@@ -63,6 +66,11 @@ impl ProviderConfig {
     /// A provider of `kind` at the kind's own address, without a key.
     pub fn of_kind(kind: &str) -> Self {
         Self { kind: kind.to_owned(), base_url: None, api_key: None }
+    }
+
+    /// The cache rates of its kind, for a price given without them; none for an unknown kind.
+    pub fn cache_rates(&self) -> CacheRates {
+        kind(&self.kind).map_or(CacheRates::NONE, |k| k.cache_rates)
     }
 
     /// The address calls go to: as configured, else the kind's own.
@@ -92,14 +100,17 @@ pub struct ModelsConfig {
     pub context_windows: BTreeMap<String, u32>,
 }
 
-/// List prices of a few well-known models (dollars per million input and output tokens), as
-/// the defaults of `models.prices`: examples to check against your own contract, not truths.
-pub const EXAMPLE_PRICES: [(&str, f64, f64); 5] = [
-    ("openai:gpt-4o-mini", 0.15, 0.60),
-    ("openai:gpt-4o", 2.50, 10.00),
-    ("openai:gpt-4.1-mini", 0.40, 1.60),
-    ("anthropic:claude-sonnet-4-5", 3.00, 15.00),
-    ("anthropic:claude-haiku-4-5", 1.00, 5.00),
+/// List prices of a few well-known models (dollars per million input, output, cache-read and
+/// cache-write tokens), as the defaults of `models.prices`: examples to check against your
+/// own contract, not truths. OpenAI's cached input is half the input rate for the GPT-4o
+/// family and a quarter for GPT-4.1, and it charges nothing extra to write; Anthropic's
+/// reads are a tenth of the input rate and its 5-minute writes 1.25 times it.
+pub const EXAMPLE_PRICES: [(&str, f64, f64, f64, f64); 5] = [
+    ("openai:gpt-4o-mini", 0.15, 0.60, 0.075, 0.15),
+    ("openai:gpt-4o", 2.50, 10.00, 1.25, 2.50),
+    ("openai:gpt-4.1-mini", 0.40, 1.60, 0.10, 0.40),
+    ("anthropic:claude-sonnet-4-5", 3.00, 15.00, 0.30, 3.75),
+    ("anthropic:claude-haiku-4-5", 1.00, 5.00, 0.10, 1.25),
 ];
 
 impl Default for ModelsConfig {
@@ -113,8 +124,9 @@ impl Default for ModelsConfig {
             max_tokens: 1024,
             prices: EXAMPLE_PRICES
                 .iter()
-                .filter_map(|(name, input, output)| {
-                    Some(((*name).to_owned(), Price::per_million_usd(*input, *output).ok()?))
+                .filter_map(|(name, input, output, read, write)| {
+                    let price = Price::per_million_usd(*input, *output).ok()?;
+                    Some(((*name).to_owned(), price.with_cache_usd(*read, *write).ok()?))
                 })
                 .collect(),
             rate_limits: RateLimits::default(),
@@ -558,6 +570,7 @@ mod tests {
             default_base_url: "http://127.0.0.1:9/fixed",
             keyless_elsewhere: false,
             build: |endpoint| Arc::new(Fixed(endpoint.base_url)),
+            cache_rates: CacheRates::NONE,
         };
         let kinds = [KINDS[0], KINDS[1], FIXED];
         let mut config = ModelsConfig::default();

@@ -3,6 +3,7 @@
 use serde_json::json;
 
 use super::{CompletionRequest, Message, ModelError, ToolCall, ToolSpec, anthropic, openai};
+use crate::domain::task::Usage;
 
 fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
     ToolCall { id: id.into(), name: name.into(), arguments: arguments.into() }
@@ -117,12 +118,13 @@ fn openai_answers_give_calls_with_arguments_as_sent() {
 #[test]
 fn anthropic_bodies_carry_tools_calls_and_results_in_one_turn() {
     let body = anthropic::request_body(&conversation());
+    let cache = json!({"type": "ephemeral"});
     assert_eq!(
         body,
         json!({
             "model": "m",
             "max_tokens": 100,
-            "system": "Be brief.",
+            "system": [{"type": "text", "text": "Be brief.", "cache_control": cache}],
             "messages": [
                 {"role": "user", "content": "Weather in Paris?"},
                 {"role": "assistant", "content": [
@@ -133,13 +135,14 @@ fn anthropic_bodies_carry_tools_calls_and_results_in_one_turn() {
                 {"role": "user", "content": [
                     {"type": "tool_result", "tool_use_id": "c1", "content": "12°C"},
                     {"type": "tool_result", "tool_use_id": "c2", "content": "error: bad arguments",
-                     "is_error": true},
+                     "is_error": true, "cache_control": cache},
                 ]},
             ],
             "tools": [{
                 "name": "weather",
                 "description": "The weather in a city.",
                 "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}},
+                "cache_control": cache,
             }],
         })
     );
@@ -160,7 +163,10 @@ fn anthropic_bodies_without_tools_or_text_leave_them_out() {
     );
     // A question after the results shares their turn: Anthropic's turns alternate.
     assert_eq!(body["messages"][2]["content"].as_array().map(Vec::len), Some(3));
-    assert_eq!(body["messages"][2]["content"][2], json!({"type": "text", "text": "And tomorrow?"}));
+    assert_eq!(
+        body["messages"][2]["content"][2],
+        json!({"type": "text", "text": "And tomorrow?", "cache_control": {"type": "ephemeral"}})
+    );
     assert_eq!(body["messages"].as_array().map(Vec::len), Some(3));
 }
 
@@ -178,6 +184,7 @@ fn anthropic_answers_join_text_and_give_calls() {
     }))
     .unwrap();
     let done = anthropic::read_answer(answer).unwrap();
+    assert_eq!(done.usage, Some(Usage::new(3, 4)), "no cache reported: none counted");
     assert_eq!(done.text, "Let me check.\nAnd the time.");
     assert_eq!(
         done.tool_calls,
@@ -187,4 +194,151 @@ fn anthropic_answers_join_text_and_give_calls() {
 
     let thinking = serde_json::from_value(json!({"content": [{"type": "thinking"}]}));
     assert!(matches!(anthropic::read_answer(thinking.unwrap()), Err(ModelError::Transient { .. })));
+}
+
+/// Every block marked `cache_control` in a body, by where it is.
+fn breakpoints(body: &serde_json::Value) -> Vec<String> {
+    let mut marked = Vec::new();
+    let mut look = |at: String, value: &serde_json::Value| {
+        if value.get("cache_control").is_some() {
+            marked.push(at);
+        }
+    };
+    for (i, tool) in body["tools"].as_array().into_iter().flatten().enumerate() {
+        look(format!("tools[{i}]"), tool);
+    }
+    for (i, block) in body["system"].as_array().into_iter().flatten().enumerate() {
+        look(format!("system[{i}]"), block);
+    }
+    for (m, turn) in body["messages"].as_array().into_iter().flatten().enumerate() {
+        for (i, block) in turn["content"].as_array().into_iter().flatten().enumerate() {
+            look(format!("messages[{m}][{i}]"), block);
+        }
+    }
+    marked
+}
+
+#[test]
+fn anthropic_bodies_mark_the_last_tool_the_system_prompt_and_the_last_block() {
+    let mut request = conversation();
+    request.tools.push(ToolSpec {
+        name: "clock".into(),
+        description: "The time.".into(),
+        parameters: json!({"type": "object"}),
+    });
+    let body = anthropic::request_body(&request);
+    assert_eq!(breakpoints(&body), ["tools[1]", "system[0]", "messages[2][1]"]);
+    // The task alone: its text becomes the one block that carries the mark.
+    request.messages.truncate(1);
+    let body = anthropic::request_body(&request);
+    assert_eq!(
+        body["messages"],
+        json!([{"role": "user", "content": [{"type": "text", "text": "Weather in Paris?",
+            "cache_control": {"type": "ephemeral"}}]}])
+    );
+    // No tools, no system prompt: only the conversation is marked, and never more than 4.
+    request.tools.clear();
+    request.system.clear();
+    let body = anthropic::request_body(&request);
+    assert!(body.get("system").is_none(), "{body}");
+    assert_eq!(breakpoints(&body), ["messages[0][0]"]);
+}
+
+/// The next step of a run: the model's calls and their results appended.
+fn next_step(mut request: CompletionRequest) -> CompletionRequest {
+    request.messages.push(Message::Assistant {
+        text: String::new(),
+        tool_calls: vec![call("c3", "weather", r#"{"city":"Lyon"}"#)],
+    });
+    request.messages.push(Message::ToolResult {
+        call_id: "c3".into(),
+        content: "14°C".into(),
+        is_error: false,
+    });
+    request
+}
+
+/// A body without its cache marks, as a provider's cache compares it.
+fn unmarked(mut body: serde_json::Value) -> serde_json::Value {
+    fn strip(value: &mut serde_json::Value) {
+        match value {
+            serde_json::Value::Object(map) => {
+                map.remove("cache_control");
+                map.values_mut().for_each(strip);
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    strip(&mut body);
+    body
+}
+
+#[test]
+fn consecutive_steps_of_a_run_send_byte_identical_prefixes() {
+    let first = conversation();
+    let second = next_step(first.clone());
+
+    let (a, b) = (openai::request_body(&first), openai::request_body(&second));
+    let sent = a["messages"].as_array().unwrap();
+    let again = &b["messages"].as_array().unwrap()[..sent.len()];
+    assert_eq!(serde_json::to_string(sent).unwrap(), serde_json::to_string(again).unwrap());
+    assert_eq!(a["tools"].to_string(), b["tools"].to_string());
+
+    let (a, b) =
+        (unmarked(anthropic::request_body(&first)), unmarked(anthropic::request_body(&second)));
+    assert_eq!(a["tools"].to_string(), b["tools"].to_string());
+    assert_eq!(a["system"].to_string(), b["system"].to_string());
+    let sent = a["messages"].as_array().unwrap();
+    let again = &b["messages"].as_array().unwrap()[..sent.len()];
+    assert_eq!(serde_json::to_string(sent).unwrap(), serde_json::to_string(again).unwrap());
+}
+
+#[test]
+fn cache_tokens_are_read_apart_from_the_rest_of_the_prompt() {
+    let answer = serde_json::from_value(json!({
+        "content": [{"type": "text", "text": "Hi"}],
+        "usage": {"input_tokens": 21, "output_tokens": 4, "cache_creation_input_tokens": 1800,
+                  "cache_read_input_tokens": 2500},
+    }))
+    .unwrap();
+    let usage = anthropic::read_answer(answer).unwrap().usage.unwrap();
+    assert_eq!(
+        usage,
+        Usage {
+            input_tokens: 21,
+            output_tokens: 4,
+            cache_read_tokens: 2500,
+            cache_write_tokens: 1800
+        }
+    );
+
+    // OpenAI counts the cached tokens inside `prompt_tokens`: they are taken out of it.
+    let answer = serde_json::from_value(json!({
+        "choices": [{"message": {"content": "Hi"}}],
+        "usage": {"prompt_tokens": 2006, "completion_tokens": 300, "total_tokens": 2306,
+                  "prompt_tokens_details": {"cached_tokens": 1920, "audio_tokens": 0}},
+    }))
+    .unwrap();
+    let usage = openai::read_answer(answer).unwrap().usage.unwrap();
+    assert_eq!(
+        usage,
+        Usage {
+            input_tokens: 86,
+            output_tokens: 300,
+            cache_read_tokens: 1920,
+            cache_write_tokens: 0
+        }
+    );
+    // A compatible server without the details, or with nonsense in them.
+    for details in [json!(null), json!({}), json!({"cached_tokens": 5000})] {
+        let answer = serde_json::from_value(json!({
+            "choices": [{"message": {"content": "Hi"}}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 3, "prompt_tokens_details": details},
+        }))
+        .unwrap();
+        let usage = openai::read_answer(answer).unwrap().usage.unwrap();
+        assert_eq!(usage.input_tokens + usage.cache_read_tokens, 10, "{details}");
+        assert!(usage.input_tokens >= 0, "{details}");
+    }
 }

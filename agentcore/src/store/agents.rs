@@ -425,7 +425,8 @@ pub(super) mod sql {
             "{AGENT_COLUMNS}, t.id AS t_id, t.title AS t_title, t.description AS t_description, \
              t.priority AS t_priority, t.status AS t_status, t.result AS t_result, \
              t.error AS t_error, t.attempts AS t_attempts, t.input_tokens AS t_input_tokens, \
-             t.output_tokens AS t_output_tokens, t.created_at AS t_created_at, \
+             t.output_tokens AS t_output_tokens, t.cache_read_tokens AS t_cache_read_tokens, \
+             t.cache_write_tokens AS t_cache_write_tokens, t.created_at AS t_created_at, \
              t.updated_at AS t_updated_at, t.started_at AS t_started_at, \
              t.completed_at AS t_completed_at, t.steps AS t_steps, t.depth AS t_depth, \
              t.created_by_agent AS t_created_by_agent, t.created_by_task AS t_created_by_task, \

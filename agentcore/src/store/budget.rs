@@ -58,6 +58,8 @@ pub(super) struct UsageSums {
     key: String,
     input_tokens: i64,
     output_tokens: i64,
+    cache_read_tokens: i64,
+    cache_write_tokens: i64,
     cost_micros: i64,
     steps: i64,
     tasks: i64,
@@ -70,6 +72,8 @@ impl From<UsageSums> for UsageRow {
             key: Some(sums.key),
             input_tokens: sums.input_tokens,
             output_tokens: sums.output_tokens,
+            cache_read_tokens: sums.cache_read_tokens,
+            cache_write_tokens: sums.cache_write_tokens,
             cost_micros: sums.cost_micros,
             cost_usd: crate::domain::budget::usd(sums.cost_micros),
             tasks: sums.tasks,
@@ -327,6 +331,8 @@ pub(super) mod sql {
             "SELECT {select} AS key, \
              CAST(COALESCE(SUM(s.input_tokens), 0) AS BIGINT) AS input_tokens, \
              CAST(COALESCE(SUM(s.output_tokens), 0) AS BIGINT) AS output_tokens, \
+             CAST(COALESCE(SUM(s.cache_read_tokens), 0) AS BIGINT) AS cache_read_tokens, \
+             CAST(COALESCE(SUM(s.cache_write_tokens), 0) AS BIGINT) AS cache_write_tokens, \
              CAST(COALESCE(SUM(s.cost_micros), 0) AS BIGINT) AS cost_micros, \
              CAST(COUNT(*) AS BIGINT) AS steps, \
              CAST(COUNT(DISTINCT s.task_id) AS BIGINT) AS tasks, \

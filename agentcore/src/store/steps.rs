@@ -244,6 +244,8 @@ pub(super) async fn advance_task(
         .bind(usage.map(|u| u.output_tokens))
         .bind(last.created_at)
         .bind(first.seq - 1)
+        .bind(usage.map_or(0, |u| u.cache_read_tokens))
+        .bind(usage.map_or(0, |u| u.cache_write_tokens))
         .execute(&mut *tx)
         .await?;
     Ok(held.rows_affected() > 0)
@@ -270,6 +272,8 @@ pub(super) async fn insert_step(tx: &mut Tx, task: &TaskId, step: &Step) -> Resu
         .bind(step.cost.as_ref().map_or(0, |c| c.cost_micros))
         .bind(step.cost.as_ref().is_some_and(|c| c.unpriced))
         .bind(step.compacted_through)
+        .bind(step.usage.map_or(0, |u| u.cache_read_tokens))
+        .bind(step.usage.map_or(0, |u| u.cache_write_tokens))
         .execute(&mut *tx)
         .await?;
     Ok(())
@@ -361,22 +365,26 @@ pub(super) mod sql {
     pub(crate) const TASK_EXISTS: &str =
         "SELECT 1 FROM tasks WHERE owner_id = $1 AND agent_id = $2 AND id = $3";
     pub(crate) const SELECT_STEPS: &str = "SELECT seq, kind, tool, call_id, arguments, output, \
-        tool_calls, error, duration_ms, input_tokens, output_tokens, model, cost_micros, unpriced, \
-        compacted_through, created_at FROM task_steps WHERE task_id = $1 ORDER BY seq";
+        tool_calls, error, duration_ms, input_tokens, output_tokens, cache_read_tokens, \
+        cache_write_tokens, model, cost_micros, unpriced, compacted_through, created_at \
+        FROM task_steps WHERE task_id = $1 ORDER BY seq";
     pub(crate) const RECENT_TASKS: &str = "SELECT title, result FROM tasks \
         WHERE owner_id = $1 AND agent_id = $2 AND status = 'complete' AND result IS NOT NULL \
         ORDER BY completed_at DESC LIMIT $3";
     /// Counts steps on the task up to `$3`, only while `$2` holds it and has counted `$7` so
-    /// far; tokens add up into the task's usage.
+    /// far; tokens add up into the task's usage (the cache's, `$8` and `$9`, 0 when none).
     pub(crate) const ADVANCE_TASK: &str = "UPDATE tasks SET steps = $3, \
         input_tokens = CASE WHEN $4 IS NULL THEN input_tokens ELSE COALESCE(input_tokens, 0) + $4 END, \
         output_tokens = CASE WHEN $5 IS NULL THEN output_tokens ELSE COALESCE(output_tokens, 0) + $5 END, \
+        cache_read_tokens = cache_read_tokens + $8, cache_write_tokens = cache_write_tokens + $9, \
         updated_at = $6 \
         WHERE id = $1 AND lease_owner = $2 AND status = 'in_progress' AND steps = $7";
     pub(crate) const INSERT_STEP: &str = "INSERT INTO task_steps (task_id, seq, kind, tool, \
         call_id, arguments, output, tool_calls, error, duration_ms, input_tokens, output_tokens, \
-        created_at, model, cost_micros, unpriced, compacted_through) \
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)";
+        created_at, model, cost_micros, unpriced, compacted_through, cache_read_tokens, \
+        cache_write_tokens) \
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, \
+        $19)";
     /// How many tasks a task's run created so far.
     pub(crate) const CREATED_BY_TASK: &str =
         "SELECT COUNT(*) FROM tasks WHERE created_by_task = $1";

@@ -220,6 +220,8 @@ impl<S: SqlStore> TaskStore for S {
                         .bind(task.completed_at)
                         .bind(task.steps)
                         .bind(&task.cancelled_by)
+                        .bind(task.usage.map_or(0, |u| u.cache_read_tokens))
+                        .bind(task.usage.map_or(0, |u| u.cache_write_tokens))
                         .execute(&mut tx)
                         .await?;
                     if task.status == TaskStatus::Cancelled {
@@ -348,9 +350,9 @@ pub(super) mod sql {
         CAST(COALESCE(SUM(queued) FILTER (WHERE agent_id = $2), 0) AS BIGINT), \
         CAST(COALESCE(SUM(queued), 0) AS BIGINT) FROM backlog_counts WHERE owner_id = $1";
     pub(crate) const TASK_COLUMNS: &str = "SELECT id, agent_id, title, description, priority, status, result, \
-        error, attempts, input_tokens, output_tokens, created_at, updated_at, started_at, \
-        completed_at, steps, depth, created_by_agent, created_by_task, cancelled_by, trace_id, \
-        parent_span_id FROM tasks";
+        error, attempts, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, \
+        created_at, updated_at, started_at, completed_at, steps, depth, created_by_agent, \
+        created_by_task, cancelled_by, trace_id, parent_span_id FROM tasks";
     pub(crate) const INSERT_TASK: &str = "INSERT INTO tasks \
         (id, owner_id, agent_id, title, description, priority, status, attempts, created_at, \
         updated_at, depth, created_by_agent, created_by_task, trace_id, parent_span_id) \
@@ -450,7 +452,7 @@ pub(super) mod sql {
     pub(crate) const UPDATE_TASK: &str = "UPDATE tasks SET title = $4, description = $5, \
         priority = $6, status = $7, result = $8, error = $9, attempts = $10, input_tokens = $11, \
         output_tokens = $12, updated_at = $13, started_at = $14, completed_at = $15, steps = $16, \
-        cancelled_by = $17, \
+        cancelled_by = $17, cache_read_tokens = $18, cache_write_tokens = $19, \
         lease_owner = CASE WHEN $7 = 'cancelled' THEN NULL ELSE lease_owner END, \
         lease_until = CASE WHEN $7 = 'cancelled' THEN NULL ELSE lease_until END \
         WHERE owner_id = $1 AND agent_id = $2 AND id = $3";

@@ -69,8 +69,17 @@ impl Render for McpServerTools {
 /// One row a group, then the total.
 impl Render for UsageReport {
     fn render(&self, screen: Screen) -> String {
-        let headers =
-            ["GROUP", "INPUT TOKENS", "OUTPUT TOKENS", "COST", "TASKS", "CALLS", "UNPRICED CALLS"];
+        let headers = [
+            "GROUP",
+            "INPUT TOKENS",
+            "OUTPUT TOKENS",
+            "CACHE READS",
+            "CACHE WRITES",
+            "COST",
+            "TASKS",
+            "CALLS",
+            "UNPRICED CALLS",
+        ];
         let total = UsageRow { key: Some("(total)".to_owned()), ..self.total.clone() };
         let listed: Vec<&UsageRow> = self.rows.iter().chain([&total]).collect();
         let table = rows(screen, &listed, headers, |row| {
@@ -78,6 +87,8 @@ impl Render for UsageReport {
                 cell(&row.key),
                 row.input_tokens.to_string(),
                 row.output_tokens.to_string(),
+                row.cache_read_tokens.to_string(),
+                row.cache_write_tokens.to_string(),
                 usd(row.cost_micros),
                 row.tasks.to_string(),
                 row.steps.to_string(),

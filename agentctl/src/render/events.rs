@@ -80,7 +80,18 @@ fn finished(step: &Step) -> String {
     }
     let mut spent = Vec::new();
     if let Some(usage) = &step.usage {
-        spent.push(format!("{}+{} tokens", usage.input_tokens, usage.output_tokens));
+        let cached = usage.cache_read_tokens + usage.cache_write_tokens;
+        spent.push(if cached > 0 {
+            format!(
+                "{}+{} tokens, cache {} read {} written",
+                usage.input_tokens,
+                usage.output_tokens,
+                usage.cache_read_tokens,
+                usage.cache_write_tokens
+            )
+        } else {
+            format!("{}+{} tokens", usage.input_tokens, usage.output_tokens)
+        });
     }
     if let Some(cost) = &step.cost {
         spent.push(if cost.unpriced {
@@ -136,7 +147,7 @@ mod tests {
         let mut model = step(StepKind::Model);
         model.tool_calls =
             vec![StepCall { id: "c".into(), name: "memory".into(), arguments: "{}".into() }];
-        model.usage = Some(Usage { input_tokens: 120, output_tokens: 30 });
+        model.usage = Some(Usage::new(120, 30));
         model.cost =
             Some(StepCost { model: "openai:x".into(), cost_micros: 4_200, unpriced: false });
         assert_eq!(finished(&model), "step 2 model → memory [120+30 tokens, openai:x $0.0042]");

@@ -219,11 +219,14 @@ fn money_is_dollars_and_cents() {
     assert!(shown.contains("$25.00") && shown.contains("$0.00"), "{shown}");
     assert!(!shown.contains("25.0 ") && !shown.contains(" 0.0"), "{shown}");
     let row = json!({"input_tokens": 1, "output_tokens": 1, "cost_micros": 4200,
-        "cost_usd": 0.0042, "tasks": 1, "steps": 1, "unpriced_steps": 0});
+        "cost_usd": 0.0042, "tasks": 1, "steps": 1, "unpriced_steps": 0,
+        "cache_read_tokens": 7010, "cache_write_tokens": 3020});
     let usage: UsageReport = typed(json!({"from": "2026-11-01T00:00:00Z",
         "to": "2026-12-01T00:00:00Z", "rows": [], "total": row}));
     let shown = usage.render(Screen::default());
     assert!(shown.contains("$0.0042"), "{shown}");
+    assert!(shown.contains("CACHE READS") && shown.contains("7010"), "{shown}");
+    assert!(shown.contains("3020"), "{shown}");
     let mut agent = agent_json();
     agent["budget_monthly_usd"] = json!(12.5);
     assert!(typed::<Agent>(agent).render(Screen::default()).contains("$12.50"));

@@ -33,6 +33,7 @@ mod mcp;
 mod models;
 #[cfg(test)]
 mod ratelimit_tests;
+mod prices_tests;
 mod settings;
 mod sources;
 #[cfg(test)]

@@ -7,20 +7,23 @@
 //! `OPENAI_API_KEY`), and the same for `anthropic`. A field set in the provider's own table
 //! wins over them.
 //!
-//! `[models.prices]` (`AGENTD_MODELS__PRICES`: `<provider>:<model>=<input>/<output>`, comma
-//! separated) prices models in dollars per million input and output tokens; it adds to (and
-//! overrides) the example prices of a few well-known models.
+//! `[models.prices]` (`AGENTD_MODELS__PRICES`: `<provider>:<model>=<input>/<output>` or
+//! `...=<input>/<output>/<cache_read>/<cache_write>`, comma separated) prices models in dollars
+//! per million input, output and cached prompt tokens (the two-part form takes the cache rates
+//! of the provider's kind); it adds to (and overrides) the example prices of a few well-known
+//! models.
 //!
 //! `[models.rate_limits]` (`AGENTD_MODELS__RATE_LIMITS`: `<scope>=<requests>/<tokens>`, comma
 //! separated, `-` for unlimited) limits the calls every node sends to a provider (`openai`) or
 //! one of its models (`openai:gpt-4o`) per window: `models.rate_limit_window_seconds`, a
 //! minute unless set (shorter for tests).
+//!
 //! `[models.context_windows]` (`AGENTD_MODELS__CONTEXT_WINDOWS`: `<provider>:<model>=<tokens>`,
 //! comma separated) says how many tokens each model's context holds; it adds to (and overrides)
 //! the windows of a few well-known models. A run's conversation is compacted as it nears it.
 
 use agentcore::domain::agent::provider_name;
-use agentcore::domain::budget::Price;
+use agentcore::domain::budget::{CacheRates, Price};
 use agentcore::domain::ratelimit::{MAX_WINDOW, RateLimit, RateLimits};
 use agentcore::models::{ModelsConfig, ProviderConfig};
 use secrecy::{ExposeSecret, SecretString};
@@ -85,24 +88,21 @@ pub(super) fn models(src: &Sources<'_>) -> Result<ModelsConfig, ConfigError> {
     }
     let mut prices = defaults.prices;
     for pair in list(&src.get("AGENTD_MODELS__PRICES").unwrap_or_default()) {
-        let parsed = pair.split_once('=').and_then(|(model, price)| {
-            let (input, output) = price.split_once('/')?;
-            let (input, output) = (input.trim().parse().ok()?, output.trim().parse().ok()?);
-            Some((model.trim().to_owned(), Price::per_million_usd(input, output)))
-        });
-        match parsed {
-            Some((model, Ok(price))) => {
+        let Some((model, price)) = pair.split_once('=') else {
+            return Err(bad_price(&pair));
+        };
+        let model = model.trim().to_owned();
+        // The two-part form takes its cache rates from the provider's kind.
+        let rates = model
+            .split_once(':')
+            .and_then(|(provider, _)| providers.get(provider))
+            .map_or(CacheRates::NONE, ProviderConfig::cache_rates);
+        match parse_price(price, rates) {
+            Some(Ok(price)) => {
                 prices.insert(model, price);
             }
-            Some((model, Err(e))) => {
-                return Err(ConfigError(format!("models.prices.\"{model}\": {e}")));
-            }
-            None => {
-                return Err(ConfigError(format!(
-                    "models.prices: '{pair}' is not <provider>:<model>=<input>/<output> \
-                     (dollars per million tokens, e.g. openai:gpt-4o-mini=0.15/0.60)"
-                )));
-            }
+            Some(Err(e)) => return Err(ConfigError(format!("models.prices.\"{model}\": {e}"))),
+            None => return Err(bad_price(&pair)),
         }
     }
     let mut context_windows = defaults.context_windows;
@@ -156,6 +156,30 @@ fn rate_limits(src: &Sources<'_>) -> Result<RateLimits, ConfigError> {
     Ok(limits)
 }
 
+/// `<input>/<output>` or `<input>/<output>/<cache_read>/<cache_write>`, dollars per million
+/// tokens; `None` when it is neither form of numbers.
+fn parse_price(text: &str, rates: CacheRates) -> Option<Result<Price, String>> {
+    let parts: Vec<f64> =
+        text.split('/').map(|part| part.trim().parse().ok()).collect::<Option<_>>()?;
+    match parts[..] {
+        [input, output] => {
+            Some(Price::per_million_usd(input, output).map(|p| p.with_cache_rates(rates)))
+        }
+        [input, output, read, write] => {
+            Some(Price::per_million_usd(input, output).and_then(|p| p.with_cache_usd(read, write)))
+        }
+        _ => None,
+    }
+}
+
+fn bad_price(pair: &str) -> ConfigError {
+    ConfigError(format!(
+        "models.prices: '{pair}' is not <provider>:<model>=<input>/<output>[/<cache_read>/<cache_write>] \
+         (dollars per million tokens, e.g. openai:gpt-4o-mini=0.15/0.60 or \
+         anthropic:claude-sonnet-4-5=3/15/0.30/3.75)"
+    ))
+}
+
 /// `[models]` and `[models.providers.<name>]` for `agentd config`.
 pub(super) fn show(models: &ModelsConfig, root: &mut toml::Table) {
     use toml::Value;
@@ -180,7 +204,10 @@ pub(super) fn show(models: &ModelsConfig, root: &mut toml::Table) {
         .iter()
         .map(|(model, price)| {
             let usd = |micros: i64| micros as f64 / 1e6;
-            (model.clone(), Value::String(format!("{}/{}", usd(price.input), usd(price.output))))
+            let shown = [price.input, price.output, price.cache_read, price.cache_write]
+                .map(|micros| usd(micros).to_string())
+                .join("/");
+            (model.clone(), Value::String(shown))
         })
         .collect();
     insert(root, "models.prices", Value::Table(prices));

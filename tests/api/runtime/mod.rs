@@ -11,6 +11,7 @@ use crate::helpers::{Options, TestApp, TestDb, User, backend_tests, eventually};
 
 mod bound;
 mod budget;
+mod caching;
 pub(crate) mod compaction;
 pub(crate) mod fetch;
 mod mcp;
@@ -145,7 +146,11 @@ async fn a_started_agent_runs_its_backlog_by_priority_and_posts_each_result(app:
         assert_eq!(done["status"], "complete");
         assert_eq!(done["result"], format!("Answer to: {user_message}"));
         assert_eq!(done["attempts"], 1);
-        assert_eq!(done["usage"], json!({"input_tokens": 11, "output_tokens": 22}));
+        assert_eq!(
+            done["usage"],
+            json!({"input_tokens": 11, "output_tokens": 22, "cache_read_tokens": 0,
+                   "cache_write_tokens": 0})
+        );
         assert!(done["started_at"].is_string() && done["completed_at"].is_string());
         assert!(done["error"].is_null());
     }

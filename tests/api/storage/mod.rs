@@ -276,10 +276,7 @@ async fn tasks_round_trip_and_are_scoped_to_owner_and_agent(store: TestStore) {
                     result: Some("answer".into()),
                     attempts: 1,
                     completed_at: Some(finished_at),
-                    usage: Some(agentcore::domain::task::Usage {
-                        input_tokens: 12,
-                        output_tokens: 34,
-                    }),
+                    usage: Some(agentcore::domain::task::Usage::new(12, 34)),
                     ..current.clone()
                 })),
                 activity: vec![NewActivity::for_task(

@@ -122,6 +122,8 @@ pub(super) struct TaskRow {
     attempts: i32,
     input_tokens: Option<i64>,
     output_tokens: Option<i64>,
+    cache_read_tokens: i64,
+    cache_write_tokens: i64,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
     started_at: Option<DateTime<Utc>>,
@@ -139,12 +141,12 @@ impl TryFrom<TaskRow> for Task {
     type Error = Error;
 
     fn try_from(row: TaskRow) -> Result<Self> {
-        let usage = match (row.input_tokens, row.output_tokens) {
-            (Some(input_tokens), Some(output_tokens)) => {
-                Some(Usage { input_tokens, output_tokens })
-            }
-            _ => None,
-        };
+        let usage = usage(
+            row.input_tokens,
+            row.output_tokens,
+            row.cache_read_tokens,
+            row.cache_write_tokens,
+        );
         Ok(Task {
             id: TaskId::parse(&row.id).map_err(corrupt("tasks.id"))?,
             agent_id: AgentId::parse(&row.agent_id).map_err(corrupt("tasks.agent_id"))?,
@@ -229,6 +231,10 @@ pub(super) struct ViewTaskRow {
     input_tokens: Option<i64>,
     #[sqlx(rename = "t_output_tokens")]
     output_tokens: Option<i64>,
+    #[sqlx(rename = "t_cache_read_tokens")]
+    cache_read_tokens: Option<i64>,
+    #[sqlx(rename = "t_cache_write_tokens")]
+    cache_write_tokens: Option<i64>,
     #[sqlx(rename = "t_created_at")]
     created_at: Option<DateTime<Utc>>,
     #[sqlx(rename = "t_updated_at")]
@@ -266,6 +272,8 @@ impl ViewTaskRow {
             attempts: self.attempts.ok_or_else(missing("tasks.attempts"))?,
             input_tokens: self.input_tokens,
             output_tokens: self.output_tokens,
+            cache_read_tokens: self.cache_read_tokens.unwrap_or(0),
+            cache_write_tokens: self.cache_write_tokens.unwrap_or(0),
             created_at: self.created_at.ok_or_else(missing("tasks.created_at"))?,
             updated_at: self.updated_at.ok_or_else(missing("tasks.updated_at"))?,
             started_at: self.started_at,
@@ -361,6 +369,8 @@ pub(super) struct StepRow {
     duration_ms: i64,
     input_tokens: Option<i64>,
     output_tokens: Option<i64>,
+    cache_read_tokens: i64,
+    cache_write_tokens: i64,
     model: Option<String>,
     cost_micros: i64,
     unpriced: bool,
@@ -390,12 +400,12 @@ impl TryFrom<StepRow> for Step {
                 .map_err(|e| corrupt("task_steps.tool_calls")(e.to_string()))?,
             error: row.error,
             duration_ms: row.duration_ms,
-            usage: match (row.input_tokens, row.output_tokens) {
-                (Some(input_tokens), Some(output_tokens)) => {
-                    Some(Usage { input_tokens, output_tokens })
-                }
-                _ => None,
-            },
+            usage: usage(
+                row.input_tokens,
+                row.output_tokens,
+                row.cache_read_tokens,
+                row.cache_write_tokens,
+            ),
             cost: row.model.map(|model| crate::domain::budget::StepCost {
                 model,
                 cost_micros: row.cost_micros,
@@ -405,4 +415,20 @@ impl TryFrom<StepRow> for Step {
             created_at: row.created_at,
         })
     }
+}
+
+/// A step's or task's tokens: none until the provider reported some.
+fn usage(
+    input: Option<i64>,
+    output: Option<i64>,
+    cache_read: i64,
+    cache_write: i64,
+) -> Option<Usage> {
+    let (input_tokens, output_tokens) = (input?, output?);
+    Some(Usage {
+        input_tokens,
+        output_tokens,
+        cache_read_tokens: cache_read,
+        cache_write_tokens: cache_write,
+    })
 }

@@ -288,6 +288,8 @@ impl<S: SqlStore> RuntimeStore for S {
                     .bind(done.task.usage.map(|u| u.output_tokens))
                     .bind(at)
                     .bind(done.task.steps)
+                    .bind(done.task.usage.map_or(0, |u| u.cache_read_tokens))
+                    .bind(done.task.usage.map_or(0, |u| u.cache_write_tokens))
                     .execute(&mut tx)
                     .await?;
                 if written.rows_affected() == 0 {

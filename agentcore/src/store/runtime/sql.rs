@@ -96,8 +96,8 @@ pub(crate) const START_TASK: &str = "UPDATE tasks SET status = 'in_progress', le
 /// Writes a finished task, only while `$2` still holds it.
 pub(crate) const FINISH_TASK: &str = "UPDATE tasks SET status = $3, result = $4, error = $5, \
     attempts = $6, input_tokens = $7, output_tokens = $8, updated_at = $9, completed_at = $9, \
-    steps = $10, lease_owner = NULL, lease_until = NULL \
-    WHERE id = $1 AND lease_owner = $2 AND status = 'in_progress'";
+    steps = $10, cache_read_tokens = $11, cache_write_tokens = $12, lease_owner = NULL, \
+    lease_until = NULL WHERE id = $1 AND lease_owner = $2 AND status = 'in_progress'";
 /// A queued task given up at its claim (too many interrupted runs): failed without a run.
 pub(crate) const FAIL_QUEUED_TASK: &str = "UPDATE tasks SET status = 'failed', result = NULL, \
     error = $2, updated_at = $3, completed_at = $3 WHERE id = $1 AND status = 'queued'";
