@@ -100,6 +100,10 @@ pub struct Options {
     pub plan_quotas: std::collections::BTreeMap<String, agentcore::domain::quota::PlanQuotas>,
     /// Webhooks: retries 50 ms apart, a look every 50 ms, a 2 s bound per attempt.
     pub webhooks: agentcore::WebhookConfig,
+    /// The server's fallback chains (`models.fallbacks`); none unless set.
+    pub model_fallbacks: std::collections::BTreeMap<String, Vec<String>>,
+    /// When a failing model cools down (`models.health`); the defaults unless set.
+    pub model_health: agentcore::domain::fallback::HealthPolicy,
 }
 
 /// The model the tests price: no input cost, $200 per million output tokens, so each answer of
@@ -153,6 +157,8 @@ impl Options {
                 poll: Duration::from_millis(50),
                 ..agentcore::WebhookConfig::default()
             },
+            model_fallbacks: std::collections::BTreeMap::new(),
+            model_health: agentcore::domain::fallback::HealthPolicy::default(),
         }
     }
 
@@ -199,6 +205,8 @@ impl Options {
         if let Some(max_tokens) = self.max_tokens {
             config.models.max_tokens = max_tokens;
         }
+        config.models.fallbacks.clone_from(&self.model_fallbacks);
+        config.models.health = self.model_health;
         config.runtime = self.runtime;
         config.schedules = self.schedules.clone();
         config.retention = self.retention;

@@ -27,6 +27,7 @@ impl Core {
                 latency: calls.latency.snapshot(),
                 transient_errors: calls.transient_errors.load(Ordering::Relaxed),
                 permanent_errors: calls.permanent_errors.load(Ordering::Relaxed),
+                cooldown_skips: calls.cooldown_skips.load(Ordering::Relaxed),
             })
             .collect();
         Ok(Metrics {
@@ -47,6 +48,7 @@ impl Core {
                 failed_deliveries: self.counters().webhooks_failed.load(Ordering::Relaxed),
             },
             trigger_calls: self.counters().hooks.snapshot(),
+            model_cooldowns: self.model_cooldowns().await,
         })
     }
 

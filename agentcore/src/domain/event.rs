@@ -324,6 +324,7 @@ mod tests {
             duration_ms: 3,
             usage: None,
             cost: None,
+            tried: Vec::new(),
             created_at: crate::domain::now(),
         };
         let event = Event::of_step(7, "writer".into(), "t".into(), step);

@@ -43,6 +43,7 @@ pub mod budget;
 pub mod change;
 pub mod chat;
 pub mod event;
+pub mod fallback;
 pub mod interaction;
 pub mod mcp;
 pub mod message;

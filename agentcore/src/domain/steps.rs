@@ -81,6 +81,10 @@ pub struct Step {
     /// Model steps: the model called and what the call cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<super::budget::StepCost>,
+    /// Model steps: the models of the fallback chain tried before the one that answered (named
+    /// by `cost.model`), each with its error; absent when the first one answered.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tried: Vec<super::fallback::Tried>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -122,6 +126,7 @@ impl Step {
             duration_ms: ms,
             usage,
             cost: None,
+            tried: Vec::new(),
             created_at: super::now(),
         }
     }
@@ -144,6 +149,7 @@ impl Step {
             duration_ms: ms,
             usage: None,
             cost: None,
+            tried: Vec::new(),
             created_at: super::now(),
         }
     }

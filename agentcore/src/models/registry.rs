@@ -17,6 +17,7 @@ use super::{
 };
 use crate::domain::agent::{ECHO, ModelName, provider_name};
 use crate::domain::budget::Price;
+use crate::domain::fallback::HealthPolicy;
 use crate::error::{Error, Result};
 use crate::scrub::Scrubber;
 
@@ -82,6 +83,11 @@ pub struct ModelsConfig {
     /// Prices by full model name (`openai:gpt-4o-mini`). A model without one is unpriced: its
     /// calls are recorded at 0 and no budget can hold them back.
     pub prices: BTreeMap<String, Price>,
+    /// The server's fallback chains: a model's full name to the models tried after it, in
+    /// order (agents with `fallback_models` of their own use theirs).
+    pub fallbacks: BTreeMap<String, Vec<String>>,
+    /// When a failing model cools down for every agent (`models.health.*`).
+    pub health: HealthPolicy,
 }
 
 /// List prices of a few well-known models (dollars per million input and output tokens), as
@@ -109,6 +115,8 @@ impl Default for ModelsConfig {
                     Some(((*name).to_owned(), Price::per_million_usd(*input, *output).ok()?))
                 })
                 .collect(),
+            fallbacks: BTreeMap::new(),
+            health: HealthPolicy::default(),
         }
     }
 }
@@ -165,6 +173,8 @@ pub struct Models {
     /// The configured ones by name, as callers see them.
     configured: Vec<Configured>,
     prices: BTreeMap<String, Price>,
+    pub(super) fallbacks: BTreeMap<String, Vec<String>>,
+    pub(super) health: HealthPolicy,
 }
 
 /// Which model answers a run: the offline `echo`, a configured provider's model, or a name no
@@ -257,6 +267,8 @@ impl Models {
             providers,
             configured,
             prices: config.prices.clone(),
+            fallbacks: config.fallbacks.clone(),
+            health: config.health,
         };
         let default = ModelName::parse(&config.default).map_err(|e| {
             Error::NotConfigured(format!("models.default: '{}' {e}", config.default))
@@ -264,6 +276,7 @@ impl Models {
         models.check(&default).map_err(|e| {
             Error::NotConfigured(format!("models.default: '{}' {e}", config.default))
         })?;
+        models.check_fallbacks()?;
         Ok(models)
     }
 

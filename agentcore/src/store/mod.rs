@@ -22,6 +22,7 @@ mod events;
 mod explain;
 mod health;
 mod mcp;
+mod model_health;
 mod outbox;
 mod postgres;
 mod readers;
@@ -64,6 +65,7 @@ pub use chat::{ChatStore, ConnectionRecord};
 pub use events::{EventBounds, EventStore};
 pub use health::{StorageFaultCounts, StorageHealth};
 pub use mcp::{McpServerRecord, McpStore};
+pub use model_health::ModelHealthStore;
 pub use outbox::OutboxStore;
 pub use postgres::PostgresStore;
 pub use retention::{Prunable, RetentionStore};
@@ -237,10 +239,14 @@ pub trait Store:
 /// The store as the agent runtime uses it: claims and leases, a run's steps and memory, the
 /// approvals of its calls and its budget's reservations. The runtime is given this, not the
 /// whole [`Store`].
-pub trait RunStore: RuntimeStore + StepStore + ApprovalStore + BudgetStore + EventStore {}
+pub trait RunStore:
+    RuntimeStore + StepStore + ApprovalStore + BudgetStore + EventStore + ModelHealthStore
+{
+}
 
-impl<T: RuntimeStore + StepStore + ApprovalStore + BudgetStore + EventStore + ?Sized> RunStore
-    for T
+impl<
+    T: RuntimeStore + StepStore + ApprovalStore + BudgetStore + EventStore + ModelHealthStore + ?Sized,
+> RunStore for T
 {
 }
 

@@ -269,6 +269,7 @@ pub(super) async fn insert_step(tx: &mut Tx, task: &TaskId, step: &Step) -> Resu
         .bind(step.cost.as_ref().map(|c| c.model.as_str()))
         .bind(step.cost.as_ref().map_or(0, |c| c.cost_micros))
         .bind(step.cost.as_ref().is_some_and(|c| c.unpriced))
+        .bind(serde_json::to_string(&step.tried).map_err(Error::internal)?)
         .execute(&mut *tx)
         .await?;
     Ok(())
@@ -361,7 +362,7 @@ pub(super) mod sql {
         "SELECT 1 FROM tasks WHERE owner_id = $1 AND agent_id = $2 AND id = $3";
     pub(crate) const SELECT_STEPS: &str = "SELECT seq, kind, tool, call_id, arguments, output, \
         tool_calls, error, duration_ms, input_tokens, output_tokens, model, cost_micros, unpriced, \
-        created_at FROM task_steps WHERE task_id = $1 ORDER BY seq";
+        tried, created_at FROM task_steps WHERE task_id = $1 ORDER BY seq";
     pub(crate) const RECENT_TASKS: &str = "SELECT title, result FROM tasks \
         WHERE owner_id = $1 AND agent_id = $2 AND status = 'complete' AND result IS NOT NULL \
         ORDER BY completed_at DESC LIMIT $3";
@@ -374,8 +375,8 @@ pub(super) mod sql {
         WHERE id = $1 AND lease_owner = $2 AND status = 'in_progress' AND steps = $7";
     pub(crate) const INSERT_STEP: &str = "INSERT INTO task_steps (task_id, seq, kind, tool, \
         call_id, arguments, output, tool_calls, error, duration_ms, input_tokens, output_tokens, \
-        created_at, model, cost_micros, unpriced) \
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)";
+        created_at, model, cost_micros, unpriced, tried) \
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)";
     /// How many tasks a task's run created so far.
     pub(crate) const CREATED_BY_TASK: &str =
         "SELECT COUNT(*) FROM tasks WHERE created_by_task = $1";

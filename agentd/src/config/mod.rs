@@ -29,6 +29,8 @@ use sources::{Sources, distance, read_file};
 #[cfg(test)]
 mod billing_tests;
 mod effective;
+#[cfg(test)]
+mod fallback_tests;
 mod mcp;
 mod models;
 mod settings;
@@ -42,8 +44,12 @@ pub const DEFAULT_BIND: &str = "127.0.0.1:8080";
 const OTHER_VARIABLES: [&str; 1] = ["AGENTD_CONFIG"];
 
 /// Settings whose value is a map: in the file a table (or a `key=value,...` string).
-const MAPS: [&str; 3] =
-    ["AGENTD_BILLING__PLANS", "AGENTD_BILLING__PRICES", "AGENTD_MODELS__PRICES"];
+const MAPS: [&str; 4] = [
+    "AGENTD_BILLING__PLANS",
+    "AGENTD_BILLING__PRICES",
+    "AGENTD_MODELS__PRICES",
+    "AGENTD_MODELS__FALLBACKS",
+];
 
 /// Values given on the command line; `None` defers to the environment, the file and defaults.
 #[derive(Debug, Clone, Default, clap::Args)]

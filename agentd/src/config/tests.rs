@@ -210,10 +210,10 @@ fn runtime_settings_have_documented_names_and_defaults() {
 }
 
 /// A file in a directory of its own, removed with the guard.
-struct File(PathBuf);
+pub(super) struct File(PathBuf);
 
 impl File {
-    fn new(name: &str, text: &str) -> Self {
+    pub(super) fn new(name: &str, text: &str) -> Self {
         let dir = std::env::temp_dir().join(format!("agentd-config-{}-{name}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join(name);
@@ -221,7 +221,7 @@ impl File {
         Self(path)
     }
 
-    fn flags(&self) -> Flags {
+    pub(super) fn flags(&self) -> Flags {
         Flags { config: Some(self.0.clone()), ..Flags::default() }
     }
 }

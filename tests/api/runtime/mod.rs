@@ -11,6 +11,7 @@ use crate::helpers::{Options, TestApp, TestDb, User, backend_tests, eventually};
 
 mod bound;
 mod budget;
+mod fallback;
 pub(crate) mod fetch;
 mod mcp;
 mod mcp_everything;

@@ -16,19 +16,18 @@ use tracing::Instrument as _;
 
 use super::Node;
 use super::approval::Gate;
-use super::model::call_model;
+use super::fallback::{Answered, First, ask as ask_chain};
 use super::offer::offered;
 use super::tools::{self, McpTools, Work};
 use super::trace;
 use crate::domain::approval::needs_approval;
-use crate::domain::budget::StepCost;
 use crate::domain::event::{Event, StepStarted};
 use crate::domain::runtime::{AgentKey, ClaimedTask, Outcome};
 use crate::domain::steps::{Effect, LoopGuard, Step, StepCall, StepKind, Stop};
 use crate::domain::steps::{summary_request, system_prompt};
 use crate::domain::tool_result::{ToolError, ToolResult};
 use crate::domain::workspace::WorkspaceId;
-use crate::models::{Completion, CompletionRequest, Message, ModelKind, ModelProvider};
+use crate::models::{CompletionRequest, Message, ModelKind, ModelProvider};
 use crate::models::{ToolCall, ToolChoice};
 use crate::store::{RunContext, RunRef};
 
@@ -252,11 +251,12 @@ impl Run<'_> {
     async fn ask_next(&mut self) -> State {
         let started = Instant::now();
         let remaining = self.deadline.saturating_duration_since(started);
-        let (answer, cost) = match tokio::time::timeout(remaining, self.ask()).await {
-            Err(_) => return State::Summarising(self.timeout()),
-            Ok(Err(outcome)) => return State::Ended(outcome),
-            Ok(Ok(answered)) => answered,
-        };
+        let Answered { completion: answer, cost, tried } =
+            match tokio::time::timeout(remaining, self.ask()).await {
+                Err(_) => return State::Summarising(self.timeout()),
+                Ok(Err(outcome)) => return State::Ended(outcome),
+                Ok(Ok(answered)) => answered,
+            };
         let calls: Vec<StepCall> = answer.tool_calls.iter().map(from_call).collect();
         let mut step = Step::model(
             self.next_seq(),
@@ -266,6 +266,7 @@ impl Run<'_> {
             millis(started),
         );
         step.cost = cost;
+        step.tried = tried;
         if calls.is_empty() {
             // Stored with the outcome: one transaction fewer for every task.
             self.last = Some(step);
@@ -281,32 +282,20 @@ impl Run<'_> {
         State::Calling { calls, stop: None }
     }
 
-    /// One model call with the conversation so far, counting its retries; its cost is
-    /// reserved before it is sent and settled when it answers (see [`super::spend`]).
-    async fn ask(&mut self) -> Result<(Completion, Option<StepCost>), Outcome> {
+    /// One model call with the conversation so far, along the agent's fallback chain,
+    /// counting its retries; its cost is reserved before each model is sent it and settled
+    /// when one answers (see [`super::fallback`] and [`super::spend`]).
+    async fn ask(&mut self) -> Result<Answered, Outcome> {
         let run = RunRef { agent: self.agent, task: &self.claimed.task.id, node: self.node.id() };
-        let model = self.claimed.agent.model.as_deref();
-        let Model { provider, kind, request } = &self.model;
-        let reserved = super::spend::reserve(self.node, run, model, *kind, request).await?;
+        let Model { provider, request, .. } = &self.model;
         let kind_of_step = if request.tool_choice == ToolChoice::None {
             StepKind::Summary
         } else {
             StepKind::Model
         };
         self.started(kind_of_step, None);
-        let called = call_model(self.node, &**provider, kind.label(), request, run).await;
-        self.counts.retries += (called.attempts - 1).max(0);
-        let answer = called.answer?;
-        let cost = match reserved {
-            Some(reserved) => {
-                Some(super::spend::settle(self.node, run, reserved, answer.usage).await)
-            }
-            None => None,
-        };
-        if let Some(cost) = &cost {
-            trace::chat_cost(&called.span, cost.cost_micros);
-        }
-        Ok((answer, cost))
+        let first = First { provider, request };
+        ask_chain(self.node, run, self.claimed, first, &mut self.counts.retries).await
     }
 
     fn timeout(&self) -> Stop {
@@ -377,10 +366,12 @@ impl Run<'_> {
         let started = Instant::now();
         let answered = self.ask().await;
         let (summary, usage, cost) = match answered {
-            Ok((answer, cost)) if !answer.text.trim().is_empty() => {
-                (answer.text, answer.usage, cost)
+            Ok(Answered { completion, cost, .. }) if !completion.text.trim().is_empty() => {
+                (completion.text, completion.usage, cost)
             }
-            Ok((answer, cost)) => ("(The model gave no summary.)".to_owned(), answer.usage, cost),
+            Ok(Answered { completion, cost, .. }) => {
+                ("(The model gave no summary.)".to_owned(), completion.usage, cost)
+            }
             Err(exhausted @ Outcome::BudgetExhausted { .. }) => return Ok(exhausted),
             Err(_) => (
                 "(The summary could not be asked for: the model call failed.)".to_owned(),
