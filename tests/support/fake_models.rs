@@ -424,7 +424,8 @@ fn anthropic_error(status: u16) -> Value {
         529 => "overloaded_error",
         _ => "api_error",
     };
-    let message = if status == 529 { "Overloaded".to_owned() } else { format!("scripted {status}") };
+    let message =
+        if status == 529 { "Overloaded".to_owned() } else { format!("scripted {status}") };
     json!({"type": "error", "error": {"type": kind, "message": message}})
 }
 

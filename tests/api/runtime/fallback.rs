@@ -97,7 +97,8 @@ async fn a_bad_request_is_not_sent_to_the_fallback(db: TestDb) {
     let app = app_with(db, |_| {}).await;
     models(&app).repeat_for("strict", Script::Status(400, None));
     let fallbacks: &[&str] = &[PRICED_MODEL];
-    let user = agent_on(&app, "strict@example.com", "strict", "openai:strict", Some(fallbacks)).await;
+    let user =
+        agent_on(&app, "strict@example.com", "strict", "openai:strict", Some(fallbacks)).await;
     let added = app.add_task(&user, "strict", "Say something odd", 0).await;
 
     let task = finished(&app, &user, "strict", &added["id"]).await;
@@ -155,8 +156,8 @@ async fn a_failing_model_cools_down_for_every_agent_on_two_nodes_until_a_probe_f
     let a = app_with(db, |o| {
         o.model_health = agentcore::domain::fallback::HealthPolicy {
             failures_to_cool_down: 2,
-            cooldown: Duration::from_secs(4),
-            max_cooldown: Duration::from_secs(4),
+            cooldown: Duration::from_secs(6),
+            max_cooldown: Duration::from_secs(6),
         };
     })
     .await;
@@ -173,7 +174,10 @@ async fn a_failing_model_cools_down_for_every_agent_on_two_nodes_until_a_probe_f
     assert_eq!(calls_of(&a, "shaky").len(), 6);
     let health = health_of(&b, &user).await;
     assert_eq!(health.len(), 1, "{health:?}");
-    assert_eq!((&health[0]["model"], &health[0]["state"]), (&json!("openai:shaky"), &json!("cooling_down")));
+    assert_eq!(
+        (&health[0]["model"], &health[0]["state"]),
+        (&json!("openai:shaky"), &json!("cooling_down"))
+    );
 
     // Every agent, on either node, skips it: not one more call reaches it.
     let answers = one_task_each(&a, &user, &["a1", "a2", "a3", "a4"], "During").await;

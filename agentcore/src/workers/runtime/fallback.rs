@@ -61,14 +61,17 @@ pub(super) async fn ask(
         let mut back_at: Option<DateTime<Utc>> = None;
         for (index, name) in chain.iter().enumerate() {
             let has_next = index + 1 < chain.len();
-            let probe = match node.health.access(node, name).await {
+            let mut access = node.health.access(node, name).await;
+            if access == Access::Probe && !take_probe(node, name).await {
+                // Another call probes it, or it is back already: this node's copy was old.
+                access = match node.health.access(node, name).await {
+                    Access::Probe => Access::Skip { until: node.health.now() + HEALTH_TTL_CHRONO },
+                    fresh => fresh,
+                };
+            }
+            let probe = match access {
                 Access::Call => false,
-                Access::Probe if take_probe(node, name).await => true,
-                Access::Probe => {
-                    skip(node, name, "another call is probing it", &mut tried);
-                    back_at = Some(node.health.now() + HEALTH_TTL_CHRONO);
-                    continue;
-                }
+                Access::Probe => true,
                 Access::Skip { until } => {
                     skip(node, name, &format!("cooling down until {until}"), &mut tried);
                     back_at = Some(back_at.map_or(until, |at| at.min(until)));

@@ -365,24 +365,26 @@ impl Run<'_> {
         self.model.request.tool_choice = ToolChoice::None;
         let started = Instant::now();
         let answered = self.ask().await;
-        let (summary, usage, cost) = match answered {
-            Ok(Answered { completion, cost, .. }) if !completion.text.trim().is_empty() => {
-                (completion.text, completion.usage, cost)
+        let (summary, usage, cost, tried) = match answered {
+            Ok(Answered { completion, cost, tried }) if !completion.text.trim().is_empty() => {
+                (completion.text, completion.usage, cost, tried)
             }
-            Ok(Answered { completion, cost, .. }) => {
-                ("(The model gave no summary.)".to_owned(), completion.usage, cost)
+            Ok(Answered { completion, cost, tried }) => {
+                ("(The model gave no summary.)".to_owned(), completion.usage, cost, tried)
             }
             Err(exhausted @ Outcome::BudgetExhausted { .. }) => return Ok(exhausted),
             Err(_) => (
                 "(The summary could not be asked for: the model call failed.)".to_owned(),
                 None,
                 None,
+                Vec::new(),
             ),
         };
         let mut step =
             Step::model(self.next_seq(), summary.clone(), Vec::new(), usage, millis(started));
         step.kind = StepKind::Summary;
         step.cost = cost;
+        step.tried = tried;
         step.error = Some(stop.to_string());
         self.store(&step, None).await?;
         Ok(Outcome::Stopped { reason: stop.to_string(), summary })
