@@ -130,7 +130,7 @@ pub(super) struct Node {
     pub(super) membership: tokio::sync::Mutex<()>,
     pub(super) stopped: watch::Receiver<bool>,
     /// This node's copy of the models' shared health (see [`fallback`]).
-    pub(super) health: fallback::HealthCache,
+    health: fallback::HealthCache,
 }
 
 impl Node {
