@@ -108,16 +108,16 @@ async fn a_bad_request_is_not_sent_to_the_fallback(db: TestDb) {
     assert!(calls_of(&app, "priced").is_empty(), "nor sent to the fallback");
 }
 
-/// Agents `a1`.. `a4` of one user, each on `openai:shaky` with `openai:backup` as fallback,
+/// Agents `a1` to `a3` of one user (the free plan's three), each on `openai:shaky` with `openai:backup` as fallback,
 /// started; waits until each of the two nodes runs some of them.
-async fn four_agents_on_two_nodes(a: &TestApp, b: &TestApp) -> User {
+async fn three_agents_on_two_nodes(a: &TestApp, b: &TestApp) -> User {
     let user = mapped_agent(a, "shaky@example.com", "a1", Some("openai:shaky")).await;
-    for id in ["a2", "a3", "a4"] {
+    for id in ["a2", "a3"] {
         let agent = json!({"id": id, "name": id, "role_prompt": "Answer.", "channel": "general",
                            "model": "openai:shaky"});
         a.post("/api/agents", &user, agent).await.assert_status(201);
     }
-    for id in ["a1", "a2", "a3", "a4"] {
+    for id in ["a1", "a2", "a3"] {
         let fallbacks = json!({"fallback_models": ["openai:backup"]});
         a.patch(&format!("/api/agents/{id}"), &user, fallbacks).await.assert_status(200);
         start(a, &user, id).await;
@@ -163,7 +163,7 @@ async fn a_failing_model_cools_down_for_every_agent_on_two_nodes_until_a_probe_f
     .await;
     let b = TestApp::start(a.db.stand_in(), a.options.clone()).await;
     models(&a).repeat_for("shaky", Script::Status(500, None));
-    let user = four_agents_on_two_nodes(&a, &b).await;
+    let user = three_agents_on_two_nodes(&a, &b).await;
 
     // Two calls fail (three attempts each) and go to the backup: the model cools down.
     for round in ["First", "Second"] {
@@ -180,7 +180,7 @@ async fn a_failing_model_cools_down_for_every_agent_on_two_nodes_until_a_probe_f
     );
 
     // Every agent, on either node, skips it: not one more call reaches it.
-    let answers = one_task_each(&a, &user, &["a1", "a2", "a3", "a4"], "During").await;
+    let answers = one_task_each(&a, &user, &["a1", "a2", "a3"], "During").await;
     for answer in &answers {
         assert_eq!(answer["cost"]["model"], "openai:backup", "{answer}");
         assert_eq!(answer["tried"][0]["model"], "openai:shaky");
@@ -204,11 +204,11 @@ async fn a_failing_model_cools_down_for_every_agent_on_two_nodes_until_a_probe_f
     assert_eq!(probed[0]["cost"]["model"], "openai:shaky", "{}", probed[0]);
     assert!(probed[0].get("tried").is_none(), "{}", probed[0]);
     assert!(health_of(&b, &user).await.is_empty(), "the probe cleared the record");
-    let answers = one_task_each(&a, &user, &["a1", "a2", "a3", "a4"], "After").await;
+    let answers = one_task_each(&a, &user, &["a1", "a2", "a3"], "After").await;
     for answer in &answers {
         assert_eq!(answer["cost"]["model"], "openai:shaky", "{answer}");
     }
-    assert_eq!(calls_of(&a, "shaky").len(), 6 + 1 + 4);
+    assert_eq!(calls_of(&a, "shaky").len(), 6 + 1 + 3);
     b.stop().await;
 }
 
@@ -228,7 +228,7 @@ async fn fallback_models_are_bounded_checked_and_kept_from_viewers(db: TestDb) {
     let four = json!({"fallback_models": ["openai:a", "openai:b", "openai:c", "openai:d"]});
     refused(app.patch("/api/agents/w", &ada, four).await, "at most 3");
     let unknown = json!({"fallback_models": ["mistral:large"]});
-    refused(app.patch("/api/agents/w", &ada, unknown).await, "'mistral' ");
+    refused(app.patch("/api/agents/w", &ada, unknown).await, "provider 'mistral'");
     let keyless = json!({"fallback_models": ["anthropic:claude"]});
     refused(app.patch("/api/agents/w", &ada, keyless).await, "no API key");
     refused(app.patch("/api/agents/w", &ada, json!({"fallback_models": ["echo"]})).await, "echo");
