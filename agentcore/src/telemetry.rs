@@ -71,6 +71,8 @@ pub(crate) struct ProviderCalls {
     /// Calls that waited for the shared rate limit, and how long they waited in all.
     pub rate_waits: AtomicU64,
     pub rate_wait_micros: AtomicU64,
+    /// Calls not sent to a model of this provider: it was cooling down (or being probed).
+    pub cooldown_skips: AtomicU64,
 }
 
 /// Everything the node counted, plus what waits in the database.
@@ -102,6 +104,9 @@ pub struct Metrics {
     /// Calls to triggers (`POST /hooks/{id}`) this node answered, by outcome, every outcome
     /// listed.
     pub trigger_calls: Vec<(HookOutcome, u64)>,
+    /// Models with a health record, and whether each is in cool-down now (shared by every
+    /// node; empty when the database could not be read).
+    pub model_cooldowns: Vec<(String, bool)>,
 }
 
 /// What this node's webhooks' worker did since it started.
@@ -203,6 +208,8 @@ pub struct ModelCallMetrics {
     /// Calls that waited for the shared rate limit (`models.rate_limits`) before they went.
     pub rate_waits: u64,
     pub rate_wait_seconds: f64,
+    /// Calls that skipped a model of this provider in cool-down.
+    pub cooldown_skips: u64,
 }
 
 /// What one model's calls cost on this node.
@@ -334,6 +341,13 @@ impl Counters {
             None => return,
         }
         .fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A call that skipped a model of `provider` in cool-down.
+    pub(crate) fn model_skipped(&self, provider: &str) {
+        if let Some((_, calls)) = self.models.iter().find(|(name, _)| name == provider) {
+            calls.cooldown_skips.fetch_add(1, Ordering::Relaxed);
+        }
     }
 }
 

@@ -427,6 +427,10 @@ pub(crate) struct AgentSettings {
     /// Tools whose calls wait for a person's approval, comma-separated; an empty value: none
     #[arg(long)]
     pub approval_tools: Option<String>,
+    /// Models tried in order when its model is overloaded or keeps failing, comma-separated
+    /// (at most 3); an empty value: none; `default`: the server's chain for its model
+    #[arg(long)]
+    pub fallback_models: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Args)]

@@ -300,6 +300,7 @@ fn render_node(out: &mut String, node: &Metrics) {
             calls.provider, calls.rate_wait_seconds
         );
     }
+    model_health(out, node);
     model_costs(out, &node.model_costs);
     mcp_calls(out, &node.mcp_calls);
     header(out, "agentd_discord_rate_limited_total", "counter", "429 answers from Discord.");
@@ -314,6 +315,37 @@ fn render_node(out: &mut String, node: &Metrics) {
     for (outcome, count) in &node.trigger_calls {
         let _ =
             writeln!(out, "agentd_trigger_calls_total{{outcome=\"{}\"}} {count}", outcome.as_str());
+    }
+}
+
+/// Models in cool-down (shared by every node), and the calls this node skipped for it.
+fn model_health(out: &mut String, node: &Metrics) {
+    header(
+        out,
+        "agentd_model_cooldown",
+        "gauge",
+        "1 while a model is cooling down for every agent (calls skip to their fallback), else 0.",
+    );
+    for (model, cooling) in &node.model_cooldowns {
+        let _ = writeln!(
+            out,
+            "agentd_model_cooldown{{model=\"{}\"}} {}",
+            escape(model),
+            u8::from(*cooling)
+        );
+    }
+    header(
+        out,
+        "agentd_model_calls_skipped_total",
+        "counter",
+        "Calls not sent to a model of the provider: it was cooling down or being probed.",
+    );
+    for calls in &node.model_calls {
+        let _ = writeln!(
+            out,
+            "agentd_model_calls_skipped_total{{provider=\"{}\"}} {}",
+            calls.provider, calls.cooldown_skips
+        );
     }
 }
 

@@ -81,6 +81,7 @@ fuzz_target!(|data: &[u8]| {
                 "mcp_servers",
                 "budget_monthly_usd",
                 "approval_tools",
+                "fallback_models",
             ],
             |r| {
                 let agent = r.parse()?;
@@ -111,6 +112,7 @@ fuzz_target!(|data: &[u8]| {
                 "mcp_servers",
                 "budget_monthly_usd",
                 "approval_tools",
+                "fallback_models",
             ],
             |r| {
                 let patch = r.parse()?;

@@ -104,6 +104,10 @@ pub struct Options {
     pub webhooks: agentcore::WebhookConfig,
     /// `models.rate_limits`: none unless set.
     pub rate_limits: agentcore::domain::ratelimit::RateLimits,
+    /// The server's fallback chains (`models.fallbacks`); none unless set.
+    pub model_fallbacks: std::collections::BTreeMap<String, Vec<String>>,
+    /// When a failing model cools down (`models.health`); the defaults unless set.
+    pub model_health: agentcore::domain::fallback::HealthPolicy,
 }
 
 /// The model the tests price: no input cost, $200 per million output tokens, so each answer of
@@ -159,6 +163,8 @@ impl Options {
                 ..agentcore::WebhookConfig::default()
             },
             rate_limits: agentcore::domain::ratelimit::RateLimits::default(),
+            model_fallbacks: std::collections::BTreeMap::new(),
+            model_health: agentcore::domain::fallback::HealthPolicy::default(),
         }
     }
 
@@ -207,6 +213,8 @@ impl Options {
             config.models.max_tokens = max_tokens;
         }
         config.models.context_windows.extend(self.context_windows.iter().cloned());
+        config.models.fallbacks.clone_from(&self.model_fallbacks);
+        config.models.health = self.model_health;
         config.runtime = self.runtime;
         config.schedules = self.schedules.clone();
         config.retention = self.retention;

@@ -521,11 +521,7 @@ async fn anthropic_reply(
             (Value::Array(blocks), "tool_use")
         }
         Reply::Failure(status, retry_after) => {
-            return failure(
-                status,
-                retry_after,
-                json!({"type": "error", "error": {"type": "overloaded_error", "message": format!("scripted {status}")}}),
-            );
+            return failure(status, retry_after, anthropic_error(status));
         }
     };
     let usage = json!({"input_tokens": anthropic_input(state, body), "output_tokens": 24,
@@ -566,6 +562,24 @@ async fn anthropic_count(state: Shared, headers: HeaderMap, Json(body): Json<Val
         );
     }
     Json(json!({"input_tokens": crate::fake_tokens::anthropic_input_tokens(&body)})).into_response()
+}
+
+/// Anthropic's error body for `status`, with the type its API documents for it (529 exactly
+/// as Anthropic sends it when overloaded).
+fn anthropic_error(status: u16) -> Value {
+    let kind = match status {
+        400 => "invalid_request_error",
+        401 => "authentication_error",
+        403 => "permission_error",
+        404 => "not_found_error",
+        413 => "request_too_large",
+        429 => "rate_limit_error",
+        529 => "overloaded_error",
+        _ => "api_error",
+    };
+    let message =
+        if status == 529 { "Overloaded".to_owned() } else { format!("scripted {status}") };
+    json!({"type": "error", "error": {"type": kind, "message": message}})
 }
 
 fn messages(body: &Value) -> &[Value] {

@@ -9,6 +9,7 @@ use crate::domain::agent::{
 };
 use crate::domain::approval::ApprovalTools;
 use crate::domain::budget::Budget;
+use crate::domain::fallback::FallbackModels;
 use crate::domain::mcp::McpServerSet;
 use crate::domain::tools::{MaxSteps, ToolSet};
 use crate::error::ValidationErrors;
@@ -71,6 +72,11 @@ pub struct CreateAgentRequest {
     #[cfg_attr(feature = "openapi", schema(nullable = false))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approval_tools: Option<Vec<String>>,
+    /// Models tried in order when its model is overloaded or keeps failing: at most 3
+    /// `<provider>:<model>` names, not `echo`; `[]`: none; absent or `null`: the server's
+    /// chain for its model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_models: Option<Vec<String>>,
 }
 
 impl CreateAgentRequest {
@@ -108,6 +114,10 @@ impl CreateAgentRequest {
             Some(names) => e.check("approval_tools", ApprovalTools::parse(names)),
             None => Some(ApprovalTools::default()),
         };
+        let fallback_models = self
+            .fallback_models
+            .as_ref()
+            .map(|v| e.check("fallback_models", FallbackModels::parse(v)));
         match (id, name, role_prompt, channel, throttle, tools, max_steps, mcp_servers) {
             (
                 Some(id),
@@ -131,6 +141,7 @@ impl CreateAgentRequest {
                 mcp_servers,
                 budget: budget.flatten(),
                 approval_tools: approval_tools.unwrap_or_default(),
+                fallback_models: fallback_models.flatten(),
             }),
             _ => Err(e),
         }
@@ -178,6 +189,9 @@ pub struct UpdateAgentRequest {
     #[cfg_attr(feature = "openapi", schema(nullable = false))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approval_tools: Option<Vec<String>>,
+    /// Replaces its fallback models (at most 3); `[]`: none; `null`: the server's chain.
+    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "Option::is_none")]
+    pub fallback_models: Option<Option<Vec<String>>>,
 }
 
 impl UpdateAgentRequest {
@@ -196,6 +210,7 @@ impl UpdateAgentRequest {
             mcp_servers,
             budget_monthly_usd,
             approval_tools,
+            fallback_models,
         } = self;
         name.is_none()
             && role_prompt.is_none()
@@ -209,6 +224,7 @@ impl UpdateAgentRequest {
             && mcp_servers.is_none()
             && budget_monthly_usd.is_none()
             && approval_tools.is_none()
+            && fallback_models.is_none()
     }
 
     pub fn parse(&self) -> Result<AgentPatch, ValidationErrors> {
@@ -252,6 +268,10 @@ impl UpdateAgentRequest {
                 .approval_tools
                 .as_ref()
                 .and_then(|v| e.check("approval_tools", ApprovalTools::parse(v))),
+            fallback_models: self.fallback_models.as_ref().and_then(|v| match v {
+                None => Some(None),
+                Some(v) => e.check("fallback_models", FallbackModels::parse(v)).map(Some),
+            }),
         };
         if e.is_empty() { Ok(patch) } else { Err(e) }
     }

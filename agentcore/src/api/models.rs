@@ -17,6 +17,11 @@ pub struct ModelList {
     pub usable_providers: Vec<String>,
     /// Every configured provider, by name.
     pub providers: Vec<ProviderStatus>,
+    /// The models that failed lately, shared by every node: `healthy` (failing, not yet
+    /// cooling down), `cooling_down` until `cooldown_until`, or `probing`. A model not listed
+    /// is healthy.
+    #[serde(default)]
+    pub health: Vec<crate::domain::fallback::ModelHealth>,
 }
 
 /// One configured provider.

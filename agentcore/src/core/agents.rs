@@ -10,6 +10,7 @@ use crate::domain::agent::{
     Agent, AgentDetail, AgentFilter, AgentId, AgentPatch, AgentSummary, ModelName, NewAgent,
 };
 use crate::domain::change::{AgentChange, patch_agent};
+use crate::domain::fallback::FallbackModels;
 use crate::domain::now;
 use crate::domain::paging::{TaskCursor, TaskOrder, TaskPage, TasksPage};
 use crate::domain::runtime::status_post;
@@ -24,6 +25,7 @@ impl Core {
     pub async fn create_agent(&self, who: &Principal, agent: NewAgent) -> Result<Agent> {
         who.require(Need::Work)?;
         self.check_model(agent.model.as_ref())?;
+        self.check_fallbacks(agent.fallback_models.as_ref())?;
         self.check_mcp_servers(&who.workspace, Some(&agent.mcp_servers)).await?;
         let activity =
             NewActivity::new(Action::AgentCreated, format!("Agent '{}' created.", agent.name));
@@ -89,6 +91,7 @@ impl Core {
     ) -> Result<Agent> {
         who.require(Need::Work)?;
         self.check_model(patch.model.as_ref().and_then(Option::as_ref))?;
+        self.check_fallbacks(patch.fallback_models.as_ref().and_then(Option::as_ref))?;
         self.check_mcp_servers(&who.workspace, patch.mcp_servers.as_ref()).await?;
         let before = Mutex::new(None);
         let agent = self
@@ -114,6 +117,15 @@ impl Core {
         match model.map(|model| self.models().check_usable(model)) {
             Some(Err(problem)) => Err(ValidationErrors::single("model", problem).into()),
             _ => Ok(()),
+        }
+    }
+
+    /// Each fallback model must name a provider that can be called, as its model must.
+    fn check_fallbacks(&self, fallbacks: Option<&FallbackModels>) -> Result<()> {
+        let models = fallbacks.map(FallbackModels::models).unwrap_or_default();
+        match models.iter().find_map(|model| self.models().check_usable(model).err()) {
+            Some(problem) => Err(ValidationErrors::single("fallback_models", problem).into()),
+            None => Ok(()),
         }
     }
 

@@ -29,6 +29,7 @@ impl Core {
                 permanent_errors: calls.permanent_errors.load(Ordering::Relaxed),
                 rate_waits: calls.rate_waits.load(Ordering::Relaxed),
                 rate_wait_seconds: calls.rate_wait_micros.load(Ordering::Relaxed) as f64 / 1e6,
+                cooldown_skips: calls.cooldown_skips.load(Ordering::Relaxed),
             })
             .collect();
         Ok(Metrics {
@@ -49,6 +50,7 @@ impl Core {
                 failed_deliveries: self.counters().webhooks_failed.load(Ordering::Relaxed),
             },
             trigger_calls: self.counters().hooks.snapshot(),
+            model_cooldowns: self.model_cooldowns().await,
         })
     }
 

@@ -2,12 +2,14 @@
 
 use super::{Core, Principal};
 use crate::api::{ModelList, ProviderStatus};
+use crate::domain::fallback::{HealthState, ModelHealth};
 
 impl Core {
     /// The configured model providers (where each is, whether it has a key, never the key)
     /// and the models agents can use. Any member may read it, whatever their role: it is
-    /// what the model field of an agent accepts.
-    pub fn model_list(&self, _who: &Principal) -> ModelList {
+    /// what the model field of an agent accepts. With each model that failed lately, shared by
+    /// every node: failing, cooling down or being probed.
+    pub async fn model_list(&self, _who: &Principal) -> crate::Result<ModelList> {
         let models = self.models();
         let providers = models
             .configured()
@@ -21,12 +23,26 @@ impl Core {
                 usable: p.usable(),
             })
             .collect();
-        ModelList {
+        Ok(ModelList {
             default_model: models.default_model().to_owned(),
             models: models.usable_models(),
             usable_providers: models.usable_providers().map(str::to_owned).collect(),
             providers,
-        }
+            health: self.model_health().await?,
+        })
+    }
+
+    /// Each model with a health record, as shown.
+    async fn model_health(&self) -> crate::Result<Vec<ModelHealth>> {
+        let (records, now) = self.store().model_health().await?;
+        Ok(records.iter().map(|(model, record)| ModelHealth::of(model, record, now)).collect())
+    }
+
+    /// Each model with a health record and whether it is cooling down now, for metrics;
+    /// none when the database cannot be read.
+    pub(super) async fn model_cooldowns(&self) -> Vec<(String, bool)> {
+        let health = self.model_health().await.unwrap_or_default();
+        health.into_iter().map(|h| (h.model, h.state == HealthState::CoolingDown)).collect()
     }
 }
 

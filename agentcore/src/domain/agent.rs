@@ -218,6 +218,8 @@ pub struct NewAgent {
     pub mcp_servers: McpServerSet,
     pub budget: Option<Budget>,
     pub approval_tools: ApprovalTools,
+    /// `None`: the server's default chain for its model.
+    pub fallback_models: Option<super::fallback::FallbackModels>,
 }
 
 /// A partial update: `None` leaves a field as it is. For the nullable fields the inner `None`
@@ -236,6 +238,8 @@ pub struct AgentPatch {
     pub mcp_servers: Option<McpServerSet>,
     pub budget: Option<Option<Budget>>,
     pub approval_tools: Option<ApprovalTools>,
+    /// The inner `None`: back to the server's default chain.
+    pub fallback_models: Option<Option<super::fallback::FallbackModels>>,
 }
 
 /// Filters for listing agents.
@@ -279,6 +283,9 @@ pub struct AgentSummary {
     pub budget_monthly_usd: Option<f64>,
     /// Tools whose calls wait for a person's approval.
     pub approval_tools: Vec<String>,
+    /// The models tried, in order, when its model is overloaded or keeps failing; `null`: the
+    /// server's chain for its model (`models.fallbacks`); `[]`: none.
+    pub fallback_models: Option<Vec<String>>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub backlog_summary: BacklogSummary,

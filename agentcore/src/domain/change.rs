@@ -84,6 +84,11 @@ pub fn patch_agent(current: &Agent, patch: &AgentPatch, at: DateTime<Utc>) -> Op
         set("approval_tools", tools.names() != next.approval_tools);
         next.approval_tools = tools.names().to_vec();
     }
+    if let Some(fallbacks) = &patch.fallback_models {
+        let fallbacks = fallbacks.as_ref().map(super::fallback::FallbackModels::names);
+        set("fallback_models", fallbacks != next.fallback_models);
+        next.fallback_models = fallbacks;
+    }
     if let Some(budget) = &patch.budget {
         let budget = budget.map(|b| super::budget::usd(b.micros()));
         set("budget_monthly_usd", budget != next.budget_monthly_usd);

@@ -331,6 +331,7 @@ mod tests {
             usage: None,
             cost: None,
             compacted_through: None,
+            tried: Vec::new(),
             created_at: crate::domain::now(),
         };
         let event = Event::of_step(7, "writer".into(), "t".into(), step);

@@ -44,6 +44,7 @@ pub mod change;
 pub mod chat;
 pub mod compaction;
 pub mod event;
+pub mod fallback;
 pub mod interaction;
 pub mod mcp;
 pub mod message;

@@ -47,6 +47,8 @@ pub struct AgentRun {
     pub mcp_servers: Vec<super::mcp::McpServerName>,
     /// Tools whose calls wait for a person's approval.
     pub approval_tools: Vec<String>,
+    /// Its own fallback chain; `None`: the server's for its model.
+    pub fallback_models: Option<Vec<String>>,
     pub memory: String,
 }
 
@@ -329,6 +331,7 @@ mod tests {
             max_steps: 8,
             mcp_servers: Vec::new(),
             approval_tools: Vec::new(),
+            fallback_models: None,
             memory: String::new(),
         }
     }

@@ -88,6 +88,10 @@ pub struct Step {
     /// Compaction steps: the last step the summary covers (steps 1 to this one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compacted_through: Option<i32>,
+    /// Model steps: the models of the fallback chain tried before the one that answered (named
+    /// by `cost.model`), each with its error; absent when the first one answered.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tried: Vec<super::fallback::Tried>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -127,6 +131,7 @@ impl Step {
             usage,
             cost: None,
             compacted_through: None,
+            tried: Vec::new(),
             created_at: super::now(),
         }
     }
@@ -150,6 +155,7 @@ impl Step {
             usage: None,
             cost: None,
             compacted_through: None,
+            tried: Vec::new(),
             created_at: super::now(),
         }
     }

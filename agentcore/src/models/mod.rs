@@ -14,6 +14,7 @@
 
 mod anthropic;
 mod echo;
+mod fallbacks;
 mod openai;
 mod registry;
 mod scrubbed;

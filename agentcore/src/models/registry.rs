@@ -19,6 +19,7 @@ use super::{
 use crate::domain::agent::{ECHO, ModelName, provider_name};
 use crate::domain::budget::{CacheRates, Price};
 use crate::domain::compaction::{KNOWN_WINDOWS, MAX_WINDOW, MIN_WINDOW, UNKNOWN_WINDOW};
+use crate::domain::fallback::HealthPolicy;
 use crate::domain::ratelimit::RateLimits;
 use crate::error::{Error, Result};
 use crate::scrub::Scrubber;
@@ -98,6 +99,11 @@ pub struct ModelsConfig {
     /// Context windows in tokens by full model name; a model without one has
     /// [`UNKNOWN_WINDOW`]. A run's conversation is compacted as it nears its model's window.
     pub context_windows: BTreeMap<String, u32>,
+    /// The server's fallback chains: a model's full name to the models tried after it, in
+    /// order (agents with `fallback_models` of their own use theirs).
+    pub fallbacks: BTreeMap<String, Vec<String>>,
+    /// When a failing model cools down for every agent (`models.health.*`).
+    pub health: HealthPolicy,
 }
 
 /// List prices of a few well-known models (dollars per million input, output, cache-read and
@@ -131,6 +137,8 @@ impl Default for ModelsConfig {
                 .collect(),
             rate_limits: RateLimits::default(),
             context_windows: KNOWN_WINDOWS.iter().map(|(n, w)| ((*n).to_owned(), *w)).collect(),
+            fallbacks: BTreeMap::new(),
+            health: HealthPolicy::default(),
         }
     }
 }
@@ -191,6 +199,8 @@ pub struct Models {
     counter: Arc<Counter>,
     rate_limits: RateLimits,
     context_windows: BTreeMap<String, u32>,
+    pub(super) fallbacks: BTreeMap<String, Vec<String>>,
+    pub(super) health: HealthPolicy,
 }
 
 /// Which model answers a run: the offline `echo`, a configured provider's model, or a name no
@@ -296,6 +306,8 @@ impl Models {
             counter: Arc::default(),
             rate_limits: config.rate_limits.clone(),
             context_windows: config.context_windows.clone(),
+            fallbacks: config.fallbacks.clone(),
+            health: config.health,
         };
         let default = ModelName::parse(&config.default).map_err(|e| {
             Error::NotConfigured(format!("models.default: '{}' {e}", config.default))
@@ -303,6 +315,7 @@ impl Models {
         models.check(&default).map_err(|e| {
             Error::NotConfigured(format!("models.default: '{}' {e}", config.default))
         })?;
+        models.check_fallbacks()?;
         Ok(models)
     }
 

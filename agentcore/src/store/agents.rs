@@ -226,6 +226,13 @@ impl<S: SqlStore> AgentStore for S {
                 .bind(serde_json::to_string(&next.mcp_servers).map_err(Error::internal)?)
                 .bind(next.budget_monthly_usd.map(crate::domain::budget::micros))
                 .bind(serde_json::to_string(&next.approval_tools).map_err(Error::internal)?)
+                .bind(
+                    next.fallback_models
+                        .as_ref()
+                        .map(serde_json::to_string)
+                        .transpose()
+                        .map_err(Error::internal)?,
+                )
                 .execute(&mut tx)
                 .await?;
             for (nth, entry) in change.activity.iter().enumerate() {
@@ -348,6 +355,7 @@ async fn write_agent(
         .bind(agent.mcp_servers.to_json())
         .bind(agent.budget.map(|b| b.micros()))
         .bind(agent.approval_tools.to_json())
+        .bind(agent.fallback_models.as_ref().map(|f| f.to_json()))
         .execute(&mut *tx)
         .await
         .map_err(|e| {
@@ -375,14 +383,16 @@ async fn select_agent_in(tx: &mut Tx, owner: &WorkspaceId, id: &AgentId) -> Resu
 pub(super) mod sql {
     pub(crate) const INSERT_AGENT: &str = "INSERT INTO agents \
         (owner_id, id, name, status, channel, role_prompt, throttle_seconds, workspace, model, \
-        created_at, updated_at, tools, max_steps, mcp_servers, budget_micros, approval_tools) \
-        VALUES ($1, $2, $3, 'idle', $4, $5, $6, $7, $8, $9, $9, $10, $11, $12, $13, $14)";
+        created_at, updated_at, tools, max_steps, mcp_servers, budget_micros, approval_tools, \
+        fallback_models) \
+        VALUES ($1, $2, $3, 'idle', $4, $5, $6, $7, $8, $9, $9, $10, $11, $12, $13, $14, $15)";
     /// Agents with the counts of their backlog; callers add conditions on `a` after `WHERE`.
     /// The counts are the agent's `backlog_counts` row, which the database keeps with every
     /// change to a task (migration 13): one row per agent, however long its history.
     const AGENT_COLUMNS: &str = "SELECT a.id, a.name, a.status, a.status_before_vacation, \
         a.channel, a.role_prompt, a.throttle_seconds, a.workspace, a.model, a.tools, \
-        a.max_steps, a.mcp_servers, a.budget_micros, a.approval_tools, a.created_at, a.updated_at, \
+        a.max_steps, a.mcp_servers, a.budget_micros, a.approval_tools, a.fallback_models, a.created_at, \
+        a.updated_at, \
         COALESCE(c.queued, 0) AS queued, COALESCE(c.in_progress, 0) AS in_progress, \
         COALESCE(c.awaiting_approval, 0) AS awaiting_approval, \
         COALESCE(c.complete, 0) AS complete, COALESCE(c.failed, 0) AS failed, \
@@ -438,7 +448,7 @@ pub(super) mod sql {
     pub(crate) const UPDATE_AGENT: &str = "UPDATE agents SET name = $3, status = $4, \
         status_before_vacation = $5, channel = $6, role_prompt = $7, throttle_seconds = $8, \
         workspace = $9, model = $10, updated_at = $11, tools = $12, max_steps = $13, \
-        mcp_servers = $14, budget_micros = $15, approval_tools = $16, \
+        mcp_servers = $14, budget_micros = $15, approval_tools = $16, fallback_models = $17, \
         failure_streak = CASE WHEN $4 = 'active' AND status <> 'active' THEN 0 ELSE failure_streak END, \
         next_run_at = CASE WHEN $4 = 'active' AND status <> 'active' THEN NULL ELSE next_run_at END \
         WHERE owner_id = $1 AND id = $2";

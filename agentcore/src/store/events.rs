@@ -192,7 +192,8 @@ mod sql {
         e.agent_id, e.task_id, e.data, e.created_at, a.action, a.details, s.seq AS step_seq, \
         s.seq, s.kind, s.tool, s.call_id, s.arguments, s.output, s.tool_calls, s.error, \
         s.duration_ms, s.input_tokens, s.output_tokens, s.cache_read_tokens, \
-        s.cache_write_tokens, s.model, s.cost_micros, s.unpriced, s.compacted_through \
+        s.cache_write_tokens, s.model, s.cost_micros, s.unpriced, s.compacted_through, \
+        COALESCE(s.tried, '[]') AS tried \
         FROM events e \
         LEFT JOIN activity a ON e.kind = 'activity' AND a.id = e.ref \
         LEFT JOIN task_steps s ON e.kind = 'step' AND s.task_id = e.task_id AND s.seq = e.ref \

@@ -22,6 +22,7 @@ mod events;
 mod explain;
 mod health;
 mod mcp;
+mod model_health;
 mod outbox;
 mod postgres;
 mod rate_limits;
@@ -65,6 +66,7 @@ pub use chat::{ChatStore, ConnectionRecord};
 pub use events::{EventBounds, EventStore};
 pub use health::{StorageFaultCounts, StorageHealth};
 pub use mcp::{McpServerRecord, McpStore};
+pub use model_health::ModelHealthStore;
 pub use outbox::OutboxStore;
 pub use postgres::PostgresStore;
 pub use rate_limits::{RateLimitStore, Slot, SlotAsk};
@@ -240,12 +242,25 @@ pub trait Store:
 /// approvals of its calls, its budget's reservations and its shared rate limits' slots. The runtime is given this, not the
 /// whole [`Store`].
 pub trait RunStore:
-    RuntimeStore + StepStore + ApprovalStore + BudgetStore + EventStore + RateLimitStore
+    RuntimeStore
+    + StepStore
+    + ApprovalStore
+    + BudgetStore
+    + EventStore
+    + RateLimitStore
+    + ModelHealthStore
 {
 }
 
 impl<
-    T: RuntimeStore + StepStore + ApprovalStore + BudgetStore + EventStore + RateLimitStore + ?Sized,
+    T: RuntimeStore
+        + StepStore
+        + ApprovalStore
+        + BudgetStore
+        + EventStore
+        + RateLimitStore
+        + ModelHealthStore
+        + ?Sized,
 > RunStore for T
 {
 }

@@ -274,6 +274,7 @@ pub(super) async fn insert_step(tx: &mut Tx, task: &TaskId, step: &Step) -> Resu
         .bind(step.compacted_through)
         .bind(step.usage.map_or(0, |u| u.cache_read_tokens))
         .bind(step.usage.map_or(0, |u| u.cache_write_tokens))
+        .bind(serde_json::to_string(&step.tried).map_err(Error::internal)?)
         .execute(&mut *tx)
         .await?;
     Ok(())
@@ -366,8 +367,8 @@ pub(super) mod sql {
         "SELECT 1 FROM tasks WHERE owner_id = $1 AND agent_id = $2 AND id = $3";
     pub(crate) const SELECT_STEPS: &str = "SELECT seq, kind, tool, call_id, arguments, output, \
         tool_calls, error, duration_ms, input_tokens, output_tokens, cache_read_tokens, \
-        cache_write_tokens, model, cost_micros, unpriced, compacted_through, created_at \
-        FROM task_steps WHERE task_id = $1 ORDER BY seq";
+        cache_write_tokens, model, cost_micros, unpriced, compacted_through, \
+        COALESCE(tried, '[]') AS tried, created_at FROM task_steps WHERE task_id = $1 ORDER BY seq";
     pub(crate) const RECENT_TASKS: &str = "SELECT title, result FROM tasks \
         WHERE owner_id = $1 AND agent_id = $2 AND status = 'complete' AND result IS NOT NULL \
         ORDER BY completed_at DESC LIMIT $3";
@@ -382,9 +383,9 @@ pub(super) mod sql {
     pub(crate) const INSERT_STEP: &str = "INSERT INTO task_steps (task_id, seq, kind, tool, \
         call_id, arguments, output, tool_calls, error, duration_ms, input_tokens, output_tokens, \
         created_at, model, cost_micros, unpriced, compacted_through, cache_read_tokens, \
-        cache_write_tokens) \
+        cache_write_tokens, tried) \
         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, \
-        $19)";
+        $19, $20)";
     /// How many tasks a task's run created so far.
     pub(crate) const CREATED_BY_TASK: &str =
         "SELECT COUNT(*) FROM tasks WHERE created_by_task = $1";

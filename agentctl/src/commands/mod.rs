@@ -309,6 +309,7 @@ async fn agents(cx: &Context, client: &Client, command: AgentsCommand) -> Result
                 mcp_servers: settings.mcp_servers,
                 budget_monthly_usd: settings.budget_monthly_usd.flatten(),
                 approval_tools: settings.approval_tools,
+                fallback_models: settings.fallback_models.flatten(),
             };
             cx.emit(&client.create_agent(&request).await?)
         }
@@ -327,6 +328,7 @@ async fn agents(cx: &Context, client: &Client, command: AgentsCommand) -> Result
                 mcp_servers: settings.mcp_servers,
                 budget_monthly_usd: settings.budget_monthly_usd,
                 approval_tools: settings.approval_tools,
+                fallback_models: settings.fallback_models,
             };
             if request.is_empty() {
                 return Err(Failure::usage(
@@ -456,6 +458,8 @@ struct Settings {
     mcp_servers: Option<Vec<String>>,
     budget_monthly_usd: Option<Option<f64>>,
     approval_tools: Option<Vec<String>>,
+    /// `Some(None)`: back to the server's chain.
+    fallback_models: Option<Option<Vec<String>>>,
 }
 
 impl Settings {
@@ -479,6 +483,10 @@ impl Settings {
             mcp_servers: list(given.mcp_servers),
             budget_monthly_usd,
             approval_tools: list(given.approval_tools),
+            fallback_models: given.fallback_models.map(|all| match all.as_str() {
+                "default" => None,
+                _ => Some(crate::render::list_items(&all)),
+            }),
         })
     }
 }

@@ -29,11 +29,13 @@ use sources::{Sources, distance, read_file};
 #[cfg(test)]
 mod billing_tests;
 mod effective;
+#[cfg(test)]
+mod fallback_tests;
 mod mcp;
 mod models;
+mod prices_tests;
 #[cfg(test)]
 mod ratelimit_tests;
-mod prices_tests;
 mod settings;
 mod sources;
 #[cfg(test)]
@@ -45,12 +47,13 @@ pub const DEFAULT_BIND: &str = "127.0.0.1:8080";
 const OTHER_VARIABLES: [&str; 1] = ["AGENTD_CONFIG"];
 
 /// Settings whose value is a map: in the file a table (or a `key=value,...` string).
-const MAPS: [&str; 5] = [
+const MAPS: [&str; 6] = [
     "AGENTD_BILLING__PLANS",
     "AGENTD_BILLING__PRICES",
     "AGENTD_MODELS__PRICES",
     "AGENTD_MODELS__RATE_LIMITS",
     "AGENTD_MODELS__CONTEXT_WINDOWS",
+    "AGENTD_MODELS__FALLBACKS",
 ];
 
 /// Values given on the command line; `None` defers to the environment, the file and defaults.

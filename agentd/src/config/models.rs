@@ -23,7 +23,10 @@
 //! the windows of a few well-known models. A run's conversation is compacted as it nears it.
 
 use agentcore::domain::agent::provider_name;
+use std::collections::BTreeMap;
+
 use agentcore::domain::budget::{CacheRates, Price};
+use agentcore::domain::fallback::{FallbackModels, HealthPolicy};
 use agentcore::domain::ratelimit::{MAX_WINDOW, RateLimit, RateLimits};
 use agentcore::models::{ModelsConfig, ProviderConfig};
 use secrecy::{ExposeSecret, SecretString};
@@ -120,6 +123,8 @@ pub(super) fn models(src: &Sources<'_>) -> Result<ModelsConfig, ConfigError> {
     }
     Ok(ModelsConfig {
         default: src.get("AGENTD_MODELS__DEFAULT").unwrap_or(defaults.default),
+        fallbacks: fallbacks(src)?,
+        health: health(src, defaults.health)?,
         prices,
         context_windows,
         providers,
@@ -180,6 +185,60 @@ fn bad_price(pair: &str) -> ConfigError {
     ))
 }
 
+/// `[models.fallbacks]` (`AGENTD_MODELS__FALLBACKS`: `<model>=<fallback>|<fallback>`, comma
+/// separated; an empty chain: none): the server's fallback chains, by the model they follow.
+/// Whether each names a configured provider is checked with the providers, at start.
+fn fallbacks(src: &Sources<'_>) -> Result<BTreeMap<String, Vec<String>>, ConfigError> {
+    let mut chains = BTreeMap::new();
+    for pair in list(&src.get("AGENTD_MODELS__FALLBACKS").unwrap_or_default()) {
+        let Some((model, chain)) = pair.split_once('=') else {
+            return Err(ConfigError(format!(
+                "models.fallbacks: '{pair}' is not <provider>:<model>=<fallback>|<fallback> \
+                 (e.g. anthropic:claude-sonnet-4-5=openai:gpt-4o|ollama:llama3.1)"
+            )));
+        };
+        let chain: Vec<String> =
+            chain.split('|').map(str::trim).filter(|m| !m.is_empty()).map(str::to_owned).collect();
+        if let Err(e) = FallbackModels::parse(&chain) {
+            return Err(ConfigError(format!("models.fallbacks.\"{}\": {e}", model.trim())));
+        }
+        chains.insert(model.trim().to_owned(), chain);
+    }
+    Ok(chains)
+}
+
+/// `[models.health]`: when a failing model cools down for every agent.
+fn health(src: &Sources<'_>, defaults: HealthPolicy) -> Result<HealthPolicy, ConfigError> {
+    let policy = HealthPolicy {
+        failures_to_cool_down: src
+            .count("AGENTD_MODELS__HEALTH__FAILURES_TO_COOL_DOWN", false)?
+            .unwrap_or(defaults.failures_to_cool_down),
+        cooldown: src
+            .seconds("AGENTD_MODELS__HEALTH__COOLDOWN_SECONDS", false)?
+            .unwrap_or(defaults.cooldown),
+        max_cooldown: src
+            .seconds("AGENTD_MODELS__HEALTH__MAX_COOLDOWN_SECONDS", false)?
+            .unwrap_or(defaults.max_cooldown),
+    };
+    if policy.failures_to_cool_down > 100 {
+        return Err(ConfigError(
+            "models.health.failures_to_cool_down: must be from 1 to 100".into(),
+        ));
+    }
+    if policy.max_cooldown > std::time::Duration::from_secs(86_400) {
+        return Err(ConfigError(
+            "models.health.max_cooldown_seconds: must be at most 86400 (a day)".into(),
+        ));
+    }
+    if policy.max_cooldown < policy.cooldown {
+        return Err(ConfigError(
+            "models.health.max_cooldown_seconds: must be at least models.health.cooldown_seconds"
+                .into(),
+        ));
+    }
+    Ok(policy)
+}
+
 /// `[models]` and `[models.providers.<name>]` for `agentd config`.
 pub(super) fn show(models: &ModelsConfig, root: &mut toml::Table) {
     use toml::Value;
@@ -218,4 +277,17 @@ pub(super) fn show(models: &ModelsConfig, root: &mut toml::Table) {
     insert(root, "models.rate_limits", Value::Table(limits.collect()));
     let windows = models.context_windows.iter().map(|(model, w)| (model.clone(), number(*w)));
     insert(root, "models.context_windows", Value::Table(windows.collect()));
+    let fallbacks = models
+        .fallbacks
+        .iter()
+        .map(|(model, chain)| {
+            let chain = chain.iter().map(|m| Value::String(m.clone())).collect();
+            (model.clone(), Value::Array(chain))
+        })
+        .collect();
+    insert(root, "models.fallbacks", Value::Table(fallbacks));
+    let health = &models.health;
+    insert(root, "models.health.failures_to_cool_down", number(health.failures_to_cool_down));
+    insert(root, "models.health.cooldown_seconds", seconds(health.cooldown));
+    insert(root, "models.health.max_cooldown_seconds", seconds(health.max_cooldown));
 }

@@ -171,7 +171,7 @@ fn flatten(
         let text = match value {
             toml::Value::Table(map) if MAPS.contains(&name.as_str()) => map
                 .iter()
-                .map(|(k, v)| scalar(v, &path).map(|v| format!("{k}={v}")))
+                .map(|(k, v)| map_value(v, &path).map(|v| format!("{k}={v}")))
                 .collect::<Result<Vec<_>, _>>()?
                 .join(","),
             toml::Value::Table(section) => {
@@ -192,6 +192,16 @@ fn flatten(
         out.insert(name, FileValue { text, path });
     }
     Ok(())
+}
+
+/// A map's value: a scalar, or a list (a fallback chain) with its items joined by `|`.
+fn map_value(value: &toml::Value, path: &str) -> Result<String, String> {
+    match value {
+        toml::Value::Array(items) => {
+            Ok(items.iter().map(|v| scalar(v, path)).collect::<Result<Vec<_>, _>>()?.join("|"))
+        }
+        other => scalar(other, path),
+    }
 }
 
 /// `AGENTD_MCP__SERVERS__<NAME>__ARGS`.

@@ -13,6 +13,7 @@ mod bound;
 mod budget;
 mod caching;
 pub(crate) mod compaction;
+mod fallback;
 pub(crate) mod fetch;
 mod mcp;
 mod mcp_everything;

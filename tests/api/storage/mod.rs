@@ -53,6 +53,7 @@ fn new_agent(id: &str, workspace: Option<&str>) -> NewAgent {
         mcp_servers: agentcore::domain::mcp::McpServerSet::default(),
         budget: Some(agentcore::domain::budget::Budget::parse(12.5).unwrap()),
         approval_tools: agentcore::domain::approval::ApprovalTools::parse(&["http_fetch"]).unwrap(),
+        fallback_models: None,
     }
 }
 

@@ -60,6 +60,7 @@ pub(super) struct AgentRow {
     mcp_servers: String,
     budget_micros: Option<i64>,
     approval_tools: String,
+    fallback_models: Option<String>,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
     queued: i64,
@@ -89,6 +90,7 @@ impl TryFrom<AgentRow> for Agent {
             approval_tools: crate::domain::approval::ApprovalTools::from_json(&row.approval_tools)
                 .names()
                 .to_vec(),
+            fallback_models: fallbacks_from_json(row.fallback_models.as_deref())?,
             created_at: row.created_at,
             updated_at: row.updated_at,
             backlog_summary: BacklogSummary {
@@ -290,6 +292,14 @@ impl ViewTaskRow {
     }
 }
 
+/// `agents.fallback_models`: a JSON array of model names, or null.
+fn fallbacks_from_json(stored: Option<&str>) -> Result<Option<Vec<String>>> {
+    stored
+        .map(serde_json::from_str)
+        .transpose()
+        .map_err(|e| corrupt("agents.fallback_models")(e.to_string()))
+}
+
 pub(super) fn corrupt(column: &'static str) -> impl Fn(String) -> Error {
     move |problem| Error::internal(format!("unexpected value in {column}: {problem}"))
 }
@@ -309,6 +319,7 @@ pub(super) struct AgentRunRow {
     max_steps: i32,
     mcp_servers: String,
     approval_tools: String,
+    fallback_models: Option<String>,
     memory: String,
     /// The database's clock, read with the lock (one round trip fewer per task).
     pub(super) db_now: DateTime<Utc>,
@@ -338,6 +349,7 @@ impl TryFrom<AgentRunRow> for AgentRun {
             approval_tools: crate::domain::approval::ApprovalTools::from_json(&row.approval_tools)
                 .names()
                 .to_vec(),
+            fallback_models: fallbacks_from_json(row.fallback_models.as_deref())?,
             memory: row.memory,
         })
     }
@@ -375,6 +387,7 @@ pub(super) struct StepRow {
     cost_micros: i64,
     unpriced: bool,
     compacted_through: Option<i32>,
+    tried: String,
     created_at: DateTime<Utc>,
 }
 
@@ -412,6 +425,8 @@ impl TryFrom<StepRow> for Step {
                 unpriced: row.unpriced,
             }),
             compacted_through: row.compacted_through,
+            tried: serde_json::from_str(&row.tried)
+                .map_err(|e| corrupt("task_steps.tried")(e.to_string()))?,
             created_at: row.created_at,
         })
     }

@@ -74,7 +74,7 @@ pub(crate) fn select_agent_run(lock: &str, clock: Clock) -> String {
     format!(
         "SELECT name, status, status_before_vacation, role_prompt, model, throttle_seconds, \
          lease_owner, next_run_at, failure_streak, tools, max_steps, mcp_servers, approval_tools, \
-         memory, {} AS db_now \
+         fallback_models, memory, {} AS db_now \
          FROM agents \
          WHERE owner_id = $1 AND id = $2{lock}",
         clock.now

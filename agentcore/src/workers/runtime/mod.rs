@@ -21,6 +21,7 @@
 mod approval;
 mod compact;
 mod dispatch;
+mod fallback;
 mod model;
 mod offer;
 mod ratelimit;
@@ -113,6 +114,7 @@ impl Runtime {
             calls: Semaphore::new(core.runtime_config().max_concurrent_calls.max(1)),
             membership: tokio::sync::Mutex::new(()),
             stopped: stopped.clone(),
+            health: fallback::HealthCache::default(),
         });
         let scheduler = tokio::spawn(super::scheduler::run(core.clone(), stopped.clone()));
         let task = tokio::spawn(dispatch::dispatch(node, stopped));
@@ -129,6 +131,8 @@ pub(super) struct Node {
     /// dispatcher claiming never disagree about which agents have a worker.
     pub(super) membership: tokio::sync::Mutex<()>,
     pub(super) stopped: watch::Receiver<bool>,
+    /// This node's copy of the models' shared health (see [`fallback`]).
+    health: fallback::HealthCache,
 }
 
 impl Node {

@@ -9,6 +9,7 @@ use super::{ATTEMPTS_PER_CALL, Node, ratelimit, trace};
 use crate::core::RuntimeConfig;
 use crate::domain::backoff::exponential;
 use crate::domain::event::Retry;
+use crate::domain::fallback::attempts_on;
 use crate::domain::runtime::Outcome;
 use crate::domain::workspace::WorkspaceId;
 use crate::models::{Completion, CompletionRequest, ModelError, ModelProvider};
@@ -23,13 +24,29 @@ pub(super) struct Called {
     pub(super) span: tracing::Span,
 }
 
-/// Calls the model with up to three attempts.
+/// How many attempts one model's call may make.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Attempts {
+    /// [`ATTEMPTS_PER_CALL`]; 1 for a probe of a model back from its cool-down.
+    pub(super) max: i32,
+    /// A next model of the chain can take the call: an overloaded provider gets fewer.
+    pub(super) has_next: bool,
+}
+
+impl Default for Attempts {
+    fn default() -> Self {
+        Self { max: ATTEMPTS_PER_CALL, has_next: false }
+    }
+}
+
+/// Calls the model with up to `limit.max` attempts (see [`attempts_on`]).
 pub(super) async fn call_model(
     node: &Node,
     provider: &dyn ModelProvider,
     label: &str,
     request: &CompletionRequest,
     run: RunRef<'_>,
+    limit: Attempts,
 ) -> Called {
     let task = run.task;
     let mut attempts = 0;
@@ -66,7 +83,9 @@ pub(super) async fn call_model(
                 tracing::warn!(%task, attempt = attempts, %reason, "model call refused");
                 return failed(reason, true, span);
             }
-            Err(ModelError::Transient { reason, .. }) if attempts >= ATTEMPTS_PER_CALL => {
+            Err(ModelError::Transient { reason, status, .. })
+                if attempts >= attempts_on(status, limit.has_next, limit.max) =>
+            {
                 tracing::warn!(%task, attempt = attempts, %reason, "model call failed; no retry left");
                 return failed(reason, false, span);
             }

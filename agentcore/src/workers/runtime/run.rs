@@ -17,19 +17,18 @@ use tracing::Instrument as _;
 use super::Node;
 use super::approval::Gate;
 use super::compact::{self, Plan};
-use super::model::call_model;
+use super::fallback::{Answered, First, ask as ask_chain};
 use super::offer::offered;
 use super::tools::{self, McpTools, Work};
 use super::trace;
 use crate::domain::approval::needs_approval;
-use crate::domain::budget::StepCost;
 use crate::domain::event::{Event, StepStarted};
 use crate::domain::runtime::{AgentKey, ClaimedTask, Outcome};
 use crate::domain::steps::{Effect, LoopGuard, Step, StepCall, StepKind, Stop};
 use crate::domain::steps::{summary_request, system_prompt};
 use crate::domain::tool_result::{ToolError, ToolResult};
 use crate::domain::workspace::WorkspaceId;
-use crate::models::{Completion, CompletionRequest, Message, ModelKind, ModelProvider};
+use crate::models::{CompletionRequest, Message, ModelKind, ModelProvider};
 use crate::models::{ToolCall, ToolChoice};
 use crate::store::{RunContext, RunRef};
 
@@ -276,12 +275,13 @@ impl Run<'_> {
         let answered = tokio::time::timeout(remaining, self.ask(StepKind::Compaction)).await;
         self.model.request.messages = conversation;
         self.model.request.tool_choice = ToolChoice::Auto;
-        let (answer, cost) = match answered {
+        let Answered { completion: answer, cost, tried } = match answered {
             Err(_) => return Ok(State::Summarising(self.timeout())),
             Ok(Err(outcome)) => return Ok(State::Ended(outcome)),
             Ok(Ok(answered)) => answered,
         };
-        let step = compaction.step(self.next_seq(), answer, cost, millis(started));
+        let mut step = compaction.step(self.next_seq(), answer, cost, millis(started));
+        step.tried = tried;
         let stored = self.store(&step, None).await?;
         self.model.request.messages = compaction.after(&claimed.user_message(), stored);
         Ok(State::Compacting)
@@ -291,12 +291,12 @@ impl Run<'_> {
     async fn ask_next(&mut self) -> State {
         let started = Instant::now();
         let remaining = self.deadline.saturating_duration_since(started);
-        let (answer, cost) = match tokio::time::timeout(remaining, self.ask(StepKind::Model)).await
-        {
-            Err(_) => return State::Summarising(self.timeout()),
-            Ok(Err(outcome)) => return State::Ended(outcome),
-            Ok(Ok(answered)) => answered,
-        };
+        let Answered { completion: answer, cost, tried } =
+            match tokio::time::timeout(remaining, self.ask(StepKind::Model)).await {
+                Err(_) => return State::Summarising(self.timeout()),
+                Ok(Err(outcome)) => return State::Ended(outcome),
+                Ok(Ok(answered)) => answered,
+            };
         let calls: Vec<StepCall> = answer.tool_calls.iter().map(from_call).collect();
         let mut step = Step::model(
             self.next_seq(),
@@ -306,6 +306,7 @@ impl Run<'_> {
             millis(started),
         );
         step.cost = cost;
+        step.tried = tried;
         if calls.is_empty() {
             // Stored with the outcome: one transaction fewer for every task.
             self.last = Some(step);
@@ -321,27 +322,15 @@ impl Run<'_> {
         State::Calling { calls, stop: None }
     }
 
-    /// One model call with the conversation so far, counting its retries; its cost is
-    /// reserved before it is sent and settled when it answers (see [`super::spend`]).
-    async fn ask(&mut self, step: StepKind) -> Result<(Completion, Option<StepCost>), Outcome> {
+    /// One model call of kind `step` with the conversation so far, along the agent's fallback
+    /// chain, counting its retries; its cost is reserved before each model is sent it and
+    /// settled when one answers (see [`super::fallback`] and [`super::spend`]).
+    async fn ask(&mut self, step: StepKind) -> Result<Answered, Outcome> {
         let run = RunRef { agent: self.agent, task: &self.claimed.task.id, node: self.node.id() };
-        let model = self.claimed.agent.model.as_deref();
-        let Model { provider, kind, request } = &self.model;
-        let reserved = super::spend::reserve(self.node, run, model, *kind, request).await?;
+        let Model { provider, request, .. } = &self.model;
         self.started(step, None);
-        let called = call_model(self.node, &**provider, kind.label(), request, run).await;
-        self.counts.retries += (called.attempts - 1).max(0);
-        let answer = called.answer?;
-        let cost = match reserved {
-            Some(reserved) => {
-                Some(super::spend::settle(self.node, run, reserved, answer.usage).await)
-            }
-            None => None,
-        };
-        if let Some(cost) = &cost {
-            trace::chat_cost(&called.span, cost.cost_micros);
-        }
-        Ok((answer, cost))
+        let first = First { provider, request };
+        ask_chain(self.node, run, self.claimed, first, &mut self.counts.retries).await
     }
 
     fn timeout(&self) -> Stop {
@@ -411,22 +400,26 @@ impl Run<'_> {
         self.model.request.tool_choice = ToolChoice::None;
         let started = Instant::now();
         let answered = self.ask(StepKind::Summary).await;
-        let (summary, usage, cost) = match answered {
-            Ok((answer, cost)) if !answer.text.trim().is_empty() => {
-                (answer.text, answer.usage, cost)
+        let (summary, usage, cost, tried) = match answered {
+            Ok(Answered { completion, cost, tried }) if !completion.text.trim().is_empty() => {
+                (completion.text, completion.usage, cost, tried)
             }
-            Ok((answer, cost)) => ("(The model gave no summary.)".to_owned(), answer.usage, cost),
+            Ok(Answered { completion, cost, tried }) => {
+                ("(The model gave no summary.)".to_owned(), completion.usage, cost, tried)
+            }
             Err(exhausted @ Outcome::BudgetExhausted { .. }) => return Ok(exhausted),
             Err(_) => (
                 "(The summary could not be asked for: the model call failed.)".to_owned(),
                 None,
                 None,
+                Vec::new(),
             ),
         };
         let mut step =
             Step::model(self.next_seq(), summary.clone(), Vec::new(), usage, millis(started));
         step.kind = StepKind::Summary;
         step.cost = cost;
+        step.tried = tried;
         step.error = Some(stop.to_string());
         self.store(&step, None).await?;
         Ok(Outcome::Stopped { reason: stop.to_string(), summary })

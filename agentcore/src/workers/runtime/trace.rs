@@ -37,6 +37,7 @@ pub(super) fn run_span(agent: &AgentKey, claimed: &ClaimedTask) -> Span {
         gen_ai.conversation.id = %claimed.task.id,
         gen_ai.provider.name = Empty,
         gen_ai.request.model = Empty,
+        gen_ai.response.model = Empty,
         agentd.workspace.id = %agent.owner_id,
         agentd.task.id = %claimed.task.id,
         agentd.task.attempt = claimed.task.attempts,
@@ -132,6 +133,17 @@ pub(super) fn retrying(span: &Span, attempt: i32, delay: std::time::Duration) {
         KeyValue::new("agentd.delay_ms", delay_ms),
     ];
     span.add_event("gen_ai.retry", attributes);
+}
+
+/// A model of the fallback chain failed after its retries: an event on the run's span, naming
+/// it and whether the call goes on to the next model.
+pub(super) fn fell_back(model: &str, error: &str, next: bool) {
+    let attributes = vec![
+        KeyValue::new("gen_ai.request.model", model.to_owned()),
+        KeyValue::new("error.message", error.to_owned()),
+        KeyValue::new("agentd.fallback.next", next),
+    ];
+    Span::current().add_event("agentd.fallback", attributes);
 }
 
 /// The call's settled cost, on the `chat` span that answered.

@@ -170,6 +170,7 @@ mod tests {
             calls: tokio::sync::Semaphore::new(1),
             membership: tokio::sync::Mutex::new(()),
             stopped: tokio::sync::watch::channel(false).1,
+            health: super::super::fallback::HealthCache::default(),
         });
         let worker = work(node, AgentKey::new("owner", "agent"), Arc::new(Worker::default()));
         let size = std::mem::size_of_val(&worker);

@@ -65,7 +65,7 @@ async fn overview_page(
 ) -> Shown {
     let agents = agent_rows(state, who).await?;
     let limit = super::agent_limit(state, who).await?;
-    let models = state.core.model_list(who);
+    let models = state.core.model_list(who).await.map_err(fail)?;
     signed_in(
         state,
         who,

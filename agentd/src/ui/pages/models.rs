@@ -12,7 +12,7 @@ use super::{Shown, signed_in};
 
 /// `GET /models`: what `GET /api/models` answers, as a page.
 pub(crate) async fn page(State(state): State<AppState>, Viewer(who): Viewer, csrf: Csrf) -> Shown {
-    let models = state.core.model_list(&who);
+    let models = state.core.model_list(&who).await.map_err(super::fail)?;
     signed_in(&state, &who, "models.html", context! { csrf => csrf.0, nav => "models", models })
         .await
 }

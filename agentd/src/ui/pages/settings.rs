@@ -52,6 +52,7 @@ pub(crate) async fn update(
                 .filter(|name| !name.is_empty())
                 .collect(),
         ),
+        fallback_models: Some(fallbacks(fields.text("fallback_models"))),
         ..UpdateAgentRequest::default()
     };
     let result = async {
@@ -154,4 +155,17 @@ pub(super) async fn answer<T>(
     let errors = FormErrors::of(&error);
     let form = context! { which, values => fields.values(), lists => fields.lists(), errors };
     refused(agent_page(state, who, csrf, id, None, form, Value::UNDEFINED).await?, &error)
+}
+
+/// The settings form's fallback models: empty is the server's chain (`null`), `none` no
+/// fallback (`[]`), else the comma-separated names.
+fn fallbacks(text: Option<String>) -> Option<Vec<String>> {
+    let text = text.unwrap_or_default();
+    match text.trim() {
+        "" => None,
+        "none" => Some(Vec::new()),
+        names => Some(
+            names.split(',').map(|name| name.trim().to_owned()).filter(|n| !n.is_empty()).collect(),
+        ),
+    }
 }
