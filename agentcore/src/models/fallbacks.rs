@@ -61,9 +61,9 @@ mod tests {
     fn the_servers_chains_apply_to_agents_without_their_own() {
         let config = with_fallbacks(&[("anthropic:claude-sonnet-4-5", &["openai:gpt-4o"])]);
         let models = Models::new(&config).unwrap();
-        let primary = Some("anthropic:claude-sonnet-4-5");
-        assert_eq!(models.chain_of(primary, None), [primary.unwrap(), "openai:gpt-4o"]);
-        assert_eq!(models.chain_of(primary, Some(&[])), [primary.unwrap()]);
+        let primary = "anthropic:claude-sonnet-4-5";
+        assert_eq!(models.chain_of(Some(primary), None), [primary, "openai:gpt-4o"]);
+        assert_eq!(models.chain_of(Some(primary), Some(&[])), [primary]);
         assert_eq!(models.chain_of(Some("openai:gpt-4o"), None), ["openai:gpt-4o"]);
         assert_eq!(models.chain_of(None, None), ["echo"]);
     }

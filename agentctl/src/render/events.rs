@@ -138,6 +138,7 @@ mod tests {
             usage: None,
             cost: None,
             compacted_through: None,
+            tried: Vec::new(),
             created_at: Utc::now(),
         }
     }

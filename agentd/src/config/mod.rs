@@ -33,6 +33,7 @@ mod effective;
 mod fallback_tests;
 mod mcp;
 mod models;
+#[cfg(test)]
 mod prices_tests;
 #[cfg(test)]
 mod ratelimit_tests;

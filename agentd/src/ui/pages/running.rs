@@ -94,6 +94,7 @@ mod tests {
             usage: None,
             cost: None,
             compacted_through: None,
+            tried: Vec::new(),
             created_at: at(second),
         }
     }
