@@ -106,7 +106,7 @@ pub struct Options {
     pub rate_limits: agentcore::domain::ratelimit::RateLimits,
     /// The server's fallback chains (`models.fallbacks`); none unless set.
     pub model_fallbacks: std::collections::BTreeMap<String, Vec<String>>,
-    /// When a failing model cools down (`models.health`); the defaults unless set.
+    /// When a failing model cools down (`models.health`): after 3 failures, for 1 s to 2 s.
     pub model_health: agentcore::domain::fallback::HealthPolicy,
 }
 
@@ -164,7 +164,12 @@ impl Options {
             },
             rate_limits: agentcore::domain::ratelimit::RateLimits::default(),
             model_fallbacks: std::collections::BTreeMap::new(),
-            model_health: agentcore::domain::fallback::HealthPolicy::default(),
+            // A model that keeps failing cools down for a second, as other waits are short.
+            model_health: agentcore::domain::fallback::HealthPolicy {
+                cooldown: Duration::from_secs(1),
+                max_cooldown: Duration::from_secs(2),
+                ..agentcore::domain::fallback::HealthPolicy::default()
+            },
         }
     }
 
