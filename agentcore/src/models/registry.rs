@@ -431,6 +431,19 @@ impl Models {
         }
     }
 
+    /// A guess at the input tokens of `request` for `model` (or the default), for decisions
+    /// where a guess serves better than a bound (whether a run's context can still fit its
+    /// window): OpenAI's models counted, every other counted with `cl100k_base` plus a
+    /// quarter, never above [`Models::input_tokens_bound`]. Never for budgets.
+    pub fn input_tokens_estimate(&self, model: Option<&str>, request: &CompletionRequest) -> usize {
+        let bound = self.input_tokens_bound(model, request);
+        if self.encoding(model, &request.model).is_some() {
+            return bound;
+        }
+        let counted = self.counter.request(Encoding::Cl100kBase, request);
+        counted.saturating_add(counted / 4).min(bound)
+    }
+
     /// Whether `model`'s (or the default's) requests are counted with a tokenizer: an OpenAI
     /// model served by a provider of the `openai` kind.
     pub fn counted_exactly(&self, model: Option<&str>, provider_model: &str) -> bool {

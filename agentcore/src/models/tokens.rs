@@ -17,7 +17,7 @@
 //! message is counted once per node), in a bounded map.
 
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
+use std::hash::BuildHasher;
 use std::sync::Mutex;
 
 use tiktoken_rs::CoreBPE;
@@ -71,10 +71,16 @@ impl Encoding {
     }
 }
 
-/// Counts texts with one encoding, caching the counts of longer texts.
+/// A run of this many bytes without white space is not tokenized: BPE's merging is quadratic
+/// in a piece's length, so such a text is bounded by its bytes instead.
+const LONGEST_PIECE: usize = 512;
+
+/// Counts texts with one encoding, caching the counts of longer texts (keyed by a hash seeded
+/// per process, so texts that collide cannot be made offline to share a count).
 #[derive(Debug, Default)]
 pub struct Counter {
     cache: Mutex<HashMap<(Encoding, u64), usize>>,
+    seed: std::collections::hash_map::RandomState,
 }
 
 impl Counter {
@@ -83,9 +89,10 @@ impl Counter {
         if text.len() < CACHED_FROM_BYTES {
             return encoding.bpe().encode_ordinary(text).len();
         }
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        text.hash(&mut hasher);
-        let key = (encoding, hasher.finish());
+        if longest_piece(text) > LONGEST_PIECE {
+            return text.len();
+        }
+        let key = (encoding, self.seed.hash_one(text));
         if let Some(count) = self.lock().get(&key) {
             return *count;
         }
@@ -137,6 +144,11 @@ impl Counter {
     }
 }
 
+/// The longest run of bytes in `text` without white space.
+fn longest_piece(text: &str) -> usize {
+    text.split(|c: char| c.is_whitespace()).map(str::len).max().unwrap_or(0)
+}
+
 /// A bound on the input tokens of `request` for a model that is not counted with a tokenizer:
 /// its bytes, plus [`super::FRAMING_TOKENS`] for each part (see [`CompletionRequest::text_bytes`]).
 pub fn byte_bound(request: &CompletionRequest) -> usize {
@@ -171,5 +183,7 @@ mod tests {
         assert_eq!(first, Encoding::Cl100kBase.bpe().encode_ordinary(&long).len());
         assert_eq!(counter.count(Encoding::Cl100kBase, &long), first, "from the cache");
         assert!(!counter.lock().is_empty());
+        let unbroken = "x".repeat(LONGEST_PIECE + 1);
+        assert_eq!(counter.count(Encoding::O200kBase, &unbroken), unbroken.len(), "its bytes");
     }
 }

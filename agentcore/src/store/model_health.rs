@@ -60,12 +60,16 @@ impl<S: SqlStore> ModelHealthStore for S {
         watched(self.storage_health(), async {
             let mut tx = self.begin_write().await?;
             let clock = tx.dialect().clock();
-            let now: DateTime<Utc> =
+            let started: DateTime<Utc> =
                 query_scalar(&format!("SELECT {}", clock.now)).fetch_one(&mut tx).await?;
             // The row exists before it is locked: two nodes' first failures cannot both insert.
-            query(sql::ENSURE).bind(model).bind(now).execute(&mut tx).await?;
+            query(sql::ENSURE).bind(model).bind(started).execute(&mut tx).await?;
             let current: HealthRow = query_as(&sql::select_one(tx.dialect().lock()))
                 .bind(model)
+                .fetch_one(&mut tx)
+                .await?;
+            // The clock read after the lock: a wait for it does not date the cool-down back.
+            let now: DateTime<Utc> = query_scalar(&format!("SELECT {}", tx.dialect().wall_clock()))
                 .fetch_one(&mut tx)
                 .await?;
             let (_, current) = current.into_record();

@@ -73,7 +73,14 @@ pub(super) async fn plan(
         Some((through, asked)) => {
             Plan::Compact(Compaction { through, messages: asked.messages, steps })
         }
-        None if fits(needed) => Plan::Fits,
+        // The bound is safe but far above the real count for models without a published
+        // tokenizer: a run is stopped only when a fair guess does not fit either (a guess
+        // that is wrong meets the provider's own refusal, as the stop would have).
+        None if fits(needed)
+            || fits(models.input_tokens_estimate(model, request).saturating_add(answer)) =>
+        {
+            Plan::Fits
+        }
         None => {
             let error = compaction::too_long(needed, window);
             tracing::warn!(task = %claimed.task.id, %error, "run stopped: its context is full");

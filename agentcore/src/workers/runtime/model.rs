@@ -39,6 +39,10 @@ impl Default for Attempts {
     }
 }
 
+/// 429s under a shared rate limit that a call waits out before a 429 counts as a failed
+/// attempt.
+const RATE_LIMITED_WAITS: u32 = 5;
+
 /// Calls the model with up to `limit.max` attempts (see [`attempts_on`]).
 pub(super) async fn call_model(
     node: &Node,
@@ -50,6 +54,7 @@ pub(super) async fn call_model(
 ) -> Called {
     let task = run.task;
     let mut attempts = 0;
+    let mut rate_limited = 0;
     loop {
         attempts += 1;
         let span = trace::chat_span(label, request, attempts);
@@ -64,9 +69,13 @@ pub(super) async fn call_model(
             let answer = provider.complete(request).instrument(span.clone()).await;
             node.core.counters().model_call(label, started.elapsed(), answer.as_ref().err());
             trace::chat_answered(&span, request, &answer, node.config.trace_content);
-            if ratelimit::answered(node, slot.as_ref(), &answer, attempts).await {
-                // A 429 under a shared limit is a wait for every caller, not a failed attempt.
+            let shared = ratelimit::answered(node, slot.as_ref(), &answer, attempts).await;
+            if shared && rate_limited < RATE_LIMITED_WAITS {
+                // A 429 under a shared limit is a wait for every caller, not a failed attempt,
+                // a few times over; then it counts as one (a quota that never comes back, and
+                // a fallback chain, move on).
                 tracing::info!(%task, "model call rate-limited by its provider; waiting");
+                rate_limited += 1;
                 attempts -= 1;
                 continue;
             }

@@ -126,7 +126,12 @@ pub(super) async fn answered(
     let (block, limited) = match answer {
         Ok(completion) => {
             if let Some(usage) = &completion.usage {
-                let tokens = usage.input_tokens.saturating_add(usage.output_tokens);
+                // Providers count cached prompt tokens toward their token limits too.
+                let tokens = usage
+                    .input_tokens
+                    .saturating_add(usage.output_tokens)
+                    .saturating_add(usage.cache_read_tokens)
+                    .saturating_add(usage.cache_write_tokens);
                 if let Err(error) = store.correct_slot(&taken.grants, tokens).await {
                     tracing::debug!(%error, "cannot correct a rate-limit slot's tokens");
                 }

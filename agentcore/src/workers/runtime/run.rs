@@ -32,6 +32,9 @@ use crate::models::{CompletionRequest, Message, ModelKind, ModelProvider};
 use crate::models::{ToolCall, ToolChoice};
 use crate::store::{RunContext, RunRef};
 
+/// How long a stopped run's summary call may take (or the longest retry wait, when longer).
+const SUMMARY_GRACE: Duration = Duration::from_secs(60);
+
 /// How a run ended.
 #[allow(clippy::large_enum_variant, reason = "one per task, moved once")]
 pub(super) enum Ran {
@@ -399,7 +402,16 @@ impl Run<'_> {
         self.model.request.messages.push(Message::User(summary_request(stop)));
         self.model.request.tool_choice = ToolChoice::None;
         let started = Instant::now();
-        let answered = self.ask(StepKind::Summary).await;
+        // The task's time may be up already: the summary gets a grace of its own, so a wait
+        // (a shared rate limit, every model cooling down) cannot hold the task for ever.
+        let grace = SUMMARY_GRACE.max(self.node.config.retry_max);
+        let answered = match tokio::time::timeout(grace, self.ask(StepKind::Summary)).await {
+            Ok(answered) => answered,
+            Err(_) => Err(Outcome::Failed {
+                error: "the summary call ran out of time".into(),
+                permanent: false,
+            }),
+        };
         let (summary, usage, cost, tried) = match answered {
             Ok(Answered { completion, cost, tried }) if !completion.text.trim().is_empty() => {
                 (completion.text, completion.usage, cost, tried)
