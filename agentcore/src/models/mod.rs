@@ -143,7 +143,7 @@ pub struct Completion {
     pub tool_calls: Vec<ToolCall>,
     pub usage: Option<Usage>,
     /// The provider's rate-limit headers said its requests or tokens are spent for this long
-    /// (see [`retry_after`]): no call should go to it before.
+    /// (see `retry_after`): no call should go to it before.
     pub spent_for: Option<Duration>,
 }
 

@@ -3,7 +3,7 @@
 //! will count.
 //!
 //! - OpenAI's own models (`gpt-4o`, `gpt-4.1`, `gpt-5`, `o1`/`o3`/`o4`, `gpt-4`, `gpt-3.5`) are
-//!   counted with OpenAI's tokenizer ([`tiktoken-rs`], the `o200k_base` or `cl100k_base`
+//!   counted with OpenAI's tokenizer (`tiktoken-rs`, the `o200k_base` or `cl100k_base`
 //!   encoding), text by text, plus what the chat format adds around each message, tool call
 //!   and tool ([`MESSAGE_TOKENS`], [`PART_TOKENS`], [`REPLY_TOKENS`]: above OpenAI's own
 //!   accounting).
