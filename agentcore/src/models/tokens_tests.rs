@@ -60,17 +60,7 @@ fn reference(encoding: Encoding, body: &Value) -> usize {
 }
 
 fn builtin_tools() -> Vec<ToolSpec> {
-    ToolName::ALL
-        .iter()
-        .map(|tool| {
-            let info = builtin::info(*tool);
-            ToolSpec {
-                name: tool.as_str().to_owned(),
-                description: info.description,
-                parameters: info.parameters,
-            }
-        })
-        .collect()
+    ToolName::ALL.iter().map(|tool| builtin::spec(*tool)).collect()
 }
 
 fn request(system: String, messages: Vec<Message>, tools: Vec<ToolSpec>) -> CompletionRequest {

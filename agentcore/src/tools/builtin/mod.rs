@@ -39,6 +39,16 @@ pub fn catalog() -> Vec<ToolInfo> {
     ToolName::ALL.into_iter().map(info).collect()
 }
 
+/// One tool as a model is offered it.
+pub fn spec(tool: ToolName) -> crate::models::ToolSpec {
+    let info = info(tool);
+    crate::models::ToolSpec {
+        name: tool.as_str().to_owned(),
+        description: info.description,
+        parameters: info.parameters,
+    }
+}
+
 /// One tool's description and argument schema.
 pub fn info(tool: ToolName) -> ToolInfo {
     let (description, parameters) = match tool {

@@ -33,19 +33,7 @@ pub(super) async fn offered(
     if kind == ModelKind::Echo {
         return offer;
     }
-    offer.tools = claimed
-        .agent
-        .tools
-        .iter()
-        .map(|tool| {
-            let info = builtin::info(*tool);
-            ToolSpec {
-                name: tool.as_str().to_owned(),
-                description: info.description,
-                parameters: info.parameters,
-            }
-        })
-        .collect();
+    offer.tools = claimed.agent.tools.iter().map(|tool| builtin::spec(*tool)).collect();
     if claimed.agent.mcp_servers.is_empty() {
         return offer;
     }
