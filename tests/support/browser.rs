@@ -19,6 +19,16 @@ pub const DESKTOP: (u32, u32) = (1280, 900);
 pub const PHONE: (u32, u32) = (390, 844);
 pub const SIZES: [(u32, u32); 2] = [DESKTOP, PHONE];
 
+/// How long an element found and then swapped away by the page's live refresh (between the
+/// find and the use: a stale reference) is looked for again.
+const SWAP_RETRY: Duration = Duration::from_secs(15);
+
+/// Whether `error` says the element was replaced after it was found (the live part of a page is
+/// swapped in whole when it changes): finding it again gets the new one.
+fn swapped(error: &fantoccini::error::CmdError) -> bool {
+    error.is_stale_element_reference()
+}
+
 pub struct Browser {
     pub client: Client,
     driver: tokio::process::Child,
@@ -101,16 +111,21 @@ impl Browser {
 
     /// Types `value` into the form field named `name` (inside `form` when given).
     pub async fn fill(&self, name: &str, value: &str) {
-        let field = self.find(&format!("[name='{name}']")).await;
-        field.clear().await.ok();
-        field.send_keys(value).await.unwrap_or_else(|e| panic!("type into {name}: {e}"));
+        self.type_into(&format!("[name='{name}']"), value).await;
     }
 
     /// Types `value` into the first element matching `css` (a field among others of its name).
     pub async fn type_into(&self, css: &str, value: &str) {
-        let field = self.find(css).await;
-        field.clear().await.ok();
-        field.send_keys(value).await.unwrap_or_else(|e| panic!("type into {css}: {e}"));
+        let until = tokio::time::Instant::now() + SWAP_RETRY;
+        loop {
+            let field = self.find(css).await;
+            field.clear().await.ok();
+            match field.send_keys(value).await {
+                Ok(()) => return,
+                Err(e) if swapped(&e) && tokio::time::Instant::now() < until => continue,
+                Err(e) => panic!("type into {css}: {e}"),
+            }
+        }
     }
 
     /// The first element matching `css`, waiting for it to appear.
@@ -125,7 +140,14 @@ impl Browser {
 
     /// Clicks the first element matching `css`.
     pub async fn click(&self, css: &str) {
-        self.find(css).await.click().await.unwrap_or_else(|e| panic!("click {css}: {e}"));
+        let until = tokio::time::Instant::now() + SWAP_RETRY;
+        loop {
+            match self.find(css).await.click().await {
+                Ok(()) => return,
+                Err(e) if swapped(&e) && tokio::time::Instant::now() < until => continue,
+                Err(e) => panic!("click {css}: {e}"),
+            }
+        }
     }
 
     /// Waits until the page's path is `path` (htmx navigations finish after the click returns).
@@ -160,9 +182,16 @@ impl Browser {
 
     /// The visible text of the first element matching `css` ("" when there is none).
     pub async fn text(&self, css: &str) -> String {
-        match self.client.find(Locator::Css(css)).await {
-            Ok(element) => element.text().await.unwrap_or_default(),
-            Err(_) => String::new(),
+        let until = tokio::time::Instant::now() + SWAP_RETRY;
+        loop {
+            let Ok(element) = self.client.find(Locator::Css(css)).await else {
+                return String::new();
+            };
+            match element.text().await {
+                Ok(text) => return text,
+                Err(e) if swapped(&e) && tokio::time::Instant::now() < until => continue,
+                Err(_) => return String::new(),
+            }
         }
     }
 
