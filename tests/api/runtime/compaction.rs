@@ -11,6 +11,7 @@ use crate::helpers::{TestApp, TestDb, app_with, backend_tests};
 
 backend_tests! { db;
     forty_tool_calls_on_a_small_window_are_compacted_and_the_run_completes,
+    an_anthropic_run_is_counted_by_the_provider_before_it_is_compacted,
 }
 
 /// The model with a small window, as the fake sees it, and its window in tokens.
@@ -82,4 +83,54 @@ async fn forty_tool_calls_on_a_small_window_are_compacted_and_the_run_completes(
             assert!(asked.contains(&id), "result {id} without its call: {}", call.body);
         }
     }
+}
+
+/// Anthropic publishes no tokenizer: its requests are bounded by their bytes, several times
+/// their real count. A run whose byte bound crowds the window is counted by the provider
+/// (`count_tokens`) first, and compacted only if the count crowds it too.
+///
+/// The window is 8,000 tokens (crowded above 6,000 with the answer). The run sends a task of
+/// 4,000 bytes and twelve notes of about 300 bytes: its last requests are well over 6,000 bytes
+/// but about 3,000 tokens as the fake counts them.
+async fn an_anthropic_run_is_counted_by_the_provider_before_it_is_compacted(db: TestDb) {
+    const CLAUDE: &str = "claude-haiku-4-5";
+    const NOTES: usize = 12;
+    let app = app_with(db, |o| {
+        o.max_tokens = Some(ANSWER);
+        o.context_windows = vec![(format!("anthropic:{CLAUDE}"), 8_000)];
+    })
+    .await;
+    models(&app).count_tokens();
+    let model = format!("anthropic:{CLAUDE}");
+    let user = acting_agent(&app, "counted@example.com", "counted", &model, &["memory"]).await;
+    app.patch("/api/agents/counted", &user, json!({"max_steps": 20})).await.assert_status(200);
+    let answers = (1..=NOTES).map(note).chain([Script::Answer("Twelve read.".into())]);
+    models(&app).script_for(CLAUDE, answers);
+    let description = "Read each note and keep the figures in mind for the report. ".repeat(66);
+    let task = app
+        .post(
+            "/api/agents/counted/backlog",
+            &user,
+            json!({"title": TASK, "description": description}),
+        )
+        .await;
+    let id = task.assert_status(201)["id"].clone();
+    start(&app, &user, "counted").await;
+    let done = finished(&app, &user, "counted", &id).await;
+    assert_eq!(done["status"], "complete", "{done}");
+
+    let calls = calls_of(&app, CLAUDE);
+    let biggest = calls.iter().map(|c| c.text_bytes()).max().unwrap();
+    assert!(biggest > 6_000, "the byte bound crowds the window: {biggest} bytes");
+    let counted = models(&app).counted();
+    assert!(!counted.is_empty(), "the provider counted the crowded requests");
+    for body in &counted {
+        let tokens = support::fake_tokens::anthropic_input_tokens(body);
+        assert!(tokens < 5_000, "counted far below the window: {tokens}");
+    }
+    let steps = steps(&app, &user, "counted", &id).await;
+    let kinds = kinds(&steps);
+    assert!(!kinds.contains(&"compaction"), "compacted although it fits: {kinds:?}");
+    assert!(calls.iter().all(|c| !c.forbids_tools()), "no summary asked for");
+    assert_eq!(calls.len(), NOTES + 1, "each call once");
 }

@@ -46,8 +46,9 @@ pub(super) async fn plan(
     let model = claimed.agent.model.as_deref();
     let window = models.context_window(model);
     let answer = usize::try_from(request.max_tokens).unwrap_or(usize::MAX);
-    let needed = models.input_tokens_bound(model, request).saturating_add(answer);
-    if !compaction::crowded(needed, window) {
+    let roomy = |needed: usize| !compaction::crowded(needed, window);
+    let needed = need(node, model, request, answer, roomy).await;
+    if roomy(needed.tokens) {
         return Plan::Fits;
     }
     let steps = match node.core.run_store().run_context(agent, &claimed.task.id, stored, 0).await {
@@ -59,33 +60,70 @@ pub(super) async fn plan(
     };
     let context = in_context(&steps);
     let fits = |needed: usize| needed <= usize::try_from(window).unwrap_or(usize::MAX);
-    let asked = cut(&context).map(|at| {
-        let mut asked = request.clone();
-        asked.messages = conversation(&claimed.user_message(), &context[..at]);
-        asked.messages.push(Message::User(compaction::summary_request()));
-        (context[at].seq - 1, asked)
-    });
     // A summary call that would not fit either is not sent: the call goes out as it is when
     // it fits the whole window.
-    let asked = asked
-        .filter(|(_, asked)| fits(models.input_tokens_bound(model, asked).saturating_add(answer)));
+    let asked = match cut(&context) {
+        Some(at) => {
+            let mut asked = request.clone();
+            asked.messages = conversation(&claimed.user_message(), &context[..at]);
+            asked.messages.push(Message::User(compaction::summary_request()));
+            let fitting = fits(need(node, model, &asked, answer, fits).await.tokens);
+            fitting.then(|| (context[at].seq - 1, asked))
+        }
+        None => None,
+    };
     match asked {
         Some((through, asked)) => {
             Plan::Compact(Compaction { through, messages: asked.messages, steps })
         }
-        // The bound is safe but far above the real count for models without a published
-        // tokenizer: a run is stopped only when a fair guess does not fit either (a guess
-        // that is wrong meets the provider's own refusal, as the stop would have).
-        None if fits(needed)
-            || fits(models.input_tokens_estimate(model, request).saturating_add(answer)) =>
+        // Where nothing counted the request (a model without a published tokenizer whose
+        // provider cannot count), the bound is safe but far above the real count: a run is
+        // stopped only when a fair guess does not fit either (a guess that is wrong meets the
+        // provider's own refusal, as the stop would have).
+        None if fits(needed.tokens)
+            || (!needed.counted
+                && fits(models.input_tokens_estimate(model, request).saturating_add(answer))) =>
         {
             Plan::Fits
         }
         None => {
-            let error = compaction::too_long(needed, window);
+            let error = compaction::too_long(needed.tokens, window);
             tracing::warn!(task = %claimed.task.id, %error, "run stopped: its context is full");
             Plan::Stop(Outcome::Failed { error, permanent: false })
         }
+    }
+}
+
+/// A request's input tokens plus its answer's bound.
+struct Need {
+    tokens: usize,
+    /// Counted, by a tokenizer or by the provider, rather than bounded by the request's bytes.
+    counted: bool,
+}
+
+/// What `request` needs for `model`: its bound first; where that is the byte bound (a model
+/// without a published tokenizer, Anthropic's among them, whose bound is several times its
+/// real count) and it is not `enough`, the provider's own count when it can count, as the
+/// budget asks for it (`spend`). A long run is then compacted near its real window, not at a
+/// quarter of it.
+async fn need(
+    node: &Node,
+    model: Option<&str>,
+    request: &CompletionRequest,
+    answer: usize,
+    enough: impl Fn(usize) -> bool,
+) -> Need {
+    let models = node.core.models();
+    let bound = models.input_tokens_bound(model, request).saturating_add(answer);
+    if models.counted_exactly(model, &request.model) {
+        return Need { tokens: bound, counted: true };
+    }
+    if enough(bound) {
+        return Need { tokens: bound, counted: false };
+    }
+    match super::spend::exact_bound(node, model, request).await {
+        Some(exact) => Need { tokens: exact.saturating_add(answer).min(bound), counted: true },
+        None => Need { tokens: bound, counted: false },
     }
 }
 

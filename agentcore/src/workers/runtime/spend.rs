@@ -82,7 +82,7 @@ async fn try_reserve(
 /// The provider's own count of `request`'s input tokens, with [`EXACT_MARGIN_PERCENT`] and
 /// [`PART_TOKENS`] added (Anthropic calls its count an estimate that may differ by a little);
 /// `None` when the provider cannot count or the count failed (the bound stands).
-async fn exact_bound(
+pub(super) async fn exact_bound(
     node: &Node,
     model: Option<&str>,
     request: &CompletionRequest,
