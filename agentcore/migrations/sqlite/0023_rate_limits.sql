@@ -6,8 +6,9 @@
 -- a remaining count at 0): no call of the scope goes out before `blocked_until`.
 -- `rate_grants`: the calls sent, one row each, kept for one window: the window's requests are
 -- the rows, its tokens their sum (the estimate, corrected by the tokens the answer reports).
--- `rate_tickets`: the agents waiting for a slot, one per agent and scope, with when they began
--- waiting; a ticket whose caller has not looked again by `back_by` is gone.
+-- `rate_tickets`: one row per agent and scope: while it waits for a slot, when it began
+-- (`since`) and by when it will look again (`back_by`; a caller that has not looked again by
+-- then waits no more); when it was last served (`served_at`). Both kept for a window.
 
 CREATE TABLE rate_scopes (
     scope         TEXT PRIMARY KEY,
@@ -27,10 +28,11 @@ CREATE INDEX rate_grants_by_time ON rate_grants (scope, granted_at);
 CREATE INDEX rate_grants_by_agent ON rate_grants (scope, owner_id, agent_id);
 
 CREATE TABLE rate_tickets (
-    scope    TEXT NOT NULL,
-    owner_id TEXT NOT NULL,
-    agent_id TEXT NOT NULL,
-    since    TEXT NOT NULL,
-    back_by  TEXT NOT NULL,
+    scope     TEXT NOT NULL,
+    owner_id  TEXT NOT NULL,
+    agent_id  TEXT NOT NULL,
+    since     TEXT,
+    back_by   TEXT,
+    served_at TEXT,
     PRIMARY KEY (scope, owner_id, agent_id)
 );

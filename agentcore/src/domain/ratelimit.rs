@@ -3,8 +3,9 @@
 //! send its call now or must wait, and until when.
 //!
 //! Fairness: callers that wait are queued per scope (a ticket each: one per agent, as an agent
-//! runs one task at a time), and a free slot goes to the waiting agent that has used the fewest
-//! slots in the current window, the oldest ticket first among equals. See docs/decisions.md.
+//! runs one task at a time), and a free slot goes to the waiting agent served least recently
+//! (one not served within a window first), the oldest ticket first among equals: a round
+//! robin over the agents that wait. See docs/decisions.md.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -94,24 +95,25 @@ impl RateLimits {
     }
 }
 
-/// A waiting agent in one scope's queue: who, since when, and how many slots it has used in
-/// the current window.
+/// A waiting agent in one scope's queue: who, since when, and when it was last served in the
+/// scope (`None`: not within a window).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Waiting {
     pub owner: String,
     pub agent: String,
     pub since: DateTime<Utc>,
-    pub used: i64,
+    pub served: Option<DateTime<Utc>>,
 }
 
 impl Waiting {
-    fn order(&self) -> (i64, DateTime<Utc>, &str, &str) {
-        (self.used, self.since, &self.owner, &self.agent)
+    fn order(&self) -> (Option<DateTime<Utc>>, DateTime<Utc>, &str, &str) {
+        (self.served, self.since, &self.owner, &self.agent)
     }
 }
 
-/// How many waiting agents come before `me` in the queue: those that used fewer slots in the
-/// window, then those with older tickets (then by name, so every node agrees).
+/// How many waiting agents come before `me` in the queue: those served less recently (one not
+/// served within a window before any that was), then those with older tickets (then by name,
+/// so every node agrees).
 pub fn rank(queue: &[Waiting], me: &Waiting) -> usize {
     queue.iter().filter(|other| other.order() < me.order()).count()
 }
@@ -226,17 +228,23 @@ mod tests {
     }
 
     #[test]
-    fn the_queue_puts_the_agent_with_the_fewest_slots_first_then_the_oldest() {
-        let waiting = |agent: &str, since: i64, used: i64| Waiting {
+    fn the_queue_puts_the_agent_served_least_recently_first_then_the_oldest() {
+        let waiting = |agent: &str, since: i64, served: Option<i64>| Waiting {
             owner: "w".into(),
             agent: agent.into(),
             since: at(since),
-            used,
+            served: served.map(at),
         };
-        let queue = [waiting("busy", 0, 3), waiting("old", 1, 0), waiting("new", 2, 0)];
-        assert_eq!(rank(&queue, &queue[1]), 0);
-        assert_eq!(rank(&queue, &queue[2]), 1);
-        assert_eq!(rank(&queue, &queue[0]), 2, "the busiest waits although it came first");
+        let queue = [
+            waiting("just-served", 0, Some(-1)),
+            waiting("served-before", 3, Some(-5)),
+            waiting("old", 1, None),
+            waiting("new", 2, None),
+        ];
+        assert_eq!(rank(&queue, &queue[2]), 0);
+        assert_eq!(rank(&queue, &queue[3]), 1);
+        assert_eq!(rank(&queue, &queue[1]), 2);
+        assert_eq!(rank(&queue, &queue[0]), 3, "served last, it waits although it came first");
     }
 
     #[test]

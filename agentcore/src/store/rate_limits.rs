@@ -105,10 +105,11 @@ impl<S: SqlStore> RateLimitStore for S {
                             .bind(now)
                             .execute(&mut tx)
                             .await?;
-                        query(sql::DROP_TICKET)
+                        query(sql::SERVED)
                             .bind(scope.as_str())
                             .bind(ask.owner)
                             .bind(ask.agent)
+                            .bind(now)
                             .execute(&mut tx)
                             .await?;
                         grants.push(id);
@@ -165,8 +166,8 @@ async fn lock_scope(tx: &mut Tx, scope: &str) -> Result<Option<DateTime<Utc>>> {
     Ok(blocked)
 }
 
-/// The scope's window as the caller sees it: expired grants and tickets dropped, the caller
-/// queued (if it was not), and its place in the queue.
+/// The scope's window as the caller sees it: grants and tickets older than a window dropped,
+/// the caller queued (if it was not), and its place in the queue.
 async fn look(
     tx: &mut Tx,
     ask: &SlotAsk<'_>,
@@ -176,22 +177,23 @@ async fn look(
     blocked_until: Option<DateTime<Utc>>,
 ) -> Result<Standing> {
     query(sql::PRUNE_GRANTS).bind(scope).bind(now - life).execute(&mut *tx).await?;
-    query(sql::PRUNE_TICKETS).bind(scope).bind(now).execute(&mut *tx).await?;
+    query(sql::PRUNE_TICKETS).bind(scope).bind(now - life).execute(&mut *tx).await?;
     query(sql::QUEUE_TICKET)
         .bind(scope)
         .bind(ask.owner)
         .bind(ask.agent)
         .bind(now)
         .bind(now + chrono_duration(TICKET_GRACE))
+        .bind(now - life)
         .execute(&mut *tx)
         .await?;
     let (requests, tokens): (i64, i64) =
         query_as(sql::WINDOW).bind(scope).fetch_one(&mut *tx).await?;
-    let queue: Vec<(String, String, DateTime<Utc>, i64)> =
-        query_as(sql::QUEUE).bind(scope).fetch_all(&mut *tx).await?;
+    type Row = (String, String, DateTime<Utc>, Option<DateTime<Utc>>);
+    let queue: Vec<Row> = query_as(sql::QUEUE).bind(scope).bind(now).fetch_all(&mut *tx).await?;
     let queue: Vec<Waiting> = queue
         .into_iter()
-        .map(|(owner, agent, since, used)| Waiting { owner, agent, since, used })
+        .map(|(owner, agent, since, served)| Waiting { owner, agent, since, served })
         .collect();
     let me = queue.iter().find(|w| w.owner == ask.owner && w.agent == ask.agent);
     let rank = me.map_or(0, |me| rank(&queue, me));
@@ -233,28 +235,34 @@ mod sql {
     pub(super) const PRUNE_GRANTS: &str =
         "DELETE FROM rate_grants WHERE scope = $1 AND granted_at <= $2";
 
-    pub(super) const PRUNE_TICKETS: &str =
-        "DELETE FROM rate_tickets WHERE scope = $1 AND back_by < $2";
+    /// Drops the rows of agents neither waiting nor served within a window (`$2`).
+    pub(super) const PRUNE_TICKETS: &str = "DELETE FROM rate_tickets WHERE scope = $1 \
+        AND (back_by IS NULL OR back_by < $2) AND (served_at IS NULL OR served_at < $2)";
 
-    /// Queues the caller, keeping its place if it already waits.
+    /// Queues the caller: a caller that waits keeps its place, and so does one whose wait
+    /// lapsed within a window (`$6`; it waited for its node's call permit, say); any other
+    /// starts a new wait now.
     pub(super) const QUEUE_TICKET: &str = "INSERT INTO rate_tickets \
         (scope, owner_id, agent_id, since, back_by) VALUES ($1, $2, $3, $4, $5) \
-        ON CONFLICT (scope, owner_id, agent_id) DO UPDATE SET back_by = excluded.back_by";
+        ON CONFLICT (scope, owner_id, agent_id) DO UPDATE SET \
+        since = CASE WHEN rate_tickets.back_by >= $6 THEN rate_tickets.since \
+        ELSE excluded.since END, back_by = excluded.back_by";
 
     pub(super) const KEEP_TICKET: &str = "UPDATE rate_tickets SET back_by = $4 \
         WHERE scope = $1 AND owner_id = $2 AND agent_id = $3";
 
-    pub(super) const DROP_TICKET: &str =
-        "DELETE FROM rate_tickets WHERE scope = $1 AND owner_id = $2 AND agent_id = $3";
+    /// The caller was served now (`$4`): it waits no more.
+    pub(super) const SERVED: &str = "UPDATE rate_tickets \
+        SET since = NULL, back_by = NULL, served_at = $4 \
+        WHERE scope = $1 AND owner_id = $2 AND agent_id = $3";
 
     pub(super) const WINDOW: &str = "SELECT COUNT(*), CAST(COALESCE(SUM(tokens), 0) AS BIGINT) \
         FROM rate_grants WHERE scope = $1";
 
-    /// The waiting agents with the slots each used in the window.
-    pub(super) const QUEUE: &str = "SELECT t.owner_id, t.agent_id, t.since, \
-        (SELECT COUNT(*) FROM rate_grants g WHERE g.scope = t.scope \
-        AND g.owner_id = t.owner_id AND g.agent_id = t.agent_id) AS used \
-        FROM rate_tickets t WHERE t.scope = $1";
+    /// The waiting agents (those that said they would look again by now, `$2`), with when
+    /// each was last served.
+    pub(super) const QUEUE: &str = "SELECT owner_id, agent_id, since, served_at \
+        FROM rate_tickets WHERE scope = $1 AND back_by >= $2";
 
     pub(super) const NTH_GRANT: &str = "SELECT granted_at FROM rate_grants WHERE scope = $1 \
         ORDER BY granted_at LIMIT 1 OFFSET $2";

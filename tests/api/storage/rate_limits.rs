@@ -7,6 +7,7 @@ use agentcore::store::{Slot, SlotAsk};
 
 backend_tests! { store;
     a_freed_slot_goes_to_the_agent_waiting_longest_not_to_whoever_looks_first,
+    an_agent_just_served_waits_behind_one_not_yet_served_though_it_queued_first,
     the_provider_s_block_holds_every_caller_of_its_scope_until_it_ends,
 }
 
@@ -36,8 +37,34 @@ async fn a_freed_slot_goes_to_the_agent_waiting_longest_not_to_whoever_looks_fir
     .await;
     let grants = s.db.count("SELECT COUNT(*) FROM rate_grants WHERE agent_id = $1", &["b"]).await;
     assert_eq!(grants, 1);
-    let tickets = s.db.count("SELECT COUNT(*) FROM rate_tickets", &[]).await;
-    assert_eq!(tickets, 1, "only c still waits");
+    let waiting = "SELECT COUNT(*) FROM rate_tickets WHERE back_by IS NOT NULL";
+    assert_eq!(s.db.count(waiting, &[]).await, 1, "only c still waits");
+}
+
+/// The start of a run of many agents: the first served asks again before the others have
+/// asked at all. Its ticket is the oldest, but the slot goes to the one not yet served.
+async fn an_agent_just_served_waits_behind_one_not_yet_served_though_it_queued_first(s: TestStore) {
+    let scopes = [("openai".to_owned(), RateLimit { requests: Some(1), tokens: None })];
+    let window = StdDuration::from_millis(500);
+    let store = &s.store;
+    assert!(matches!(store.take_slot(ask("a", &scopes, window)).await.unwrap(), Slot::Granted(_)));
+    let again = store.take_slot(ask("a", &scopes, window)).await.unwrap();
+    assert!(matches!(again, Slot::Wait { .. }), "{again:?}");
+    let b = store.take_slot(ask("b", &scopes, window)).await.unwrap();
+    assert!(matches!(b, Slot::Wait { .. }), "{b:?}");
+    crate::helpers::eventually(StdDuration::from_secs(10), "b gets the freed slot", || async {
+        let a = store.take_slot(ask("a", &scopes, window)).await.unwrap();
+        assert!(matches!(a, Slot::Wait { .. }), "a was served twice before b once: {a:?}");
+        matches!(store.take_slot(ask("b", &scopes, window)).await.unwrap(), Slot::Granted(_))
+    })
+    .await;
+    // Then a, which has waited since before b was served, is next.
+    crate::helpers::eventually(StdDuration::from_secs(10), "a gets the next slot", || async {
+        let b = store.take_slot(ask("b", &scopes, window)).await.unwrap();
+        assert!(matches!(b, Slot::Wait { .. }), "b was served twice before a's second: {b:?}");
+        matches!(store.take_slot(ask("a", &scopes, window)).await.unwrap(), Slot::Granted(_))
+    })
+    .await;
 }
 
 async fn the_provider_s_block_holds_every_caller_of_its_scope_until_it_ends(s: TestStore) {
