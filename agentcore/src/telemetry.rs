@@ -104,9 +104,10 @@ pub struct Metrics {
     /// Calls to triggers (`POST /hooks/{id}`) this node answered, by outcome, every outcome
     /// listed.
     pub trigger_calls: Vec<(HookOutcome, u64)>,
-    /// Models with a health record, and whether each is in cool-down now (shared by every
-    /// node; empty when the database could not be read).
-    pub model_cooldowns: Vec<(String, bool)>,
+    /// Models with a health record, and how many are in cool-down now (shared by every node;
+    /// empty when the database could not be read): 0 or 1 for each model labelled by name,
+    /// the count for `other` (see `Core::metrics`).
+    pub model_cooldowns: Vec<(String, u32)>,
 }
 
 /// What this node's webhooks' worker did since it started.

@@ -324,15 +324,11 @@ fn model_health(out: &mut String, node: &Metrics) {
         out,
         "agentd_model_cooldown",
         "gauge",
-        "1 while a model is cooling down for every agent (calls skip to their fallback), else 0.",
+        "1 while a model is cooling down for every agent (calls skip to their fallback), else 0; \
+         model=\"other\" counts those beyond the 20 no setting names.",
     );
     for (model, cooling) in &node.model_cooldowns {
-        let _ = writeln!(
-            out,
-            "agentd_model_cooldown{{model=\"{}\"}} {}",
-            escape(model),
-            u8::from(*cooling)
-        );
+        let _ = writeln!(out, "agentd_model_cooldown{{model=\"{}\"}} {cooling}", escape(model));
     }
     header(
         out,

@@ -2,14 +2,17 @@
 
 use super::{Core, Principal};
 use crate::api::{ModelList, ProviderStatus};
-use crate::domain::fallback::{HealthState, ModelHealth};
+use std::collections::HashSet;
+
+use crate::domain::agent::AgentFilter;
+use crate::domain::fallback::{HealthState, ModelHealth, cooldown_labels};
 
 impl Core {
     /// The configured model providers (where each is, whether it has a key, never the key)
     /// and the models agents can use. Any member may read it, whatever their role: it is
     /// what the model field of an agent accepts. With each model that failed lately, shared by
     /// every node: failing, cooling down or being probed.
-    pub async fn model_list(&self, _who: &Principal) -> crate::Result<ModelList> {
+    pub async fn model_list(&self, who: &Principal) -> crate::Result<ModelList> {
         let models = self.models();
         let providers = models
             .configured()
@@ -28,23 +31,50 @@ impl Core {
             models: models.usable_models(),
             usable_providers: models.usable_providers().map(str::to_owned).collect(),
             providers,
-            health: self.model_health().await?,
+            health: self.model_health(who).await?,
         })
     }
 
-    /// Each model with a health record, as shown.
-    async fn model_health(&self) -> crate::Result<Vec<ModelHealth>> {
+    /// Each model with a health record that `who` may see: one a setting names, or one an
+    /// agent of their workspace calls. Health is shared by every workspace, but a model's name
+    /// can be a tenant's own (a fine-tuned model's name carries its organisation's): another
+    /// workspace's are not shown.
+    async fn model_health(&self, who: &Principal) -> crate::Result<Vec<ModelHealth>> {
         let (records, now) = self.store().model_health().await?;
-        Ok(records.iter().map(|(model, record)| ModelHealth::of(model, record, now)).collect())
+        let models = self.models();
+        let mut theirs: HashSet<String> = HashSet::new();
+        if records.iter().any(|(model, _)| !models.named_by_settings(model)) {
+            let agents = self.store().list_agents(&who.workspace, &AgentFilter::default()).await?;
+            for agent in agents {
+                theirs.extend(agent.summary.model);
+                theirs.extend(agent.summary.fallback_models.unwrap_or_default());
+            }
+        }
+        Ok(records
+            .iter()
+            .filter(|(model, _)| models.named_by_settings(model) || theirs.contains(model))
+            .map(|(model, record)| ModelHealth::of(model, record, now))
+            .collect())
     }
 
-    /// Each model with a health record and whether it is cooling down now, for metrics;
+    /// How many models are cooling down now, by model, for metrics (see [`cooldown_labels`]);
     /// none when the database cannot be read.
-    pub(super) async fn model_cooldowns(&self) -> Vec<(String, bool)> {
-        let health = self.model_health().await.unwrap_or_default();
-        health.into_iter().map(|h| (h.model, h.state == HealthState::CoolingDown)).collect()
+    pub(super) async fn model_cooldowns(&self) -> Vec<(String, u32)> {
+        let Ok((records, now)) = self.store().model_health().await else { return Vec::new() };
+        let cooling: Vec<(String, bool)> = records
+            .iter()
+            .map(|(model, record)| {
+                let state = ModelHealth::of(model, record, now).state;
+                (model.clone(), state == HealthState::CoolingDown)
+            })
+            .collect();
+        let models = self.models();
+        cooldown_labels(&cooling, |model| models.named_by_settings(model), LABELLED_MODELS)
     }
 }
+
+/// How many models no setting names are labelled by name in the metrics.
+const LABELLED_MODELS: usize = 20;
 
 /// `url` without what could be a secret in it (a user and password, a query such as
 /// `?key=`): a caller sees where calls go, not how they are authorised.

@@ -218,6 +218,32 @@ impl ModelHealth {
     }
 }
 
+/// The metric's view of which models cool down (`cooling`: each model with a health record,
+/// by name, and whether it cools down now): each model `named` by a setting, then up to
+/// `others` more by name, each with 0 or 1; the rest summed as `other`. Agents may name any
+/// model of a configured provider: the labels stay bounded.
+pub fn cooldown_labels(
+    cooling: &[(String, bool)],
+    named: impl Fn(&str) -> bool,
+    others: usize,
+) -> Vec<(String, u32)> {
+    let mut labelled = Vec::new();
+    let (mut unnamed, mut rest, mut rest_cooling) = (0, 0, 0);
+    for (model, cools) in cooling {
+        if named(model) || unnamed < others {
+            unnamed += usize::from(!named(model));
+            labelled.push((model.clone(), u32::from(*cools)));
+        } else {
+            rest += 1;
+            rest_cooling += u32::from(*cools);
+        }
+    }
+    if rest > 0 {
+        labelled.push(("other".to_owned(), rest_cooling));
+    }
+    labelled
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -301,5 +327,21 @@ mod tests {
         let failing =
             HealthRecord { failures: 2, cooldowns: 0, cooldown_until: None, probe_until: None };
         assert_eq!(ModelHealth::of("a:b", &failing, at(0)).state, HealthState::Healthy);
+    }
+
+    #[test]
+    fn cooldowns_are_labelled_by_model_up_to_a_bound_and_the_rest_summed() {
+        let cooling: Vec<(String, bool)> = ["openai:a", "openai:b", "openai:c", "openai:set"]
+            .iter()
+            .map(|m| ((*m).to_owned(), *m != "openai:b"))
+            .collect();
+        let named = |m: &str| m == "openai:set";
+        assert_eq!(
+            cooldown_labels(&cooling, named, 1),
+            [("openai:a".into(), 1), ("openai:set".into(), 1), ("other".into(), 1)]
+        );
+        let all = cooldown_labels(&cooling, named, 3);
+        assert_eq!(all.len(), 4, "{all:?}");
+        assert!(all.iter().all(|(model, _)| model != "other"));
     }
 }

@@ -17,6 +17,17 @@ impl Models {
         chain(primary, fallbacks, self.fallbacks.get(primary).map(Vec::as_slice))
     }
 
+    /// Whether a setting names `model` (the default, a price, a context window, a fallback
+    /// chain): a name the operator chose, not one a tenant typed.
+    pub fn named_by_settings(&self, model: &str) -> bool {
+        model == self.default_model()
+            || self.prices.contains_key(model)
+            || self.context_windows.contains_key(model)
+            || self.fallbacks.iter().any(|(primary, chain)| {
+                primary == model || chain.iter().any(|fallback| fallback == model)
+            })
+    }
+
     /// When a failing model cools down.
     pub fn health_policy(&self) -> HealthPolicy {
         self.health

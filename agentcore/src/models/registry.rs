@@ -194,11 +194,11 @@ pub struct Models {
     providers: Vec<(String, Arc<dyn ModelProvider>)>,
     /// The configured ones by name, as callers see them.
     configured: Vec<Configured>,
-    prices: BTreeMap<String, Price>,
+    pub(super) prices: BTreeMap<String, Price>,
     /// Token counts of the texts requests carry, shared by the clones.
     counter: Arc<Counter>,
     rate_limits: RateLimits,
-    context_windows: BTreeMap<String, u32>,
+    pub(super) context_windows: BTreeMap<String, u32>,
     pub(super) fallbacks: BTreeMap<String, Vec<String>>,
     pub(super) health: HealthPolicy,
 }

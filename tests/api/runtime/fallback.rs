@@ -191,8 +191,11 @@ async fn a_failing_model_cools_down_for_every_agent_on_two_nodes_until_a_probe_f
         let metrics = node.core.metrics().await.unwrap();
         let skipped: u64 = metrics.model_calls.iter().map(|m| m.cooldown_skips).sum();
         assert!(skipped > 0, "each node skipped the model");
-        assert_eq!(metrics.model_cooldowns, [("openai:shaky".to_owned(), true)]);
+        assert_eq!(metrics.model_cooldowns, [("openai:shaky".to_owned(), 1)]);
     }
+    // Another workspace, whose agents do not call it, is not shown the tenant's model name.
+    let stranger = b.register("stranger@example.com").await;
+    assert_eq!(health_of(&b, &stranger).await, Vec::<Value>::new());
 
     // Once the cool-down is over, one probe finds the model back, and calls go to it again.
     models(&a).repeat_for("shaky", Script::Answer("Back.".into()));
