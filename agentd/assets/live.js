@@ -227,6 +227,9 @@
     }
   }
 
+  // The URL and ETag of the page the regions were last refreshed from.
+  var tagged = { url: null, etag: null };
+
   function here() {
     return location.pathname + location.search;
   }
@@ -239,18 +242,34 @@
     }
     inFlight = true;
     var url = here();
-    fetch(url, { credentials: "same-origin", headers: { Accept: "text/html" } })
+    var headers = { Accept: "text/html" };
+    // The page as last swapped in: unchanged, the server answers 304 without it.
+    if (tagged.url === url && tagged.etag) {
+      headers["If-None-Match"] = tagged.etag;
+    }
+    fetch(url, { credentials: "same-origin", headers: headers })
       .then(function (response) {
         var landed = new URL(response.url, location.href);
         if (response.redirected && landed.pathname !== location.pathname) {
           location.assign(response.url);
           return null;
         }
-        return response.ok ? response.text() : null;
+        if (response.status === 304) {
+          return null;
+        }
+        if (response.ok) {
+          tagged = { url: url, etag: response.headers.get("ETag") };
+          return response.text();
+        }
+        return null;
       })
       .then(function (html) {
         if (html !== null && url === here()) {
           swap(html);
+          // A region held back (a form in it in use) is not what the tag says is shown.
+          if (held) {
+            tagged.etag = null;
+          }
         }
       })
       .catch(function () {

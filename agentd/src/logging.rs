@@ -16,6 +16,11 @@ pub(crate) fn lines_dropped() -> u64 {
     DROPPED.load(Ordering::Relaxed)
 }
 
+/// Counts a line dropped before it reached the writer (the access log's full queue).
+pub(crate) fn count_dropped() {
+    DROPPED.fetch_add(1, Ordering::Relaxed);
+}
+
 /// Standard error, with write failures counted instead of returned.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct LossyStderr;

@@ -23,6 +23,7 @@ mod backup;
 mod billing;
 mod chat;
 mod cli;
+mod conditional;
 mod dashboard;
 mod events;
 mod faults;

@@ -132,6 +132,10 @@ pub struct HttpConfig {
     /// Mark the dashboard's cookies `Secure` even when the request did not say it came over
     /// https (a TLS-terminating proxy that sends no `X-Forwarded-Proto`).
     pub secure_cookies: bool,
+    /// Write a line per answered request (`access_log`), off the serving threads.
+    pub access_log: bool,
+    /// The log's lines are JSON (`log.format`): the access log's are too.
+    pub log_json: bool,
 }
 
 impl Default for HttpConfig {
@@ -144,6 +148,8 @@ impl Default for HttpConfig {
             metrics_token: None,
             ui: true,
             secure_cookies: false,
+            access_log: false,
+            log_json: false,
         }
     }
 }
@@ -257,6 +263,7 @@ impl Config {
             known: BTreeSet::new(),
         };
         settings::read(&mut config, src)?;
+        config.http.log_json = config.log.json;
         let api_base = &config.discord.api_base;
         if !(api_base.starts_with("https://") || api_base.starts_with("http://")) {
             return Err(ConfigError(format!(

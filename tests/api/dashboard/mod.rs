@@ -81,6 +81,19 @@ impl Visitor {
         self.keep(response).await
     }
 
+    /// [`Visitor::get`] with `If-None-Match: tag`.
+    pub(super) async fn get_unless(&mut self, path: &str, tag: &str) -> Page {
+        let response = self
+            .client
+            .get(format!("{}{path}", self.base))
+            .header("cookie", self.cookie_header())
+            .header("if-none-match", tag)
+            .send()
+            .await
+            .unwrap();
+        self.keep(response).await
+    }
+
     /// Posts `fields` as a form; the CSRF token is added unless `fields` names `csrf` itself.
     pub(super) async fn post(&mut self, path: &str, fields: &[(&str, &str)]) -> Page {
         let mut form: Vec<(String, String)> =

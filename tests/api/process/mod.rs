@@ -14,6 +14,7 @@ use crate::fake_discord::{Failure, FakeDiscord};
 use crate::fake_models::{FakeModels, OPENAI_KEY, Script};
 use crate::helpers::{TestDb, backend_tests, eventually};
 
+mod access_log;
 mod compaction;
 mod config;
 mod delivery;
