@@ -8,7 +8,7 @@
 -- the rows, its tokens their sum (the estimate, corrected by the tokens the answer reports).
 -- `rate_tickets`: one row per agent and scope: while it waits for a slot, when it began
 -- (`since`) and by when it will look again (`back_by`; a caller that has not looked again by
--- then waits no more); when it was last served (`served_at`). Both kept for a window.
+-- then waits no more); when it was last served (`served_at`), remembered two windows.
 
 CREATE TABLE rate_scopes (
     scope         TEXT PRIMARY KEY,
@@ -34,5 +34,6 @@ CREATE TABLE rate_tickets (
     since     TIMESTAMPTZ,
     back_by   TIMESTAMPTZ,
     served_at TIMESTAMPTZ,
-    PRIMARY KEY (scope, owner_id, agent_id)
+    PRIMARY KEY (scope, owner_id, agent_id),
+    CHECK ((since IS NULL) = (back_by IS NULL))
 );

@@ -166,8 +166,9 @@ async fn lock_scope(tx: &mut Tx, scope: &str) -> Result<Option<DateTime<Utc>>> {
     Ok(blocked)
 }
 
-/// The scope's window as the caller sees it: grants and tickets older than a window dropped,
-/// the caller queued (if it was not), and its place in the queue.
+/// The scope's window as the caller sees it: grants older than a window and rows of agents
+/// neither waiting nor served within two dropped, the caller queued (if it was not), and its
+/// place in the queue.
 async fn look(
     tx: &mut Tx,
     ask: &SlotAsk<'_>,
@@ -176,8 +177,14 @@ async fn look(
     life: chrono::Duration,
     blocked_until: Option<DateTime<Utc>>,
 ) -> Result<Standing> {
+    // When an agent was last served is kept two windows: past its grant's own window (else the
+    // agents served first would be even again with those never served as soon as their grants
+    // leave the window), and no longer (a service older than that counts as none, as for an
+    // agent whose row is pruned: an agent back from a pause does not go before one that has
+    // waited since longer; ticket age decides between them).
+    let remembered = now - life - life;
     query(sql::PRUNE_GRANTS).bind(scope).bind(now - life).execute(&mut *tx).await?;
-    query(sql::PRUNE_TICKETS).bind(scope).bind(now - life).execute(&mut *tx).await?;
+    query(sql::PRUNE_TICKETS).bind(scope).bind(remembered).execute(&mut *tx).await?;
     query(sql::QUEUE_TICKET)
         .bind(scope)
         .bind(ask.owner)
@@ -193,7 +200,10 @@ async fn look(
     let queue: Vec<Row> = query_as(sql::QUEUE).bind(scope).bind(now).fetch_all(&mut *tx).await?;
     let queue: Vec<Waiting> = queue
         .into_iter()
-        .map(|(owner, agent, since, served)| Waiting { owner, agent, since, served })
+        .map(|(owner, agent, since, served)| {
+            let served = served.filter(|at| *at >= remembered);
+            Waiting { owner, agent, since, served }
+        })
         .collect();
     let me = queue.iter().find(|w| w.owner == ask.owner && w.agent == ask.agent);
     let rank = me.map_or(0, |me| rank(&queue, me));
@@ -235,7 +245,7 @@ mod sql {
     pub(super) const PRUNE_GRANTS: &str =
         "DELETE FROM rate_grants WHERE scope = $1 AND granted_at <= $2";
 
-    /// Drops the rows of agents neither waiting nor served within a window (`$2`).
+    /// Drops the rows of agents neither waiting nor served since `$2` (two windows ago).
     pub(super) const PRUNE_TICKETS: &str = "DELETE FROM rate_tickets WHERE scope = $1 \
         AND (back_by IS NULL OR back_by < $2) AND (served_at IS NULL OR served_at < $2)";
 

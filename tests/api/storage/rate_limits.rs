@@ -8,6 +8,7 @@ use agentcore::store::{Slot, SlotAsk};
 backend_tests! { store;
     a_freed_slot_goes_to_the_agent_waiting_longest_not_to_whoever_looks_first,
     an_agent_just_served_waits_behind_one_not_yet_served_though_it_queued_first,
+    a_wait_that_lapsed_within_a_window_keeps_its_place,
     the_provider_s_block_holds_every_caller_of_its_scope_until_it_ends,
 }
 
@@ -88,4 +89,38 @@ async fn the_provider_s_block_holds_every_caller_of_its_scope_until_it_ends(s: T
     store.block_scopes(&["anthropic".to_owned()], StdDuration::ZERO).await.unwrap();
     let after = store.take_slot(ask("b", &anthropic, window)).await.unwrap();
     assert!(matches!(after, Slot::Granted(_)), "a block that ended holds nobody: {after:?}");
+}
+
+/// A waiter that looks again a little after its ticket's grace (it waited for its node's call
+/// permit, say) keeps its place before an agent that queued meanwhile.
+async fn a_wait_that_lapsed_within_a_window_keeps_its_place(s: TestStore) {
+    let scopes = [("openai".to_owned(), RateLimit { requests: Some(1), tokens: None })];
+    let window = StdDuration::from_secs(1);
+    let store = &s.store;
+    let take = |agent| store.take_slot(ask(agent, &scopes, window));
+    assert!(matches!(take("x").await.unwrap(), Slot::Granted(_)));
+    let a = take("a").await.unwrap();
+    assert!(matches!(a, Slot::Wait { .. }), "{a:?}");
+    // The database's clock, as the store's: a ticket lapses by it.
+    let now = match s.db.backend {
+        crate::helpers::Backend::Sqlite => "strftime('%Y-%m-%dT%H:%M:%f+00:00', 'now')",
+        crate::helpers::Backend::Postgres => "clock_timestamp()",
+    };
+    let lapsed =
+        format!("SELECT COUNT(*) FROM rate_tickets WHERE agent_id = 'a' AND back_by < {now}");
+    crate::helpers::eventually(StdDuration::from_secs(10), "a's ticket lapses", || async {
+        s.db.count(&lapsed, &[]).await == 1
+    })
+    .await;
+    // Meanwhile x's slot came free and x takes it again; b queues behind it.
+    assert!(matches!(take("x").await.unwrap(), Slot::Granted(_)), "a's lapsed ticket holds none");
+    let b = take("b").await.unwrap();
+    assert!(matches!(b, Slot::Wait { .. }), "{b:?}");
+    // a looks again: it had queued before b, and its wait lapsed less than a window ago.
+    crate::helpers::eventually(StdDuration::from_secs(10), "a gets the freed slot", || async {
+        let b = take("b").await.unwrap();
+        assert!(matches!(b, Slot::Wait { .. }), "b went before a: {b:?}");
+        matches!(take("a").await.unwrap(), Slot::Granted(_))
+    })
+    .await;
 }
