@@ -34,6 +34,9 @@
   var inFlight = false;
   var again = false;
   var held = false;
+  // The URL and ETag of the page the live regions show, as last swapped in: a refresh sends the
+  // tag, and an unchanged page is answered 304 without a body.
+  var tagged = { url: null, etag: null };
   // The server's clock minus the browser's, in ms (times on the page are the server's).
   var skew = 0;
   var skewFrom = null;
@@ -78,6 +81,8 @@
     if (main() !== skewFrom) {
       skewFrom = main();
       readSkew(document);
+      // Another page (or the same one loaded again): its regions are not the tagged ones.
+      tagged = { url: null, etag: null };
       served = {};
       each("[data-live]", function (region) {
         served[region.getAttribute("data-live")] = region.outerHTML;
@@ -227,9 +232,6 @@
     }
   }
 
-  // The URL and ETag of the page the regions were last refreshed from.
-  var tagged = { url: null, etag: null };
-
   function here() {
     return location.pathname + location.search;
   }
@@ -243,6 +245,7 @@
     inFlight = true;
     var url = here();
     var headers = { Accept: "text/html" };
+    var etag = null;
     // The page as last swapped in: unchanged, the server answers 304 without it.
     if (tagged.url === url && tagged.etag) {
       headers["If-None-Match"] = tagged.etag;
@@ -254,22 +257,17 @@
           location.assign(response.url);
           return null;
         }
-        if (response.status === 304) {
+        if (response.status === 304 || !response.ok) {
           return null;
         }
-        if (response.ok) {
-          tagged = { url: url, etag: response.headers.get("ETag") };
-          return response.text();
-        }
-        return null;
+        etag = response.headers.get("ETag");
+        return response.text();
       })
       .then(function (html) {
         if (html !== null && url === here()) {
           swap(html);
-          // A region held back (a form in it in use) is not what the tag says is shown.
-          if (held) {
-            tagged.etag = null;
-          }
+          // Tagged only as shown: a region held back (a form in it in use) is not.
+          tagged = { url: url, etag: held ? null : etag };
         }
       })
       .catch(function () {

@@ -3,18 +3,19 @@
 //! request whose `If-None-Match` names it is answered `304 Not Modified` without the body. A
 //! client or page polling a list that has not changed gets a few headers back instead of the
 //! list. The answer is still made (the read is not saved, its transfer and parsing are); the
-//! hash does not depend on the node, so a client behind a balancer revalidates on any node.
+//! hash (SHA-256, its first 128 bits) does not depend on the node or the build, so a client
+//! behind a balancer revalidates on any node, across an upgrade too. A `HEAD` gets the tag but
+//! never a 304 (its `Content-Length` would have to be the whole answer's).
 //!
 //! A page's `data-now` (the server's time when it was made, for the page's clock) changes with
 //! every request and says nothing about the page's content: it is left out of the hash.
-
-use std::hash::{DefaultHasher, Hasher as _};
 
 use axum::body::{Body, HttpBody as _, to_bytes};
 use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use sha2::{Digest as _, Sha256};
 
 /// The largest body hashed: a larger answer goes without an `ETag`.
 const MOST_HASHED: usize = 4 * 1024 * 1024;
@@ -24,7 +25,10 @@ pub(crate) async fn conditional(request: Request, next: Next) -> Response {
     if !matches!(*request.method(), Method::GET | Method::HEAD) {
         return next.run(request).await;
     }
-    let wanted = request.headers().get(header::IF_NONE_MATCH).cloned();
+    let wanted = match *request.method() {
+        Method::GET => request.headers().get(header::IF_NONE_MATCH).cloned(),
+        _ => None,
+    };
     let response = next.run(request).await;
     let whole = response.body().size_hint().exact().is_some_and(|n| n <= MOST_HASHED as u64);
     if response.status() != StatusCode::OK
@@ -60,19 +64,22 @@ fn hashed_type(headers: &HeaderMap) -> bool {
     })
 }
 
-/// `W/"<16 hex digits>"`: SipHash with fixed keys over the body, without a page's `data-now`
-/// value. Weak: two answers that say the same are equal, byte for byte or not.
+/// `W/"<32 hex digits>"`: the first 128 bits of SHA-256 over the body, without a page's
+/// `data-now` value (a member of a workspace cannot make two answers share a tag). Weak: two
+/// answers that say the same are equal, byte for byte or not.
 fn etag(body: &[u8]) -> HeaderValue {
-    let mut hasher = DefaultHasher::new();
+    let mut hasher = Sha256::new();
     match without_time(body) {
         Some((before, after)) => {
-            hasher.write(before);
-            hasher.write(after);
+            hasher.update(before);
+            hasher.update(after);
         }
-        None => hasher.write(body),
+        None => hasher.update(body),
     }
-    let tag = format!("W/\"{:016x}\"", hasher.finish());
-    HeaderValue::from_str(&tag).unwrap_or_else(|_| HeaderValue::from_static("W/\"0\""))
+    let digest = hasher.finalize();
+    let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+    HeaderValue::from_str(&format!("W/\"{hex}\""))
+        .unwrap_or_else(|_| HeaderValue::from_static("W/\"0\""))
 }
 
 /// The body before and after the value of its first `data-now="…"`, if it has one.

@@ -80,14 +80,8 @@ impl AppState {
 /// The whole HTTP application.
 pub fn router(state: AppState) -> Router {
     let http = &state.http.config;
-    let router = routes::routes(&state).layer(axum::middleware::from_fn(etag::conditional));
-    let router = match &state.http.access_log {
-        Some(_) => {
-            router.layer(axum::middleware::from_fn_with_state(state.clone(), access_log::record))
-        }
-        None => router,
-    };
-    let router = router
+    let router = routes::routes(&state)
+        .layer(axum::middleware::from_fn(etag::conditional))
         .layer(DefaultBodyLimit::max(http.body_limit_bytes))
         .layer(axum::middleware::from_fn_with_state(state.clone(), deadline))
         .layer(axum::middleware::from_fn_with_state(state.clone(), metrics::count))
@@ -114,8 +108,15 @@ pub fn router(state: AppState) -> Router {
         .layer(CatchPanicLayer::custom(|_: Box<dyn std::any::Any + Send>| {
             tracing::error!("a request handler panicked");
             error::ApiError::Core(agentcore::Error::internal("handler panicked")).into_response()
-        }))
-        .layer(axum::middleware::from_fn(request_id::assign));
+        }));
+    // Outside the deadline and the panic catcher, so a 408 and a 500 are logged too.
+    let router = match &state.http.access_log {
+        Some(_) => {
+            router.layer(axum::middleware::from_fn_with_state(state.clone(), access_log::record))
+        }
+        None => router,
+    };
+    let router = router.layer(axum::middleware::from_fn(request_id::assign));
     // Around every layer that can answer an error, so a browser never gets JSON.
     let router = if http.ui {
         router.layer(axum::middleware::from_fn_with_state(state.clone(), ui::errors_as_pages))
@@ -164,8 +165,13 @@ fn cors(origins: &[String]) -> Option<CorsLayer> {
         CorsLayer::new()
             .allow_origin(allow)
             .allow_methods([Method::GET, Method::POST, Method::PATCH, Method::DELETE])
-            .allow_headers([header::AUTHORIZATION, header::CONTENT_TYPE, request_id.clone()])
-            .expose_headers([request_id, header::RETRY_AFTER])
+            .allow_headers([
+                header::AUTHORIZATION,
+                header::CONTENT_TYPE,
+                header::IF_NONE_MATCH,
+                request_id.clone(),
+            ])
+            .expose_headers([request_id, header::RETRY_AFTER, header::ETAG])
             .max_age(std::time::Duration::from_secs(3600)),
     )
 }

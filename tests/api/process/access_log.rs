@@ -24,18 +24,43 @@ async fn get(server: &Server, path: &str, id: &str) -> u16 {
     response.status().as_u16()
 }
 
+/// Sends a request whose body never comes, and reads the answer the deadline makes.
+async fn slow_body(server: &Server, id: &str) -> String {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let address = server.address.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    let head = format!(
+        "POST /auth/login HTTP/1.1\r\nHost: agentd\r\nContent-Type: application/json\r\n\
+         Content-Length: 100\r\nX-Request-Id: {id}\r\n\r\n{{"
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut answer = vec![0; 512];
+    let read = tokio::time::timeout(Duration::from_secs(20), stream.read(&mut answer))
+        .await
+        .expect("an answer within the deadline")
+        .unwrap();
+    String::from_utf8_lossy(&answer[..read]).into_owned()
+}
+
 #[tokio::test]
 async fn the_access_log_writes_a_line_per_request_with_its_route_status_and_request_id() {
-    let (server, _dir) = server_with(&[("AGENTD_HTTP__ACCESS_LOG", "true".into())]).await;
+    let (server, _dir) = server_with(&[
+        ("AGENTD_HTTP__ACCESS_LOG", "true".into()),
+        ("AGENTD_HTTP__REQUEST_TIMEOUT_SECONDS", "1".into()),
+    ])
+    .await;
     assert_eq!(get(&server, "/healthz", "probe-1").await, 200);
     assert_eq!(get(&server, "/api/agents/nobody", "probe-2").await, 401);
-    eventually(Duration::from_secs(10), "both requests' lines", || async {
+    // The deadline's own answer is logged too: the log's layer is outside it.
+    assert!(slow_body(&server, "probe-3").await.starts_with("HTTP/1.1 408"));
+    eventually(Duration::from_secs(10), "the requests' lines", || async {
         let log = server.log.lock().unwrap().clone();
         let line = |id: &str| log.iter().find(|l| l.contains(&format!("request_id={id}"))).cloned();
-        match (line("probe-1"), line("probe-2")) {
-            (Some(health), Some(refused)) => {
+        match (line("probe-1"), line("probe-2"), line("probe-3")) {
+            (Some(health), Some(refused), Some(slow)) => {
                 assert!(health.contains("INFO access: GET /healthz 200 "), "{health}");
                 assert!(refused.contains("access: GET /api/agents/{id} 401 "), "{refused}");
+                assert!(slow.contains("access: POST /auth/login 408 "), "{slow}");
                 true
             }
             _ => false,
