@@ -3,8 +3,9 @@
 //! `cargo bench -p tests --bench agentd` runs every section and writes the figures into
 //! `BENCHMARKS.md` (between its generated-section markers); with `AGENTD_TEST_POSTGRES_URL` set
 //! (an admin URL, as for the tests) the PostgreSQL half runs too. Naming sections after `--`
-//! (`http runtime tools dispatch scale login discord cores streams traces ratelimit`; `runtime` is the single-call runs,
-//! `tools` the tool runs) runs only those and prints the figures without touching the file.
+//! (`http runtime tools dispatch scale login discord cores streams traces ratelimit`, and
+//! `healthz` only when named; `runtime` is the single-call runs, `tools` the tool runs) runs
+//! only those and prints the figures without touching the file.
 //! `AGENTD_BENCH_SECONDS` sets each HTTP run's measured window (default 5);
 //! `AGENTD_BENCH_BINARY` names another agentd build to measure (an A/B run against an older
 //! commit's `agentd-under-test`).
@@ -55,6 +56,12 @@ async fn run(chosen: &[&str]) {
     if wanted("http") || wanted("login") {
         for backend in &backends {
             scenarios::http(*backend, &mut report, wanted("http"), wanted("login")).await;
+        }
+    }
+    // Not in a whole run: the rows of section 1 hold `/healthz` already.
+    if chosen.contains(&"healthz") {
+        for backend in &backends {
+            scenarios::healthz(*backend, &mut report).await;
         }
     }
     if wanted("runtime") || wanted("tools") {

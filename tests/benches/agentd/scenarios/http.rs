@@ -49,6 +49,9 @@ async fn reads(server: &Agentd, token: &str, label: &str, report: &mut Report) -
     let yardstick = closed_loop(bare.address, None, shape(), request(Method::GET, "/", None)).await;
     http_row(report, "bare axum handler (GET /)", label, &yardstick, None);
     let base = yardstick.per_second();
+    let healthz = request(Method::GET, "/healthz", None);
+    let health = closed_loop(server.address, None, shape(), healthz).await;
+    http_row(report, "GET /healthz (every middleware)", label, &health, Some(base));
     let list = request(Method::GET, "/api/agents", None);
     let over_none = closed_loop(server.address, Some(token), shape(), list.clone()).await;
     http_row(report, "GET /api/agents", label, &over_none, Some(base));
@@ -203,4 +206,24 @@ async fn paced_logins(server: &Agentd, per_second: u32, duration: Duration) -> f
         done += u32::from(status == 200);
     }
     f64::from(done) / duration.as_secs_f64()
+}
+
+/// The `healthz` section: `GET /healthz` through every middleware, at the default log level
+/// and with `http.access_log` on, against the bare handler: what a line per request costs.
+pub(crate) async fn healthz(backend: Backend, report: &mut Report) {
+    let label = name(backend);
+    let bare = Bare::start().await;
+    let yardstick = closed_loop(bare.address, None, shape(), request(Method::GET, "/", None)).await;
+    http_row(report, "bare axum handler (GET /)", label, &yardstick, None);
+    let base = yardstick.per_second();
+    for (row, env) in [
+        ("GET /healthz (every middleware)", Vec::new()),
+        ("GET /healthz, http.access_log on", vec![("AGENTD_HTTP__ACCESS_LOG", "true".to_owned())]),
+    ] {
+        let server = Agentd::start(fresh(backend).await, &env).await;
+        let health = request(Method::GET, "/healthz", None);
+        let run = closed_loop(server.address, None, shape(), health).await;
+        http_row(report, row, label, &run, Some(base));
+        server.stop().await;
+    }
 }

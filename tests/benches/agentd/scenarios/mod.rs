@@ -22,7 +22,7 @@ mod streams;
 mod traces;
 
 pub(crate) use cores::cores;
-pub(crate) use http::http;
+pub(crate) use http::{healthz, http};
 pub(crate) use ratelimit::ratelimit;
 pub(crate) use steps::runtime_tools;
 pub(crate) use streams::streams;
