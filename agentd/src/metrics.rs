@@ -13,7 +13,9 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use secrecy::ExposeSecret;
 
-use agentcore::telemetry::{Histogram, HistogramSnapshot, LATENCY_BUCKETS, Metrics};
+use agentcore::telemetry::{
+    Histogram, HistogramSnapshot, LATENCY_BUCKETS, Metrics, ModelCallMetrics,
+};
 
 use crate::AppState;
 use crate::error::ApiError;
@@ -274,32 +276,20 @@ fn render_node(out: &mut String, node: &Metrics) {
             );
         }
     }
-    header(
+    per_provider(
         out,
         "agentd_model_rate_limit_waits_total",
-        "counter",
         "Model calls that waited for their provider's shared rate limit (models.rate_limits).",
+        node,
+        |calls| calls.rate_waits,
     );
-    for calls in &node.model_calls {
-        let _ = writeln!(
-            out,
-            "agentd_model_rate_limit_waits_total{{provider=\"{}\"}} {}",
-            calls.provider, calls.rate_waits
-        );
-    }
-    header(
+    per_provider(
         out,
         "agentd_model_rate_limit_wait_seconds_total",
-        "counter",
         "Seconds model calls waited for their provider's shared rate limit.",
+        node,
+        |calls| calls.rate_wait_seconds,
     );
-    for calls in &node.model_calls {
-        let _ = writeln!(
-            out,
-            "agentd_model_rate_limit_wait_seconds_total{{provider=\"{}\"}} {}",
-            calls.provider, calls.rate_wait_seconds
-        );
-    }
     model_health(out, node);
     model_costs(out, &node.model_costs);
     mcp_calls(out, &node.mcp_calls);
@@ -330,19 +320,13 @@ fn model_health(out: &mut String, node: &Metrics) {
     for (model, cooling) in &node.model_cooldowns {
         let _ = writeln!(out, "agentd_model_cooldown{{model=\"{}\"}} {cooling}", escape(model));
     }
-    header(
+    per_provider(
         out,
         "agentd_model_calls_skipped_total",
-        "counter",
         "Calls not sent to a model of the provider: it was cooling down or being probed.",
+        node,
+        |calls| calls.cooldown_skips,
     );
-    for calls in &node.model_calls {
-        let _ = writeln!(
-            out,
-            "agentd_model_calls_skipped_total{{provider=\"{}\"}} {}",
-            calls.provider, calls.cooldown_skips
-        );
-    }
 }
 
 /// What answered model calls cost, by priced model (and `unpriced`).
@@ -397,6 +381,20 @@ fn mcp_calls(out: &mut String, servers: &[agentcore::mcp::McpCallMetrics]) {
 
 fn header(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+}
+
+/// A counter with one line per model provider, `value` of its calls.
+fn per_provider<D: std::fmt::Display>(
+    out: &mut String,
+    name: &str,
+    help: &str,
+    node: &Metrics,
+    value: impl Fn(&ModelCallMetrics) -> D,
+) {
+    header(out, name, "counter", help);
+    for calls in &node.model_calls {
+        let _ = writeln!(out, "{name}{{provider=\"{}\"}} {}", calls.provider, value(calls));
+    }
 }
 
 fn gauge(out: &mut String, name: &str, help: &str, value: impl std::fmt::Display) {

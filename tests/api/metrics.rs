@@ -98,6 +98,13 @@ async fn metrics_count_requests_tasks_models_queues_and_discord(db: TestDb) {
         0.0
     );
     assert_eq!(sample(&after, "agentd_agents_running"), 1.0);
+    for series in [
+        r#"agentd_model_rate_limit_waits_total{provider="echo"}"#,
+        r#"agentd_model_rate_limit_wait_seconds_total{provider="echo"}"#,
+        r#"agentd_model_calls_skipped_total{provider="echo"}"#,
+    ] {
+        assert_eq!(sample(&after, series), 0.0, "{series}");
+    }
 
     // Discord's 429s are counted, and posts waiting show as the outbox backlog.
     let (guild, bot) = ("6161", "metrics-bot.1");
