@@ -8,6 +8,7 @@ use agentcore::store::Store;
 
 backend_tests! { store;
     concurrent_adds_each_get_their_own_answer,
+    an_add_dated_at_or_before_the_latest_task_is_stored_just_after_it,
 }
 
 async fn concurrent_adds_each_get_their_own_answer(store: TestStore) {
@@ -92,4 +93,45 @@ async fn concurrent_adds_each_get_their_own_answer(store: TestStore) {
     assert_eq!(entries, 3 + added + 1);
     let duplicate = TaskId::parse(first.id.as_str()).unwrap();
     assert_eq!(s.task(&owner.ws(), &id("one"), &duplicate).await.unwrap().title, "first");
+}
+
+/// Each backend decides a task's creation time in its own SQL (SQLite's script, PostgreSQL's
+/// `add_task`): for a node's time at, before and after the agent's latest task, to the
+/// microsecond about a millisecond's edges, the time stored, answered and given to the task's
+/// entry is the domain's `creation_time`.
+async fn an_add_dated_at_or_before_the_latest_task_is_stored_just_after_it(store: TestStore) {
+    use agentcore::domain::task::creation_time;
+    let s: &dyn Store = store.store.as_ref();
+    let owner = user("ada@example.com");
+    s.insert_user(&owner).await.unwrap();
+    let base: chrono::DateTime<Utc> = "2026-11-27T08:00:00Z".parse().unwrap();
+    let micros = [0, 1, 499, 500, 501, 999, 250_000, 999_500];
+    let mut cases = 0;
+    for (n, (latest, requested)) in
+        micros.iter().flat_map(|l| micros.iter().map(move |r| (*l, *r))).enumerate()
+    {
+        let agent = format!("agent-{n}");
+        // Created the day before, so its entry does not date the tasks' entries.
+        let day_before = base - Duration::days(1);
+        s.insert_agent(&owner.ws(), &new_agent(&agent, None), day_before, &created(), unlimited())
+            .await
+            .unwrap();
+        let latest = base + Duration::microseconds(latest);
+        let requested = base + Duration::microseconds(requested);
+        let first = Task { created_at: latest, ..task(&agent, "first", 0) };
+        let added = NewActivity::new(Action::TaskAdded, "added");
+        assert_eq!(s.insert_task(&owner.ws(), &first, &added).await.unwrap().created_at, latest);
+        let second = Task { created_at: requested, ..task(&agent, "second", 0) };
+        let answer = s.insert_task(&owner.ws(), &second, &added).await.unwrap();
+        let expected = creation_time(requested, Some(latest));
+        assert_eq!(answer.created_at, expected, "latest {latest}, requested {requested}");
+        assert!(expected > latest || requested > latest);
+        let stored = s.task(&owner.ws(), &id(&agent), &second.id).await.unwrap();
+        assert_eq!(stored.created_at, expected);
+        let query = ActivityQuery { limit: 1, before: None, after: None };
+        let entry = s.activity(&owner.ws(), &id(&agent), &query).await.unwrap();
+        assert_eq!(entry[0].timestamp, expected, "the entry is dated as its task");
+        cases += 1;
+    }
+    assert_eq!(cases, 64);
 }

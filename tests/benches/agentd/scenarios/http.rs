@@ -138,7 +138,8 @@ async fn finished_history(server: &Agentd, count: usize) {
     }
 }
 
-/// Adds tasks round the ten agents, then lists the agents over the backlogs that made.
+/// Adds tasks round the ten agents, then to one of them, then lists the agents over the
+/// backlogs that made.
 async fn backlog_writes(server: &Agentd, token: &str, label: &str, report: &mut Report, bare: f64) {
     let add: MakeRequest = Arc::new(|n| {
         let body = json!({"title": format!("Load task {n}")}).to_string();
@@ -153,7 +154,18 @@ async fn backlog_writes(server: &Agentd, token: &str, label: &str, report: &mut 
             run.per_second() >= 8000.0,
         );
     }
-    let tasks = 100 + run.ok;
+    let one: MakeRequest = Arc::new(|n| {
+        let body = json!({"title": format!("Load task {n}")}).to_string();
+        (Method::POST, "/api/agents/agent-7/backlog".to_owned(), Some(body))
+    });
+    let to_one = closed_loop(server.address, Some(token), shape(), one).await;
+    http_row(report, "POST /api/agents/{id}/backlog, one agent", label, &to_one, Some(bare));
+    report.target(
+        format!("Adds to one agent p99 < 50 ms ({label})"),
+        format!("{:.0}/s, p99 {:.2} ms", to_one.per_second(), to_one.quantile_ms(0.99)),
+        to_one.quantile_ms(0.99) < 50.0,
+    );
+    let tasks = 100 + run.ok + to_one.ok;
     let list = request(Method::GET, "/api/agents", None);
     let run = closed_loop(server.address, Some(token), shape(), list).await;
     http_row(report, &format!("GET /api/agents over {tasks} tasks"), label, &run, Some(bare));

@@ -12,7 +12,6 @@ use crate::domain::workspace::WorkspaceId;
 use crate::error::{Error, Resource, Result};
 use crate::store::db::{SqlStore, Tx, query, query_as, query_scalar};
 use crate::store::rows::{self, TaskRow};
-use crate::store::script::Scripts;
 use crate::store::shared::{
     insert_activity, lock_agent, notify, nth_instant, queue_post, require_agent, watched,
 };
@@ -23,7 +22,7 @@ pub trait TaskStore: Send + Sync {
     /// Adds a task under its agent's lock; returns its agent's status (an active agent has
     /// work to wake up for) and the creation time stored, which is the task's own unless the
     /// agent has a task created at or after it (another node's clock, a write that waited for
-    /// the lock): then it is a microsecond after that one, so creation order is commit order
+    /// the lock): then it is a millisecond after that one, so creation order is commit order
     /// and pages by creation time never skip a task.
     async fn insert_task(
         &self,
@@ -79,30 +78,11 @@ impl<S: SqlStore> TaskStore for S {
         task: &Task,
         activity: &NewActivity,
     ) -> Result<AddedTask> {
-        if let Some(scripts) = self.scripts() {
-            return watched(
-                self.storage_health(),
-                insert_task_script(scripts, owner, task, activity),
-            )
-            .await;
-        }
         watched(self.storage_health(), async {
-            let mut tx = self.begin_write().await?;
-            let status: Option<String> = query_scalar(&sql::agent_status(self.dialect().lock()))
-                .bind(owner.as_str())
-                .bind(task.agent_id.as_str())
-                .fetch_optional(&mut tx)
-                .await?;
-            let status: AgentStatus = status
-                .ok_or_else(|| Error::not_found(Resource::Agent, task.agent_id.as_str()))?
-                .parse()
-                .map_err(Error::internal)?;
-            let created_at = write_task(&mut tx, owner, task, activity).await?;
-            if status == AgentStatus::Active {
-                notify(&mut tx, &AgentKey::new(owner.as_str(), task.agent_id.as_str())).await?;
+            match self.scripts() {
+                Some(scripts) => add::by_script(scripts, owner, task, activity).await,
+                None => add::by_function(self.writer(), owner, task, activity).await,
             }
-            tx.commit().await?;
-            Ok(AddedTask { agent_status: status, created_at })
         })
         .await
     }
@@ -257,46 +237,6 @@ impl<S: SqlStore> TaskStore for S {
     }
 }
 
-/// [`TaskStore::insert_task`] as one script: `sql::INSERT_TASK_SCRIPT`.
-async fn insert_task_script(
-    scripts: &Scripts,
-    owner: &WorkspaceId,
-    task: &Task,
-    activity: &NewActivity,
-) -> Result<AddedTask> {
-    use crate::store::script::{Script, Value};
-    use sqlx::Row as _;
-    let (creator_agent, creator_task) = match &task.created_by {
-        crate::domain::task::CreatedBy::Agent { agent_id, task_id } => {
-            (Some(agent_id.as_str().to_owned()), Some(task_id.as_str().to_owned()))
-        }
-        crate::domain::task::CreatedBy::User => (None, None),
-    };
-    let trace = trace_of(task);
-    let values = vec![
-        Value::Text(task.id.as_str().to_owned()),
-        Value::Text(owner.as_str().to_owned()),
-        Value::Text(task.agent_id.as_str().to_owned()),
-        Value::Text(task.title.clone()),
-        Value::MaybeText(task.description.clone()),
-        Value::Int(task.priority.into()),
-        Value::Time(task.created_at),
-        Value::Int(task.depth.into()),
-        Value::MaybeText(creator_agent),
-        Value::MaybeText(creator_task),
-        Value::Text(activity.action.as_str().to_owned()),
-        Value::Text(activity.details.clone()),
-        Value::MaybeText(activity.task_id.clone()),
-        Value::MaybeText(trace.as_ref().map(|t| t.trace_id().to_owned())),
-        Value::MaybeText(trace.map(|t| t.parent_span_id().to_owned())),
-    ];
-    let row = scripts.run(Script { body: sql::INSERT_TASK_SCRIPT.as_str(), values }).await?;
-    let status: Option<String> = row.try_get(0)?;
-    let status = status.ok_or_else(|| Error::not_found(Resource::Agent, task.agent_id.as_str()))?;
-    let created_at: chrono::DateTime<chrono::Utc> = row.try_get(1)?;
-    Ok(AddedTask { agent_status: status.parse().map_err(Error::internal)?, created_at })
-}
-
 /// Inserts a queued task with its `task_added` entry; returns the creation time
 /// stored: never at or before the agent's latest task's (see `insert_task`).
 pub(super) async fn write_task(
@@ -349,53 +289,21 @@ pub(super) mod sql {
     pub(crate) const QUEUED_COUNTS: &str = "SELECT \
         CAST(COALESCE(SUM(queued) FILTER (WHERE agent_id = $2), 0) AS BIGINT), \
         CAST(COALESCE(SUM(queued), 0) AS BIGINT) FROM backlog_counts WHERE owner_id = $1";
-    pub(crate) const TASK_COLUMNS: &str = "SELECT id, agent_id, title, description, priority, status, result, \
-        error, attempts, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, \
-        created_at, updated_at, started_at, completed_at, steps, depth, created_by_agent, \
-        created_by_task, cancelled_by, trace_id, parent_span_id FROM tasks";
+    /// A task's columns, as `TaskRow` reads them.
+    macro_rules! task_columns {
+        () => {
+            "id, agent_id, title, description, priority, status, result, error, attempts, \
+             input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, created_at, \
+             updated_at, started_at, completed_at, steps, depth, created_by_agent, \
+             created_by_task, cancelled_by, trace_id, parent_span_id"
+        };
+    }
+    pub(crate) const TASK_COLUMNS_LIST: &str = task_columns!();
+    pub(crate) const TASK_COLUMNS: &str = concat!("SELECT ", task_columns!(), " FROM tasks");
     pub(crate) const INSERT_TASK: &str = "INSERT INTO tasks \
         (id, owner_id, agent_id, title, description, priority, status, attempts, created_at, \
         updated_at, depth, created_by_agent, created_by_task, trace_id, parent_span_id) \
         VALUES ($1, $2, $3, $4, $5, $6, 'queued', 0, $7, $7, $8, $9, $10, $11, $12)";
-    /// SQLite: [`super::TaskStore::insert_task`] as one script (`store/script.rs`). The task
-    /// (`$1` id, `$2` owner, `$3` agent, `$4` title, `$5` description, `$6` priority, `$7` the
-    /// node's time, `$8` depth, `$9`, `$10` the creating agent and task) only when the agent
-    /// exists, dated after the agent's latest task when the node's time is not (a millisecond
-    /// after: SQLite's date arithmetic counts milliseconds); its activity entry (`$11` action,
-    /// `$12` details, `$13` task id) at the same time (`$14`, `$15` the trace id and parent
-    /// span id); then the agent's status and the date written, both null when there is no
-    /// such agent.
-    /// [`crate::domain::task::creation_time`] in SQLite's SQL: `latest` (text, may be null) and
-    /// `requested` are expressions.
-    pub(crate) fn created_at(requested: &str, latest: &str) -> String {
-        format!(
-            "CASE WHEN {latest} >= {requested} \
-             THEN strftime('%Y-%m-%dT%H:%M:%f+00:00', {latest}, '+0.001 seconds') \
-             ELSE {requested} END"
-        )
-    }
-    /// `TaskStore::insert_task` as one SQLite script; its last statement answers the agent's
-    /// status (null when there is no such agent) and the creation time stored.
-    pub(crate) static INSERT_TASK_SCRIPT: std::sync::LazyLock<String> =
-        std::sync::LazyLock::new(|| {
-            format!(
-                "INSERT INTO tasks (id, owner_id, agent_id, title, description, priority, status, \
-                    attempts, created_at, updated_at, depth, created_by_agent, created_by_task, \
-                    trace_id, parent_span_id) \
-                 SELECT $1, $2, $3, $4, $5, $6, 'queued', 0, at, at, $8, $9, $10, $14, $15 \
-                 FROM (SELECT {} AS at \
-                    FROM (SELECT (SELECT created_at FROM tasks WHERE owner_id = $2 \
-                        AND agent_id = $3 ORDER BY created_at DESC LIMIT 1) AS latest)) \
-                 WHERE EXISTS (SELECT 1 FROM agents WHERE owner_id = $2 AND id = $3); \
-                 INSERT INTO activity (owner_id, agent_id, action, details, task_id, created_at) \
-                 SELECT owner_id, agent_id, $11, $12, $13, created_at FROM tasks \
-                 WHERE id = $1 AND owner_id = $2 AND agent_id = $3; \
-                 SELECT (SELECT status FROM agents WHERE owner_id = $2 AND id = $3), \
-                    (SELECT created_at FROM tasks WHERE id = $1 AND owner_id = $2 \
-                        AND agent_id = $3)",
-                created_at("$7", "latest")
-            )
-        });
     /// The agent's latest creation time (the `tasks_by_agent_created` index's last entry).
     pub(crate) const LATEST_CREATED: &str = "SELECT created_at FROM tasks \
         WHERE owner_id = $1 AND agent_id = $2 ORDER BY created_at DESC LIMIT 1";
@@ -468,40 +376,4 @@ pub(super) mod sql {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use chrono::{DateTime, Duration, Utc};
-    use sqlx::Connection as _;
-
-    use crate::domain::task::creation_time;
-
-    /// SQLite's script decides a task's creation time in SQL, PostgreSQL's path in Rust: the
-    /// same cases through both give the same times.
-    #[tokio::test]
-    async fn sqlites_creation_time_is_the_domains() {
-        let mut conn = sqlx::SqliteConnection::connect("sqlite::memory:").await.unwrap();
-        let statement = format!("SELECT {}", super::sql::created_at("$1", "$2"));
-        let base: DateTime<Utc> = "2026-11-27T08:00:00Z".parse().unwrap();
-        let micros = [0, 1, 400, 499, 500, 501, 600, 999, 250_000, 999_499, 999_500, 999_999];
-        let mut cases = 0;
-        for requested in micros {
-            for latest in micros.iter().map(|m| Some(*m)).chain([None]) {
-                let requested = base + Duration::microseconds(requested);
-                let latest = latest.map(|m| base + Duration::microseconds(m));
-                let sqlite: DateTime<Utc> = sqlx::query_scalar(&statement)
-                    .bind(requested)
-                    .bind(latest)
-                    .fetch_one(&mut conn)
-                    .await
-                    .unwrap();
-                let rust = creation_time(requested, latest);
-                assert_eq!(sqlite, rust, "requested {requested}, latest {latest:?}");
-                if let Some(latest) = latest {
-                    assert!(rust > latest || requested > latest, "not after {latest}");
-                }
-                cases += 1;
-            }
-        }
-        assert_eq!(cases, 12 * 13);
-    }
-}
+mod add;
