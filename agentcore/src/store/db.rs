@@ -265,6 +265,12 @@ impl<'q> Query<'q> {
         self
     }
 
+    /// Binds each of `values` in turn.
+    pub(crate) fn bind_all(mut self, values: impl IntoIterator<Item = Arg<'q>>) -> Self {
+        self.args.extend(values);
+        self
+    }
+
     /// The rows, each to be read as one or several records ([`Rows::get`]).
     pub(crate) async fn fetch_all(self, ex: impl Into<Ex<'_>>) -> DbResult<Rows> {
         Ok(on_backend!(ex.into(), self.args, |a, e| {
@@ -340,6 +346,12 @@ pub(crate) fn query_as<O: Record>(sql: &str) -> QueryAs<'_, O> {
 impl<'q, O: Record> QueryAs<'q, O> {
     pub(crate) fn bind(mut self, value: impl Into<Arg<'q>>) -> Self {
         self.args.push(value.into());
+        self
+    }
+
+    /// Binds each of `values` in turn.
+    pub(crate) fn bind_all(mut self, values: impl IntoIterator<Item = Arg<'q>>) -> Self {
+        self.args.extend(values);
         self
     }
 

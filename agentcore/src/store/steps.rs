@@ -12,7 +12,7 @@ use crate::domain::tool_result::{ToolError, ToolResult};
 use crate::domain::tools::{MemoryText, write_memory};
 use crate::domain::workspace::WorkspaceId;
 use crate::error::{Error, Resource, Result};
-use crate::store::db::{SqlStore, Tx, query, query_as, query_scalar};
+use crate::store::db::{Arg, SqlStore, Tx, query, query_as, query_scalar};
 use crate::store::rows::{self, StepRow};
 use crate::store::shared::{
     insert_activity, lock_agent, notify, queue_post, require_agent, watched, watched_if,
@@ -253,31 +253,34 @@ pub(super) async fn advance_task(
 
 /// Writes the step's row (after [`Self::advance_task`]).
 pub(super) async fn insert_step(tx: &mut Tx, task: &TaskId, step: &Step) -> Result<()> {
-    let calls = serde_json::to_string(&step.tool_calls).map_err(Error::internal)?;
-    query(sql::INSERT_STEP)
-        .bind(task.as_str())
-        .bind(step.seq)
-        .bind(step.kind.as_str())
-        .bind(&step.tool)
-        .bind(&step.call_id)
-        .bind(&step.arguments)
-        .bind(&step.output)
-        .bind(calls)
-        .bind(&step.error)
-        .bind(step.duration_ms)
-        .bind(step.usage.map(|u| u.input_tokens))
-        .bind(step.usage.map(|u| u.output_tokens))
-        .bind(step.created_at)
-        .bind(step.cost.as_ref().map(|c| c.model.as_str()))
-        .bind(step.cost.as_ref().map_or(0, |c| c.cost_micros))
-        .bind(step.cost.as_ref().is_some_and(|c| c.unpriced))
-        .bind(step.compacted_through)
-        .bind(step.usage.map_or(0, |u| u.cache_read_tokens))
-        .bind(step.usage.map_or(0, |u| u.cache_write_tokens))
-        .bind(serde_json::to_string(&step.tried).map_err(Error::internal)?)
-        .execute(&mut *tx)
-        .await?;
+    query(sql::INSERT_STEP).bind_all(step_args(task, step)?).execute(&mut *tx).await?;
     Ok(())
+}
+
+/// `INSERT_STEP`'s parameters, `$1` to `$20`.
+pub(super) fn step_args<'q>(task: &'q TaskId, step: &'q Step) -> Result<Vec<Arg<'q>>> {
+    Ok(vec![
+        task.as_str().into(),
+        step.seq.into(),
+        step.kind.as_str().into(),
+        (&step.tool).into(),
+        (&step.call_id).into(),
+        (&step.arguments).into(),
+        (&step.output).into(),
+        serde_json::to_string(&step.tool_calls).map_err(Error::internal)?.into(),
+        (&step.error).into(),
+        step.duration_ms.into(),
+        step.usage.map(|u| u.input_tokens).into(),
+        step.usage.map(|u| u.output_tokens).into(),
+        step.created_at.into(),
+        step.cost.as_ref().map(|c| c.model.as_str()).into(),
+        step.cost.as_ref().map_or(0, |c| c.cost_micros).into(),
+        step.cost.as_ref().is_some_and(|c| c.unpriced).into(),
+        step.compacted_through.into(),
+        step.usage.map_or(0, |u| u.cache_read_tokens).into(),
+        step.usage.map_or(0, |u| u.cache_write_tokens).into(),
+        serde_json::to_string(&step.tried).map_err(Error::internal)?.into(),
+    ])
 }
 
 /// Applies a tool's effect inside its step's transaction: `Ok` is the result the
@@ -380,12 +383,21 @@ pub(super) mod sql {
         cache_read_tokens = cache_read_tokens + $8, cache_write_tokens = cache_write_tokens + $9, \
         updated_at = $6 \
         WHERE id = $1 AND lease_owner = $2 AND status = 'in_progress' AND steps = $7";
-    pub(crate) const INSERT_STEP: &str = "INSERT INTO task_steps (task_id, seq, kind, tool, \
-        call_id, arguments, output, tool_calls, error, duration_ms, input_tokens, output_tokens, \
-        created_at, model, cost_micros, unpriced, compacted_through, cache_read_tokens, \
-        cache_write_tokens, tried) \
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, \
-        $19, $20)";
+    /// `INSERT_STEP` up to its values.
+    macro_rules! insert_step_columns {
+        () => {
+            "INSERT INTO task_steps (task_id, seq, kind, tool, call_id, arguments, output, \
+             tool_calls, error, duration_ms, input_tokens, output_tokens, created_at, model, \
+             cost_micros, unpriced, compacted_through, cache_read_tokens, cache_write_tokens, \
+             tried)"
+        };
+    }
+    pub(crate) const INSERT_STEP_COLUMNS: &str = insert_step_columns!();
+    pub(crate) const INSERT_STEP: &str = concat!(
+        insert_step_columns!(),
+        " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
+         $18, $19, $20)"
+    );
     /// How many tasks a task's run created so far.
     pub(crate) const CREATED_BY_TASK: &str =
         "SELECT COUNT(*) FROM tasks WHERE created_by_task = $1";

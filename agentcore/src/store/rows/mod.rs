@@ -307,6 +307,8 @@ pub(super) fn corrupt(column: &'static str) -> impl Fn(String) -> Error {
 #[derive(Debug, sqlx::FromRow)]
 pub(super) struct AgentRunRow {
     name: String,
+    /// Aliased: a row of a join with the task (`RunAndTaskRow`) has the task's status too.
+    #[sqlx(rename = "agent_status")]
     status: String,
     status_before_vacation: Option<String>,
     role_prompt: String,
@@ -323,6 +325,26 @@ pub(super) struct AgentRunRow {
     memory: String,
     /// The database's clock, read with the lock (one round trip fewer per task).
     pub(super) db_now: DateTime<Utc>,
+}
+
+/// An agent's run state and one of its tasks, both locked: how PostgreSQL's finish starts
+/// (`store/runtime/postgres.rs`).
+#[derive(Debug, sqlx::FromRow)]
+pub(super) struct RunAndTaskRow {
+    #[sqlx(flatten)]
+    pub(super) run: AgentRunRow,
+    #[sqlx(flatten)]
+    pub(super) task: TaskRow,
+    /// The node holding the task's lease.
+    pub(super) task_lease_owner: Option<String>,
+}
+
+/// The agent's next queued task, with how many of its other tasks are in progress.
+#[derive(Debug, sqlx::FromRow)]
+pub(super) struct NextTaskRow {
+    #[sqlx(flatten)]
+    pub(super) task: TaskRow,
+    pub(super) running: i64,
 }
 
 impl TryFrom<AgentRunRow> for AgentRun {

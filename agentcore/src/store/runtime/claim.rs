@@ -10,6 +10,7 @@ use chrono::{DateTime, Utc};
 use super::{sql, write_after_task};
 use crate::domain::activity::{Action, NewActivity};
 use crate::domain::agent::AgentStatus;
+use crate::domain::chat::NewPost;
 use crate::domain::runtime::{
     AgentKey, AgentRun, Claim, ClaimedTask, Outcome, finish, started_post,
 };
@@ -32,17 +33,8 @@ pub(super) async fn claim_in(
     max_attempts: i32,
 ) -> Result<Claim> {
     let (owner, id) = (agent.owner_id.as_str(), agent.agent_id.as_str());
-    if run.status != AgentStatus::Active || run.lease_owner.as_deref() != Some(node) {
-        return Ok(Claim::Lost);
-    }
-    // Throttles and leases are judged by the database's clock (`now`, read
-    // with the lock), which every node shares; waits go back as durations,
-    // which need no clock at all.
-    let until = now + chrono_duration(lease);
-    let wait_until =
-        |at: DateTime<Utc>| Claim::Wait(Some((at - now).to_std().unwrap_or(Duration::ZERO)));
-    if let Some(at) = run.next_run_at.filter(|at| *at > now) {
-        return Ok(wait_until(at));
+    if let Some(refused) = unclaimable(&run, now, node) {
+        return Ok(refused);
     }
     let running: Vec<(String, Option<String>, Option<DateTime<Utc>>)> =
         query_as(sql::SELECT_TASKS_IN_PROGRESS).bind(owner).bind(id).fetch_all(&mut *tx).await?;
@@ -50,7 +42,7 @@ pub(super) async fn claim_in(
         match (holder, lease_until) {
             // Another node still runs it: one task at a time, so wait for it.
             (Some(holder), Some(lease_until)) if holder != node && lease_until >= now => {
-                return Ok(wait_until(lease_until));
+                return Ok(wait_until(lease_until, now));
             }
             // Expired, or left behind by this node's own failed write: run it again.
             _ => {
@@ -83,28 +75,50 @@ pub(super) async fn claim_in(
             .execute(&mut *tx)
             .await?;
         write_after_task(tx, agent, &done, now).await?;
-        return Ok(wait_until(done.agent.next_run_at));
+        return Ok(wait_until(done.agent.next_run_at, now));
     }
     query(sql::START_TASK)
         .bind(task.id.as_str())
         .bind(node)
-        .bind(until)
+        .bind(now + chrono_duration(lease))
         .bind(now)
         .execute(&mut *tx)
         .await?;
+    let (entry, post) = start(&mut task, now);
+    let owner = WorkspaceId::from_trusted(owner.to_owned());
+    insert_activity(&mut *tx, &owner, &task.agent_id, &entry, now).await?;
+    if let Some(post) = post {
+        queue_post(&mut *tx, owner.as_str(), id, &post, now).await?;
+    }
+    Ok(Claim::Task(Box::new(ClaimedTask { task, agent: run })))
+}
+
+/// Why the agent cannot take a task now, if it cannot: no longer active or held by `node`
+/// ([`Claim::Lost`]), or throttled until later ([`Claim::Wait`]). Throttles and leases are
+/// judged by the database's clock (`now`, read with the lock), which every node shares; waits
+/// go back as durations, which need no clock at all.
+pub(super) fn unclaimable(run: &AgentRun, now: DateTime<Utc>, node: &str) -> Option<Claim> {
+    if run.status != AgentStatus::Active || run.lease_owner.as_deref() != Some(node) {
+        return Some(Claim::Lost);
+    }
+    run.next_run_at.filter(|at| *at > now).map(|at| wait_until(at, now))
+}
+
+fn wait_until(at: DateTime<Utc>, now: DateTime<Utc>) -> Claim {
+    Claim::Wait(Some((at - now).to_std().unwrap_or(Duration::ZERO)))
+}
+
+/// A queued task as its start writes it at `now` (one more attempt), with the `task_started`
+/// entry and, on its first run, the "Working on" post.
+pub(super) fn start(task: &mut Task, now: DateTime<Utc>) -> (NewActivity, Option<NewPost>) {
     task.status = TaskStatus::InProgress;
     task.attempts += 1;
     task.started_at = Some(now);
     task.updated_at = now;
-    let owner = WorkspaceId::from_trusted(owner.to_owned());
     let entry = NewActivity::for_task(
         Action::TaskStarted,
         task.id.as_str(),
         format!("Task '{}' started.", task.title),
     );
-    insert_activity(&mut *tx, &owner, &task.agent_id, &entry, now).await?;
-    if let Some(post) = started_post(&task) {
-        queue_post(&mut *tx, owner.as_str(), id, &post, now).await?;
-    }
-    Ok(Claim::Task(Box::new(ClaimedTask { task, agent: run })))
+    (entry, started_post(task))
 }

@@ -254,6 +254,16 @@ impl<S: SqlStore> RuntimeStore for S {
             async {
                 let (owner, id) = (agent.owner_id.as_str(), agent.agent_id.as_str());
                 let mut tx = self.begin_write().await?;
+                if self.dialect() == crate::store::Backend::Postgres {
+                    let finished = postgres::finish_then_claim(
+                        &mut tx, agent, task, node, outcome, calls, last, next,
+                    )
+                    .await?;
+                    if finished.0 {
+                        tx.commit().await?;
+                    }
+                    return Ok(finished);
+                }
                 // The throttle (`next_run_at`) is judged by other nodes: the database's
                 // time, read with the lock.
                 let Some((run, at)) = lock_agent_run(&mut tx, agent).await? else {
@@ -387,4 +397,5 @@ async fn lock_agent_run(
 }
 
 mod claim;
+mod postgres;
 pub(super) mod sql;

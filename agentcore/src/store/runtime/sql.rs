@@ -72,7 +72,7 @@ pub(crate) fn requeue_expired_tasks(clock: Clock) -> String {
 /// The agent's run state, locked, with the database's clock as `db_now`.
 pub(crate) fn select_agent_run(lock: &str, clock: Clock) -> String {
     format!(
-        "SELECT name, status, status_before_vacation, role_prompt, model, throttle_seconds, \
+        "SELECT name, status AS agent_status, status_before_vacation, role_prompt, model, throttle_seconds, \
          lease_owner, next_run_at, failure_streak, tools, max_steps, mcp_servers, approval_tools, \
          fallback_models, memory, {} AS db_now \
          FROM agents \
