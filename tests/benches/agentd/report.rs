@@ -12,6 +12,7 @@ pub(crate) const END: &str = "<!-- generated: end -->";
 pub(crate) enum Section {
     Http,
     Runtime,
+    Cost,
     Dispatch,
     Scale,
     Login,
@@ -24,7 +25,7 @@ pub(crate) enum Section {
     RateLimit,
 }
 
-const SECTIONS: [(Section, &str, &[&str]); 12] = [
+const SECTIONS: [(Section, &str, &[&str]); 13] = [
     (
         Section::Http,
         "1. HTTP throughput and latency (64 connections, closed loop)",
@@ -34,6 +35,20 @@ const SECTIONS: [(Section, &str, &[&str]); 12] = [
         Section::Runtime,
         "2. Runtime throughput (tasks completed end to end)",
         &["Scenario", "Backend", "Tasks", "Seconds", "Tasks/s", "Of the bound"],
+    ),
+    (
+        Section::Cost,
+        "2c. Cost per task in the runtime runs (whole run; the adds come before it)",
+        &[
+            "Scenario",
+            "Backend",
+            "Tasks",
+            "agentd CPU ms/task",
+            "PostgreSQL CPU ms/task",
+            "Together ms/task",
+            "Statements/task",
+            "Transactions/task",
+        ],
     ),
     (
         Section::Dispatch,
