@@ -8,7 +8,8 @@
 //! only those and prints the figures without touching the file.
 //! `AGENTD_BENCH_SECONDS` sets each HTTP run's measured window (default 5);
 //! `AGENTD_BENCH_BINARY` names another agentd build to measure (an A/B run against an older
-//! commit's `agentd-under-test`).
+//! commit's `agentd-under-test`); `AGENTD_BENCH_BACKENDS=postgres` (or `sqlite`) measures one
+//! backend only.
 //!
 //! Each scenario starts its own agentd process on a fresh database, with the fake Discord and
 //! model servers of the integration tests in this process; the load generator runs here too,
@@ -50,6 +51,14 @@ async fn run(chosen: &[&str]) {
     let mut backends = vec![Backend::Sqlite];
     if std::env::var("AGENTD_TEST_POSTGRES_URL").is_ok_and(|url| !url.is_empty()) {
         backends.push(Backend::Postgres);
+    }
+    // `AGENTD_BENCH_BACKENDS=postgres` (or `sqlite`): one backend only, for A/B runs.
+    if let Ok(only) = std::env::var("AGENTD_BENCH_BACKENDS") {
+        let named = |backend: &Backend| match backend {
+            Backend::Sqlite => "sqlite",
+            Backend::Postgres => "postgres",
+        };
+        backends.retain(|backend| only.split(',').any(|name| name.trim() == named(backend)));
     }
     let wanted = |section: &str| chosen.is_empty() || chosen.contains(&section);
     let mut report = report::Report::new(&backends);
