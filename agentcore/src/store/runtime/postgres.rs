@@ -14,9 +14,12 @@
 //! merged. Anything unusual at the claim (another task still in progress, a task out of
 //! attempts, no task left) goes the plain way, `claim::claim_in`, inside the same transaction.
 //!
-//! Why statement 3 may read the next task: every writer that adds or changes an agent's queued
-//! tasks holds the agent's row lock, which this transaction has held since statement 2, so the
-//! statement's snapshot has every queued task there is; and the finished task is never queued.
+//! Why statement 3 may read the next task: every writer that inserts an agent's tasks, or
+//! queues one again for a person (a retry), holds the agent's row lock, which this transaction
+//! has held since statement 2, so the statement's snapshot has every such task; and the
+//! finished task is never queued. The runtime's own requeues (an expired lease, a node let go)
+//! take no agent lock, but a task they requeue is still in progress in that snapshot or already
+//! queued in it: counted in `running`, it sends the claim the plain way, which reads again.
 
 use std::sync::LazyLock;
 
@@ -205,11 +208,15 @@ static LOCK_RUN_AND_TASK: LazyLock<String> = LazyLock::new(|| {
 /// and the posts (`$20`, JSON: `nth`, `nonce`, `payload`; none when unmapped), then the next
 /// queued task with the count of the agent's other tasks in progress.
 static FINISH: LazyLock<String> = LazyLock::new(|| finish_statement(None));
-/// Statement 3 with the run's last step (`$21`–`$40`, `INSERT_STEP`'s parameters).
+/// Statement 3 with the run's last step (`$21`–`$40`, `INSERT_STEP`'s parameters), inserted
+/// before the entries as on the plain path: the events of a transaction are numbered in the
+/// order its rows were inserted, so a stream shows the step before the task's end. The order
+/// of a statement's `WITH` writes is the database's choice, so the entries are made from the
+/// step's returned row: none can be inserted before it.
 static FINISH_WITH_STEP: LazyLock<String> = LazyLock::new(|| {
     let placeholders: Vec<String> = (21..=40).map(|n| format!("${n}")).collect();
     finish_statement(Some(format!(
-        "step AS ({} SELECT {} FROM fin), ",
+        "step AS ({} SELECT {} FROM fin RETURNING task_id), ",
         crate::store::steps::sql::INSERT_STEP_COLUMNS,
         placeholders.join(", ")
     )))
@@ -217,6 +224,8 @@ static FINISH_WITH_STEP: LazyLock<String> = LazyLock::new(|| {
 
 fn finish_statement(step: Option<String>) -> String {
     let next = crate::store::tasks::sql::TASK_COLUMNS_LIST;
+    // What the entries are made from: the step's row when there is one, else the finish's.
+    let entries_after = if step.is_some() { "step" } else { "fin" };
     format!(
         "WITH fin AS ({finish} RETURNING owner_id), \
          {step}\
@@ -230,7 +239,7 @@ fn finish_statement(step: Option<String>) -> String {
             GREATEST($9, (SELECT p.created_at + interval '1 microsecond' FROM activity p \
                 WHERE p.owner_id = $13 AND p.agent_id = $14 ORDER BY p.id DESC LIMIT 1)) \
                 + e.nth * interval '1 microsecond' \
-            FROM fin, jsonb_to_recordset($19::jsonb) \
+            FROM {entries_after}, jsonb_to_recordset($19::jsonb) \
                 AS e(nth INTEGER, action TEXT, details TEXT, task_id TEXT) \
             ORDER BY e.nth), \
          posts AS (INSERT INTO outbox (owner_id, agent_id, guild_id, channel_id, nonce, payload, \

@@ -153,8 +153,9 @@ mod tests {
 
     use crate::domain::task::creation_time;
 
-    /// SQLite's script decides a task's creation time in SQL, PostgreSQL's path in Rust: the
-    /// same cases through both give the same times.
+    /// SQLite's script decides a task's creation time in SQL, the other writers of tasks in
+    /// Rust: the same cases through both give the same times (PostgreSQL's `add_task` is
+    /// checked through the store, in `tests/api/storage/writes.rs`).
     #[tokio::test]
     async fn sqlites_creation_time_is_the_domains() {
         let mut conn = sqlx::SqliteConnection::connect("sqlite::memory:").await.unwrap();

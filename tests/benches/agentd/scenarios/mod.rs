@@ -214,9 +214,9 @@ pub(crate) async fn runtime_echo(backend: Backend, report: &mut Report) {
     let (count, tasks) = (100, 100);
     agents(&server, &token, "echo", count, tasks, json!({})).await;
     map_agents(&server, &discord, &token, "echo", count, 10).await;
-    let before = cost::Costs::read(&server, backend).await;
+    let before = cost::Costs::before(&server, backend).await;
     let measured = started_rate(&server, &token, "echo", count, count * tasks).await;
-    let after = cost::Costs::read(&server, backend).await;
+    let after = cost::Costs::after(&server, backend).await;
     runtime_row(report, "echo, 100 agents, throttle 0", label, count * tasks, measured, None);
     let scenario = "echo, 100 agents, throttle 0";
     cost::cost_row(report, scenario, label, count * tasks, &before, &after);
@@ -244,9 +244,9 @@ pub(crate) async fn runtime_slow_model(backend: Backend, report: &mut Report) {
     let (count, tasks) = (1000, 5);
     agents(&server, &token, "slow", count, tasks, json!({})).await;
     map_agents(&server, &discord, &token, "slow", count, 10).await;
-    let before = cost::Costs::read(&server, backend).await;
+    let before = cost::Costs::before(&server, backend).await;
     let measured = started_rate(&server, &token, "slow", count, count * tasks).await;
-    let after = cost::Costs::read(&server, backend).await;
+    let after = cost::Costs::after(&server, backend).await;
     let scenario = "100 ms model, 1,000 agents";
     cost::cost_row(report, scenario, label, count * tasks, &before, &after);
     let bound = CONCURRENT as f64 / 0.1;
