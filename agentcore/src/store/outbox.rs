@@ -46,7 +46,7 @@ pub trait OutboxStore: Send + Sync {
 impl<S: SqlStore> OutboxStore for S {
     async fn outbox_lanes(&self) -> Result<Vec<OutboxLane>> {
         let rows: Vec<OutboxLaneRow> =
-            query_as(sql::SELECT_OUTBOX_LANES).fetch_all(&mut self.read().await?).await?;
+            query_as(self.dialect().outbox_lanes()).fetch_all(&mut self.read().await?).await?;
         Ok(rows.into_iter().map(OutboxLane::from).collect())
     }
 
@@ -147,8 +147,6 @@ impl<S: SqlStore> OutboxStore for S {
 pub(super) mod sql {
     use crate::store::sql::Clock;
 
-    pub(crate) const SELECT_OUTBOX_LANES: &str =
-        "SELECT DISTINCT owner_id, channel_id FROM outbox WHERE delivered_at IS NULL";
     /// Takes the oldest undelivered post of a lane if it is due and nobody holds it: order per
     /// lane is kept because only the head is ever taken.
     /// Leases (`$4` seconds) the head post of a lane if it is due and nobody holds it.

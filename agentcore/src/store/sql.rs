@@ -44,3 +44,17 @@ pub(crate) fn insert_post_for_mapping(clock: Clock) -> String {
         clock.now
     )
 }
+
+/// The lanes with undelivered posts (`Backend::outbox_lanes`).
+pub(crate) const SELECT_OUTBOX_LANES: &str =
+    "SELECT DISTINCT owner_id, channel_id FROM outbox WHERE delivered_at IS NULL";
+/// PostgreSQL: [`SELECT_OUTBOX_LANES`] as a walk of the `outbox_lanes` index, one probe a lane.
+pub(crate) const SELECT_OUTBOX_LANES_SKIPPING: &str = "WITH RECURSIVE lanes AS ( \
+    (SELECT owner_id, channel_id FROM outbox WHERE delivered_at IS NULL \
+     ORDER BY owner_id, channel_id LIMIT 1) \
+    UNION ALL \
+    SELECT next.owner_id, next.channel_id FROM lanes, LATERAL \
+    (SELECT owner_id, channel_id FROM outbox WHERE delivered_at IS NULL \
+     AND (owner_id, channel_id) > (lanes.owner_id, lanes.channel_id) \
+     ORDER BY owner_id, channel_id LIMIT 1) next) \
+    SELECT owner_id, channel_id FROM lanes";
