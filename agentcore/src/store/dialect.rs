@@ -91,7 +91,8 @@ impl Backend {
     /// `outbox_lanes` index one lane to the next (a loose index scan), so the cost follows the
     /// number of lanes, not of waiting posts: with posts held back by Discord's limits a
     /// `DISTINCT` read every waiting row, 5 ms a look at 20,000, on every wake-up. SQLite's
-    /// `DISTINCT` reads the same index in process.
+    /// `DISTINCT` already steps from one lane to the next through the index (0.08 ms at 20,000
+    /// waiting posts); the same walk written as a recursive query is slower there.
     pub(crate) const fn outbox_lanes(self) -> &'static str {
         match self {
             Backend::Sqlite => sql::SELECT_OUTBOX_LANES,
