@@ -12,13 +12,13 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use claim::claim_in;
 
-use crate::domain::runtime::{AgentKey, AgentRun, Claim, Outcome, finish};
+use crate::domain::runtime::{AgentKey, AgentRun, Claim, Finish, Outcome, finish};
 use crate::domain::steps::Step;
 use crate::domain::task::{Task, TaskId};
 use crate::domain::workspace::WorkspaceId;
 use crate::error::Result;
 use crate::store::Notice;
-use crate::store::db::{SqlStore, Tx, query, query_as, query_scalar};
+use crate::store::db::{Arg, SqlStore, Tx, query, query_as, query_scalar};
 use crate::store::rows::{AgentKeyRow, AgentRunRow, TaskRow};
 use crate::store::shared::{
     housekeeping, insert_activity, nth_instant, publish, queue_post, watched_if,
@@ -277,29 +277,12 @@ impl<S: SqlStore> RuntimeStore for S {
                         .fetch_optional(&mut tx)
                         .await?;
                 let Some(current) = current else { return Ok((false, None)) };
-                let mut current = Task::try_from(current)?;
-                // The answer that ended the run is its next step (the row is locked: no
-                // other writer counts one meanwhile), counted by the update below.
-                if let Some(step) = last {
-                    if step.seq != current.steps + 1 {
-                        return Ok((false, None));
-                    }
-                    crate::domain::steps::count_step(&mut current, step);
-                }
-                let done = finish(&run, &current, outcome, calls, at);
+                let current = Task::try_from(current)?;
+                let Some(done) = decide_finish(&run, current, outcome, calls, last, at) else {
+                    return Ok((false, None));
+                };
                 let written = query(sql::FINISH_TASK)
-                    .bind(task.as_str())
-                    .bind(node)
-                    .bind(done.task.status.as_str())
-                    .bind(&done.task.result)
-                    .bind(&done.task.error)
-                    .bind(done.task.attempts)
-                    .bind(done.task.usage.map(|u| u.input_tokens))
-                    .bind(done.task.usage.map(|u| u.output_tokens))
-                    .bind(at)
-                    .bind(done.task.steps)
-                    .bind(done.task.usage.map_or(0, |u| u.cache_read_tokens))
-                    .bind(done.task.usage.map_or(0, |u| u.cache_write_tokens))
+                    .bind_all(finish_args(task, node, &done, at))
                     .execute(&mut tx)
                     .await?;
                 if written.rows_affected() == 0 {
@@ -311,14 +294,7 @@ impl<S: SqlStore> RuntimeStore for S {
                 write_after_task(&mut tx, agent, &done, at).await?;
                 let claim = match next {
                     NextClaim::Leased { lease, max_attempts } => {
-                        // The agent as the finish left it, read under the same lock.
-                        let run = AgentRun {
-                            status: done.agent.status,
-                            status_before_vacation: done.agent.status_before_vacation,
-                            failure_streak: done.agent.failure_streak,
-                            next_run_at: Some(done.agent.next_run_at),
-                            ..run
-                        };
+                        let run = run_after(run, &done);
                         Some(claim_in(&mut tx, agent, run, at, node, lease, max_attempts).await?)
                     }
                     NextClaim::None => None,
@@ -345,6 +321,61 @@ impl<S: SqlStore> RuntimeStore for S {
             .fetch_optional(&mut self.read().await?)
             .await?;
         Ok(found.is_some())
+    }
+}
+
+/// The finish of `current` (see [`finish`]), after counting the run's `last` step; `None` when
+/// that step is not the run's next (the task row is locked, so no other writer counts one
+/// meanwhile: a step out of turn means the run's view is stale).
+fn decide_finish(
+    run: &AgentRun,
+    mut current: Task,
+    outcome: &Outcome,
+    calls: i32,
+    last: Option<&Step>,
+    at: DateTime<Utc>,
+) -> Option<Finish> {
+    if let Some(step) = last {
+        if step.seq != current.steps + 1 {
+            return None;
+        }
+        crate::domain::steps::count_step(&mut current, step);
+    }
+    Some(finish(run, &current, outcome, calls, at))
+}
+
+/// `FINISH_TASK`'s parameters, `$1` to `$12`.
+fn finish_args<'q>(
+    task: &'q TaskId,
+    node: &'q str,
+    done: &'q Finish,
+    at: DateTime<Utc>,
+) -> Vec<Arg<'q>> {
+    let usage = done.task.usage;
+    vec![
+        task.as_str().into(),
+        node.into(),
+        done.task.status.as_str().into(),
+        (&done.task.result).into(),
+        (&done.task.error).into(),
+        done.task.attempts.into(),
+        usage.map(|u| u.input_tokens).into(),
+        usage.map(|u| u.output_tokens).into(),
+        at.into(),
+        done.task.steps.into(),
+        usage.map_or(0, |u| u.cache_read_tokens).into(),
+        usage.map_or(0, |u| u.cache_write_tokens).into(),
+    ]
+}
+
+/// The agent as a finish left it, for the claim after it under the same lock.
+fn run_after(run: AgentRun, done: &Finish) -> AgentRun {
+    AgentRun {
+        status: done.agent.status,
+        status_before_vacation: done.agent.status_before_vacation,
+        failure_streak: done.agent.failure_streak,
+        next_run_at: Some(done.agent.next_run_at),
+        ..run
     }
 }
 

@@ -27,8 +27,8 @@ use chrono::{DateTime, Utc};
 use serde_json::json;
 
 use super::claim::{claim_in, start, unclaimable};
-use super::{NextClaim, sql};
-use crate::domain::runtime::{AgentKey, AgentRun, Claim, ClaimedTask, Finish, Outcome, finish};
+use super::{NextClaim, decide_finish, finish_args, run_after, sql};
+use crate::domain::runtime::{AgentKey, AgentRun, Claim, ClaimedTask, Finish, Outcome};
 use crate::domain::steps::Step;
 use crate::domain::task::{Task, TaskId, TaskStatus};
 use crate::error::{Error, Result};
@@ -64,28 +64,17 @@ pub(super) async fn finish_then_claim(
     }
     let at = row.run.db_now;
     let run = AgentRun::try_from(row.run)?;
-    let mut current = Task::try_from(row.task)?;
+    let current = Task::try_from(row.task)?;
     if current.status != TaskStatus::InProgress {
         return Ok((false, None));
     }
-    if let Some(step) = last {
-        if step.seq != current.steps + 1 {
-            return Ok((false, None));
-        }
-        crate::domain::steps::count_step(&mut current, step);
-    }
-    let done = finish(&run, &current, outcome, calls, at);
+    let Some(done) = decide_finish(&run, current, outcome, calls, last, at) else {
+        return Ok((false, None));
+    };
     let queued: Option<NextTaskRow> =
         write_finish(node, agent, task, &done, at, last)?.fetch_optional(&mut *tx).await?;
     let NextClaim::Leased { lease, max_attempts } = next else { return Ok((true, None)) };
-    // The agent as the finish left it, read under the same lock.
-    let run = AgentRun {
-        status: done.agent.status,
-        status_before_vacation: done.agent.status_before_vacation,
-        failure_streak: done.agent.failure_streak,
-        next_run_at: Some(done.agent.next_run_at),
-        ..run
-    };
+    let run = run_after(run, &done);
     if let Some(refused) = unclaimable(&run, at, node) {
         return Ok((true, Some(refused)));
     }
@@ -126,18 +115,7 @@ fn write_finish<'q>(
         .collect::<Result<Vec<_>>>()?;
     let statement: &'static str = if last.is_some() { &FINISH_WITH_STEP } else { &FINISH };
     let mut statement = query_as(statement)
-        .bind(task.as_str())
-        .bind(node)
-        .bind(done.task.status.as_str())
-        .bind(&done.task.result)
-        .bind(&done.task.error)
-        .bind(done.task.attempts)
-        .bind(done.task.usage.map(|u| u.input_tokens))
-        .bind(done.task.usage.map(|u| u.output_tokens))
-        .bind(at)
-        .bind(done.task.steps)
-        .bind(done.task.usage.map_or(0, |u| u.cache_read_tokens))
-        .bind(done.task.usage.map_or(0, |u| u.cache_write_tokens))
+        .bind_all(finish_args(task, node, done, at))
         .bind(agent.owner_id.as_str())
         .bind(agent.agent_id.as_str())
         .bind(done.agent.status.as_str())
