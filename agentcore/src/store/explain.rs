@@ -86,7 +86,8 @@ fn expectations(backend: Backend) -> Vec<Expect> {
     ]
 }
 
-/// A million activity entries over 100 agents, and a million posts of which a thousand wait.
+/// A million activity entries over 100 agents, and a million posts of which a thousand wait,
+/// spread over fifty lanes.
 async fn fill(conn: &mut SqliteConnection) {
     let fill = [
         format!(
@@ -101,9 +102,9 @@ async fn fill(conn: &mut SqliteConnection) {
              next_attempt_at, created_at, delivered_at, message_id) \
              SELECT 'owner-' || (i % 10), 'agent-' || (i % 100), 'guild', 'channel-' || (i % 50), \
              'nonce-' || i, '{{}}', '2026-01-01T00:00:00+00:00', '2026-01-01T00:00:00+00:00', \
-             CASE WHEN i % 1000 = 0 THEN NULL ELSE \
+             CASE WHEN i % 997 = 0 THEN NULL ELSE \
              strftime('%Y-%m-%dT%H:%M:%f+00:00', '2026-01-01', printf('+%d seconds', i)) END, \
-             CASE WHEN i % 1000 = 0 THEN NULL ELSE 'message-' || i END FROM n"
+             CASE WHEN i % 997 = 0 THEN NULL ELSE 'message-' || i END FROM n"
         ),
         "ANALYZE".to_owned(),
     ];
@@ -172,9 +173,9 @@ mod postgres {
                  SELECT 'owner-' || (i % 10), 'agent-' || (i % 100), 'guild', \
                  'channel-' || (i % 50), 'nonce-' || i, '{{}}', timestamptz '2026-01-01 00:00:00+00', \
                  timestamptz '2026-01-01 00:00:00+00', \
-                 CASE WHEN i % 1000 = 0 THEN NULL \
+                 CASE WHEN i % 997 = 0 THEN NULL \
                  ELSE timestamptz '2026-01-01 00:00:00+00' + i * interval '1 second' END, \
-                 CASE WHEN i % 1000 = 0 THEN NULL ELSE 'message-' || i END \
+                 CASE WHEN i % 997 = 0 THEN NULL ELSE 'message-' || i END \
                  FROM generate_series(1, {ROWS}) i"
             ),
             "SET session_replication_role = DEFAULT".to_owned(),

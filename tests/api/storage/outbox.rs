@@ -12,7 +12,16 @@ fn lane(owner: &WorkspaceId) -> OutboxLane {
 }
 
 async fn queued(s: &std::sync::Arc<dyn agentcore::store::Store>, count: usize) -> WorkspaceId {
-    let owner = user("outbox@example.com");
+    queued_for(s, "outbox@example.com", count).await
+}
+
+/// [`queued`] for the user `email`.
+async fn queued_for(
+    s: &std::sync::Arc<dyn agentcore::store::Store>,
+    email: &str,
+    count: usize,
+) -> WorkspaceId {
+    let owner = user(email);
     s.insert_user(&owner).await.unwrap();
     s.insert_agent(
         &owner.ws(),
@@ -24,7 +33,7 @@ async fn queued(s: &std::sync::Arc<dyn agentcore::store::Store>, count: usize) -
     .await
     .unwrap();
     let connection = Connection {
-        id: "c1".into(),
+        id: format!("c1-{email}"),
         guild_id: "7".into(),
         guild_name: "G".into(),
         kind: ConnectionKind::Oauth,
@@ -42,7 +51,7 @@ async fn queued(s: &std::sync::Arc<dyn agentcore::store::Store>, count: usize) -
     .await
     .unwrap();
     let mapping = Mapping {
-        id: "m1".into(),
+        id: format!("m1-{email}"),
         agent_id: id("a"),
         guild_id: "7".into(),
         channel_id: "71".into(),
@@ -68,9 +77,48 @@ async fn queued(s: &std::sync::Arc<dyn agentcore::store::Store>, count: usize) -
 }
 
 backend_tests! { store;
+    every_lane_with_a_waiting_post_is_read_once_across_owners_and_channels,
     only_the_oldest_post_of_a_channel_can_be_claimed_and_only_once,
     a_post_lease_is_judged_and_renewed_by_the_database_clock,
     a_dropped_post_logs_for_its_agent_and_removing_the_connection_clears_the_channel,
+}
+
+/// The lanes are what waits, owner by owner and channel by channel (PostgreSQL steps through
+/// its index from one lane to the next): two owners, several channels each, a channel whose
+/// posts were all delivered, and lanes of many posts.
+async fn every_lane_with_a_waiting_post_is_read_once_across_owners_and_channels(store: TestStore) {
+    let s = &store.store;
+    let first = queued_for(s, "first@example.com", 3).await;
+    let second = queued_for(s, "second@example.com", 1).await;
+    // More lanes beside each owner's channel 71, made from a post of that owner.
+    let copy = "INSERT INTO outbox (owner_id, agent_id, guild_id, channel_id, nonce, payload, \
+        attempts, next_attempt_at, created_at, delivered_at) \
+        SELECT owner_id, agent_id, guild_id, $2, $3, payload, 0, next_attempt_at, created_at, \
+        CASE WHEN $4 = 'delivered' THEN created_at END \
+        FROM outbox WHERE owner_id = $1 AND channel_id = '71' LIMIT 1";
+    let lanes = [
+        (&first, "72", "waiting"),
+        (&first, "72", "waiting"),
+        (&first, "73", "waiting"),
+        (&first, "74", "delivered"),
+        (&second, "70", "waiting"),
+        (&second, "75", "delivered"),
+        (&second, "75", "delivered"),
+    ];
+    for (n, (owner, channel, state)) in lanes.iter().enumerate() {
+        let nonce = format!("extra-{n}");
+        store.db.execute(copy, &[owner.as_str(), channel, &nonce, state]).await;
+    }
+    let mut read: Vec<(String, String)> =
+        s.outbox_lanes().await.unwrap().into_iter().map(|l| (l.owner_id, l.channel_id)).collect();
+    read.sort();
+    let mut expected: Vec<(String, String)> =
+        [(&first, "71"), (&first, "72"), (&first, "73"), (&second, "70"), (&second, "71")]
+            .iter()
+            .map(|(owner, channel)| (owner.as_str().to_owned(), (*channel).to_owned()))
+            .collect();
+    expected.sort();
+    assert_eq!(read, expected);
 }
 
 async fn only_the_oldest_post_of_a_channel_can_be_claimed_and_only_once(store: TestStore) {

@@ -18,8 +18,9 @@
 //! queues one again for a person (a retry), holds the agent's row lock, which this transaction
 //! has held since statement 2, so the statement's snapshot has every such task; and the
 //! finished task is never queued. The runtime's own requeues (an expired lease, a node let go)
-//! take no agent lock, but a task they requeue is still in progress in that snapshot or already
-//! queued in it: counted in `running`, it sends the claim the plain way, which reads again.
+//! take no agent lock: a task they requeue is either still in progress in that snapshot,
+//! counted in `running`, which sends the claim the plain way (it reads again), or already
+//! queued in it, a candidate like any other.
 
 use std::sync::LazyLock;
 
