@@ -26,21 +26,43 @@ pub(crate) fn agent_exists(lock: &str) -> String {
 pub(crate) const INSERT_ACTIVITY: &str = "INSERT INTO activity \
     (owner_id, agent_id, action, details, task_id, created_at) VALUES ($1, $2, $3, $4, $5, $6)";
 
-/// Several nodes write one agent's activity with their own clocks: an entry is never dated
-/// before the agent's previous one (a microsecond after it at least), so paging by time
-/// (`before`) agrees with the order entries were written in, whichever node wrote them.
-pub(crate) const INSERT_ACTIVITY_MONOTONIC: &str = "INSERT INTO activity \
-    (owner_id, agent_id, action, details, task_id, created_at) \
-    SELECT $1, $2, $3, $4, $5, GREATEST($6, (SELECT created_at + interval '1 microsecond' \
-    FROM activity WHERE owner_id = $1 AND agent_id = $2 ORDER BY id DESC LIMIT 1))";
+/// PostgreSQL: an entry's time `$at` for the agent of `$owner` and `$agent` (SQL expressions,
+/// literals here), never before the agent's previous entry (a microsecond after it at
+/// least). Several nodes write one agent's activity with their own clocks; this keeps paging
+/// by time (`before`) in the order entries were written in, whichever node wrote them.
+macro_rules! after_previous_entry {
+    ($at:literal, $owner:literal, $agent:literal) => {
+        concat!(
+            "GREATEST(",
+            $at,
+            ", (SELECT p.created_at + interval '1 microsecond' \
+             FROM activity p WHERE p.owner_id = ",
+            $owner,
+            " AND p.agent_id = ",
+            $agent,
+            " ORDER BY p.id DESC LIMIT 1))"
+        )
+    };
+}
+pub(crate) use after_previous_entry;
+
+/// PostgreSQL: an entry dated by [`after_previous_entry`].
+pub(crate) const INSERT_ACTIVITY_MONOTONIC: &str = concat!(
+    "INSERT INTO activity (owner_id, agent_id, action, details, task_id, created_at) \
+     SELECT $1, $2, $3, $4, $5, ",
+    after_previous_entry!("$6", "$1", "$2")
+);
+
+/// The columns a post is queued with, before its values.
+pub(crate) const INSERT_POST: &str = "INSERT INTO outbox (owner_id, agent_id, guild_id, \
+    channel_id, nonce, payload, attempts, next_attempt_at, created_at)";
 
 /// Queues a post to the agent's mapped channel; inserts nothing when the agent is unmapped.
 /// Due at once by the database's clock (`$5`, the node's time, only dates it).
 pub(crate) fn insert_post_for_mapping(clock: Clock) -> String {
     format!(
-        "INSERT INTO outbox (owner_id, agent_id, guild_id, channel_id, nonce, payload, attempts, \
-         next_attempt_at, created_at) SELECT owner_id, agent_id, guild_id, channel_id, $3, $4, \
-         0, {}, $5 FROM chat_mappings WHERE owner_id = $1 AND agent_id = $2",
+        "{INSERT_POST} SELECT owner_id, agent_id, guild_id, channel_id, $3, $4, 0, {}, $5 \
+         FROM chat_mappings WHERE owner_id = $1 AND agent_id = $2",
         clock.now
     )
 }

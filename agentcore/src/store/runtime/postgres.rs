@@ -36,6 +36,7 @@ use crate::error::{Error, Result};
 use crate::store::db::{Tx, query, query_as};
 use crate::store::rows::{NextTaskRow, RunAndTaskRow};
 use crate::store::shared::chrono_duration;
+use crate::store::sql::{INSERT_POST, after_previous_entry};
 use crate::store::steps::step_args;
 
 /// [`super::RuntimeStore::finish_then_claim`] on PostgreSQL, in `tx`; the caller commits.
@@ -215,14 +216,11 @@ fn finish_statement(step: Option<String>) -> String {
          entries AS (INSERT INTO activity (owner_id, agent_id, action, details, task_id, \
             created_at) \
             SELECT $13, $14, e.action, e.details, e.task_id, \
-            GREATEST($9, (SELECT p.created_at + interval '1 microsecond' FROM activity p \
-                WHERE p.owner_id = $13 AND p.agent_id = $14 ORDER BY p.id DESC LIMIT 1)) \
-                + e.nth * interval '1 microsecond' \
+            {first_entry} + e.nth * interval '1 microsecond' \
             FROM {entries_after}, jsonb_to_recordset($19::jsonb) \
                 AS e(nth INTEGER, action TEXT, details TEXT, task_id TEXT) \
             ORDER BY e.nth), \
-         posts AS (INSERT INTO outbox (owner_id, agent_id, guild_id, channel_id, nonce, payload, \
-            attempts, next_attempt_at, created_at) \
+         posts AS ({insert_post} \
             SELECT m.owner_id, m.agent_id, m.guild_id, m.channel_id, p.nonce, p.payload, 0, \
             now(), $9 \
             FROM fin, chat_mappings m, jsonb_to_recordset($20::jsonb) \
@@ -234,6 +232,8 @@ fn finish_statement(step: Option<String>) -> String {
          ORDER BY priority DESC, created_at, id LIMIT 1",
         finish = sql::FINISH_TASK,
         step = step.unwrap_or_default(),
+        first_entry = after_previous_entry!("$9", "$13", "$14"),
+        insert_post = INSERT_POST,
     )
 }
 
@@ -245,17 +245,13 @@ static START: LazyLock<String> = LazyLock::new(|| {
         "WITH started AS ({start} RETURNING owner_id, agent_id), \
          entry AS (INSERT INTO activity (owner_id, agent_id, action, details, task_id, \
             created_at) \
-            SELECT s.owner_id, s.agent_id, $5, $6, $1, \
-            GREATEST($4, (SELECT p.created_at + interval '1 microsecond' FROM activity p \
-                WHERE p.owner_id = s.owner_id AND p.agent_id = s.agent_id \
-                ORDER BY p.id DESC LIMIT 1)) \
-            FROM started s) \
-         INSERT INTO outbox (owner_id, agent_id, guild_id, channel_id, nonce, payload, \
-            attempts, next_attempt_at, created_at) \
-         SELECT m.owner_id, m.agent_id, m.guild_id, m.channel_id, $7, $8, 0, now(), $4 \
+            SELECT s.owner_id, s.agent_id, $5, $6, $1, {entry_at} FROM started s) \
+         {insert_post} SELECT m.owner_id, m.agent_id, m.guild_id, m.channel_id, $7, $8, 0, now(), $4 \
          FROM started s JOIN chat_mappings m ON m.owner_id = s.owner_id \
             AND m.agent_id = s.agent_id \
          WHERE $7::text IS NOT NULL",
         start = sql::START_TASK,
+        entry_at = after_previous_entry!("$4", "s.owner_id", "s.agent_id"),
+        insert_post = INSERT_POST,
     )
 });

@@ -7,10 +7,10 @@
 
 use sqlx::Row as _;
 
-use super::{AddedTask, trace_of};
+use super::{AddedTask, creator, trace_of};
 use crate::domain::activity::NewActivity;
 use crate::domain::runtime::AgentKey;
-use crate::domain::task::{CreatedBy, Task};
+use crate::domain::task::Task;
 use crate::domain::trace::TraceContext;
 use crate::domain::workspace::WorkspaceId;
 use crate::error::{Error, Resource, Result};
@@ -81,14 +81,6 @@ pub(super) async fn by_function(
         .fetch_optional(writer)
         .await?;
     added(task, row)
-}
-
-/// The creating agent and task of a task an agent created.
-fn creator(task: &Task) -> (Option<&str>, Option<&str>) {
-    match &task.created_by {
-        CreatedBy::Agent { agent_id, task_id } => (Some(agent_id.as_str()), Some(task_id.as_str())),
-        CreatedBy::User => (None, None),
-    }
 }
 
 /// What an add answered: the agent's status and the creation time stored, or nothing when

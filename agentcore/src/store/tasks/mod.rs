@@ -251,12 +251,7 @@ pub(super) async fn write_task(
         .fetch_optional(&mut *tx)
         .await?;
     let created_at = crate::domain::task::creation_time(task.created_at, latest);
-    let creator = match &task.created_by {
-        crate::domain::task::CreatedBy::Agent { agent_id, task_id } => {
-            Some((agent_id.as_str(), task_id.as_str()))
-        }
-        crate::domain::task::CreatedBy::User => None,
-    };
+    let (creator_agent, creator_task) = creator(task);
     let trace = trace_of(task);
     query(sql::INSERT_TASK)
         .bind(task.id.as_str())
@@ -267,14 +262,24 @@ pub(super) async fn write_task(
         .bind(task.priority)
         .bind(created_at)
         .bind(task.depth)
-        .bind(creator.map(|(agent, _)| agent))
-        .bind(creator.map(|(_, task)| task))
+        .bind(creator_agent)
+        .bind(creator_task)
         .bind(trace.as_ref().map(TraceContext::trace_id))
         .bind(trace.as_ref().map(TraceContext::parent_span_id))
         .execute(&mut *tx)
         .await?;
     insert_activity(&mut *tx, owner, &task.agent_id, activity, created_at).await?;
     Ok(created_at)
+}
+
+/// The creating agent and task of a task an agent created; none for a person's.
+fn creator(task: &Task) -> (Option<&str>, Option<&str>) {
+    match &task.created_by {
+        crate::domain::task::CreatedBy::Agent { agent_id, task_id } => {
+            (Some(agent_id.as_str()), Some(task_id.as_str()))
+        }
+        crate::domain::task::CreatedBy::User => (None, None),
+    }
 }
 
 /// The trace a new task's runs continue: its own when the caller chose one, else the span
