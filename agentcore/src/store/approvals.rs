@@ -276,7 +276,10 @@ impl<S: SqlStore> ApprovalStore for S {
             let mut message = None;
             if let Some(post_id) = post_id {
                 let posted: Option<(String, String, Option<String>)> =
-                    query_as(sql::POST_OF_APPROVAL).bind(post_id).fetch_optional(&mut tx).await?;
+                    query_as(&sql::post_of_approval(self.dialect().lock()))
+                        .bind(post_id)
+                        .fetch_optional(&mut tx)
+                        .await?;
                 match posted {
                     Some((guild, channel, Some(message_id))) => {
                         message = Some((guild, channel, message_id));
@@ -356,8 +359,11 @@ pub(super) mod sql {
         decided_at = $4 WHERE id = $1 AND status = 'pending'";
     pub(crate) const REQUEUE_TASK: &str = "UPDATE tasks SET status = 'queued', updated_at = $2 \
         WHERE id = $1 AND status = 'awaiting_approval'";
-    pub(crate) const POST_OF_APPROVAL: &str =
-        "SELECT guild_id, channel_id, message_id FROM outbox WHERE id = $1";
+    /// The request's post, locked (`lock`): a delivery being recorded meanwhile either
+    /// commits first, and its message is edited, or waits, and finds the post rewritten.
+    pub(crate) fn post_of_approval(lock: &str) -> String {
+        format!("SELECT guild_id, channel_id, message_id FROM outbox WHERE id = $1{lock}")
+    }
     pub(crate) const REWRITE_POST: &str =
         "UPDATE outbox SET payload = $2 WHERE id = $1 AND delivered_at IS NULL";
     pub(crate) fn expired(clock: Clock) -> String {

@@ -67,7 +67,7 @@ pub use events::{EventBounds, EventStore};
 pub use health::{StorageFaultCounts, StorageHealth};
 pub use mcp::{McpServerRecord, McpStore};
 pub use model_health::ModelHealthStore;
-pub use outbox::OutboxStore;
+pub use outbox::{Finished, OutboxStore};
 pub use postgres::PostgresStore;
 pub use rate_limits::{RateLimitStore, Slot, SlotAsk};
 pub use retention::{Prunable, RetentionStore};

@@ -6,13 +6,14 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::db::{SqlStore, query, query_as};
+use super::db::{SqlStore, query, query_as, query_scalar};
 use super::rows::{OutboxLaneRow, OutboxRow};
 use super::shared::{housekeeping, insert_activity, lock_agent, watched};
 use crate::domain::activity::NewActivity;
 use crate::domain::chat::{OutboxLane, OutboxPost};
+use crate::domain::message::MessageBody;
 use crate::domain::workspace::WorkspaceId;
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// The durable queue of posts to Discord.
 #[async_trait]
@@ -34,12 +35,31 @@ pub trait OutboxStore: Send + Sync {
     /// Extends `node`'s lease on a post it is still sending to `lease` from now; `false` when
     /// it no longer holds it.
     async fn renew_post_lease(&self, id: i64, node: &str, lease: Duration) -> Result<bool>;
-    /// Records Discord's id for a delivered post; `false` when `node` no longer held it.
-    async fn finish_post(&self, id: i64, node: &str, message_id: &str) -> Result<bool>;
+    /// Records Discord's id for a delivered post that was sent as `sent`; what the store
+    /// found: the post held, or rewritten while it was sent, or no longer held by `node`.
+    async fn finish_post(
+        &self,
+        id: i64,
+        node: &str,
+        message_id: &str,
+        sent: &MessageBody,
+    ) -> Result<Finished>;
     /// Releases a post for another attempt after `delay`.
     async fn retry_post(&self, id: i64, node: &str, delay: Duration, error: &str) -> Result<()>;
     /// Drops a post that can never be delivered, logging `activity` for its agent.
     async fn drop_post(&self, post: &OutboxPost, node: &str, activity: &NewActivity) -> Result<()>;
+}
+
+/// What recording a delivery found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Finished {
+    /// Recorded; the message says what the post says.
+    Delivered,
+    /// Recorded, but the post was rewritten while it was being sent (an approval decided
+    /// meanwhile): the message is to be edited to this.
+    Rewritten(MessageBody),
+    /// The node no longer held the post: whoever takes it next sends it with the same nonce.
+    NotHeld,
 }
 
 #[async_trait::async_trait]
@@ -95,16 +115,25 @@ impl<S: SqlStore> OutboxStore for S {
         .await
     }
 
-    async fn finish_post(&self, id: i64, node: &str, message_id: &str) -> Result<bool> {
+    async fn finish_post(
+        &self,
+        id: i64,
+        node: &str,
+        message_id: &str,
+        sent: &MessageBody,
+    ) -> Result<Finished> {
         watched(self.storage_health(), async {
-            let done = query(sql::MARK_DELIVERED)
+            let stored: Option<String> = query_scalar(sql::MARK_DELIVERED)
                 .bind(id)
                 .bind(node)
                 .bind(message_id)
                 .bind(crate::domain::now())
-                .execute(self.writer())
+                .fetch_optional(self.writer())
                 .await?;
-            Ok(done.rows_affected() > 0)
+            let Some(stored) = stored else { return Ok(Finished::NotHeld) };
+            let stored: MessageBody = serde_json::from_str(&stored)
+                .map_err(|e| Error::internal(format!("corrupt outbox.payload: {e}")))?;
+            Ok(if stored == *sent { Finished::Delivered } else { Finished::Rewritten(stored) })
         })
         .await
     }
@@ -170,8 +199,11 @@ pub(super) mod sql {
         )
     }
     pub(crate) const DELETE_POST: &str = "DELETE FROM outbox WHERE id = $1 AND lease_owner = $2";
+    /// Records a delivery; answers the payload as it is now, which a decided approval may
+    /// have rewritten while the post was being sent (the row's lock orders the two).
     pub(crate) const MARK_DELIVERED: &str = "UPDATE outbox SET message_id = $3, delivered_at = $4, \
-        lease_owner = NULL, lease_until = NULL WHERE id = $1 AND lease_owner = $2";
+        lease_owner = NULL, lease_until = NULL WHERE id = $1 AND lease_owner = $2 \
+        RETURNING payload";
     /// Extends the lease of a post this node is still sending, to `$3` seconds from now.
     pub(crate) fn renew_post_lease(clock: Clock) -> String {
         format!(

@@ -15,14 +15,17 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use secrecy::SecretString;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::core::Core;
 use crate::domain::activity::{Action, NewActivity};
 use crate::domain::chat::{OutboxLane, OutboxPost};
+use crate::domain::message::MessageBody;
 use crate::domain::workspace::WorkspaceId;
 use crate::error::Error;
+use crate::store::Finished;
 
 /// The running delivery worker. Dropping it leaves the worker running; call
 /// [`OutboxWorker::shutdown`] to stop it.
@@ -127,6 +130,8 @@ async fn lane(core: Core, queue: OutboxLane, lanes: Lanes, mut stop: watch::Rece
 enum Delivery {
     Sent {
         message_id: String,
+        /// The token it was sent with, for an edit if the post changed meanwhile.
+        token: SecretString,
     },
     /// A failure that may pass (Discord's 5xx, a rate limit, a setting to fix): the post is
     /// tried again after its back-off.
@@ -149,7 +154,7 @@ async fn deliver(core: &Core, post: OutboxPost) {
             let body = post.body.clone().with_nonce(post.nonce.clone());
             let send = core.discord().create_message(&token, &post.channel_id, &body);
             match keeping_lease(core, post.id, send).await {
-                Ok(message) => Delivery::Sent { message_id: message.id },
+                Ok(message) => Delivery::Sent { message_id: message.id, token },
                 Err(e) if e.is_transient() => Delivery::RetryLater(e.to_string()),
                 Err(e) => Delivery::Undeliverable(e.to_string()),
             }
@@ -163,15 +168,22 @@ async fn deliver(core: &Core, post: OutboxPost) {
         Err(error) => Delivery::RetryLater(error.to_string()),
     };
     let written = match outcome {
-        Delivery::Sent { message_id } => {
-            store.finish_post(post.id, node, &message_id).await.map(|held| {
-                if !held {
+        Delivery::Sent { message_id, token } => {
+            match store.finish_post(post.id, node, &message_id, &post.body).await {
+                Ok(Finished::Delivered) => Ok(()),
+                Ok(Finished::Rewritten(body)) => {
+                    edit(core, &token, &post, &message_id, &body).await;
+                    Ok(())
+                }
+                Ok(Finished::NotHeld) => {
                     // The lease ran out during the send; whoever takes the post next sends it
                     // with the same nonce, and Discord answers with this message instead of a
                     // new one.
                     tracing::warn!(post_id = post.id, "delivered a post after its lease ran out");
+                    Ok(())
                 }
-            })
+                Err(error) => Err(error),
+            }
         }
         Delivery::RetryLater(reason) => {
             let delay = backoff(core, post.attempts);
@@ -190,6 +202,22 @@ async fn deliver(core: &Core, post: OutboxPost) {
     if let Err(error) = written {
         // The lease runs out and the post is tried again; the nonce keeps it from doubling.
         tracing::warn!(%error, post_id = post.id, "cannot record a delivery outcome");
+    }
+}
+
+/// Edits a message whose post was rewritten while it was being sent (an approval decided in
+/// that moment: the decision saw no message to edit, so the delivery edits it). A failed edit
+/// is logged, as the decision's own edit is.
+async fn edit(
+    core: &Core,
+    token: &SecretString,
+    post: &OutboxPost,
+    message_id: &str,
+    body: &MessageBody,
+) {
+    let edited = core.discord().edit_message(token, &post.channel_id, message_id, body).await;
+    if let Err(error) = edited {
+        tracing::warn!(%error, post_id = post.id, "cannot edit a post rewritten while it was sent");
     }
 }
 

@@ -15,6 +15,7 @@ use crate::runtime::fetch::{PageServer, page_server};
 backend_tests! { db;
     approve_resumes_the_run_and_the_fetch_happens_once,
     deny_reaches_the_model_as_a_tool_error_and_the_message_says_who,
+    a_decision_while_the_request_is_being_sent_edits_it_once_delivered,
     a_restart_while_waiting_loses_nothing,
     an_unanswered_call_is_denied_at_the_timeout,
 }
@@ -187,6 +188,29 @@ async fn deny_reaches_the_model_as_a_tool_error_and_the_message_says_who(db: Tes
         .await
         .assert_error(409, "not_awaiting_approval");
     assert!(actions(&app, &user).await.contains(&"tool_denied".to_owned()));
+}
+
+/// Denied between Discord taking the request and the outbox hearing its id: the decision sees
+/// no message to edit and rewrites the post, so the delivery edits the message it made.
+async fn a_decision_while_the_request_is_being_sent_edits_it_once_delivered(db: TestDb) {
+    let app = app_with(db, |o| o.tools.http.allow_private = true).await;
+    app.discord.hold_answer_to("Approval needed");
+    let (user, task, _page) = waiting_fetch(&app, "midway@example.com").await;
+    let message = approval_message(&app).await;
+    let denied = app.post_empty(&format!("/api/agents/ops/backlog/{task}/deny"), &user).await;
+    denied.assert_status(200);
+    assert!(app.discord.edits().is_empty(), "nothing to edit before Discord answers");
+    app.discord.release_answers();
+    eventually(WAIT, "the message is edited", || async {
+        app.discord.edits().iter().any(|e| e.message_id == message.id)
+    })
+    .await;
+    let edit = app.discord.edits().into_iter().find(|e| e.message_id == message.id).unwrap();
+    assert_eq!(edit.body["components"], json!([]));
+    let title = edit.body["embeds"][0]["title"].as_str().unwrap();
+    assert!(title.contains("Denied by the owner"), "{title}");
+    let done = finished(&app, &user, &task).await;
+    assert_eq!(done["status"], "complete", "{done}");
 }
 
 async fn a_restart_while_waiting_loses_nothing(db: TestDb) {

@@ -4,7 +4,7 @@
 use super::*;
 use agentcore::discord::MessageBody;
 use agentcore::domain::chat::{Connection, ConnectionKind, Mapping, NewPost, OutboxLane};
-use agentcore::store::{ConnectionRecord, Prunable};
+use agentcore::store::{ConnectionRecord, Finished, Prunable};
 
 /// An owner with agent `a` mapped to channel 71 of guild 7, and `count` status posts queued.
 fn lane(owner: &WorkspaceId) -> OutboxLane {
@@ -151,7 +151,8 @@ async fn only_the_oldest_post_of_a_channel_can_be_claimed_and_only_once(store: T
     let again = s.claim_post(lane, "node-b", lease).await.unwrap().unwrap();
     assert_eq!((again.id, again.attempts), (first.id, 1));
 
-    assert!(s.finish_post(again.id, "node-b", "999").await.unwrap());
+    let delivered = s.finish_post(again.id, "node-b", "999", &again.body).await.unwrap();
+    assert_eq!(delivered, Finished::Delivered);
     let second = s.claim_post(lane, "node-a", lease).await.unwrap().unwrap();
     assert_eq!(second.body.content.as_deref(), Some("post 1"));
     assert_eq!(
@@ -159,11 +160,17 @@ async fn only_the_oldest_post_of_a_channel_can_be_claimed_and_only_once(store: T
         1
     );
 
-    assert!(
-        !s.finish_post(second.id, "node-b", "1000").await.unwrap(),
+    assert_eq!(
+        s.finish_post(second.id, "node-b", "1000", &second.body).await.unwrap(),
+        Finished::NotHeld,
         "only the holder records delivery"
     );
-    assert!(s.finish_post(second.id, "node-a", "1000").await.unwrap());
+    // Sent as it was claimed, but rewritten since (an approval decided meanwhile): the
+    // delivery is recorded and answers what the post says now, for an edit.
+    let mut sent = second.body.clone();
+    sent.content = Some("as sent".to_owned());
+    let recorded = s.finish_post(second.id, "node-a", "1000", &sent).await.unwrap();
+    assert_eq!(recorded, Finished::Rewritten(second.body.clone()));
     assert!(s.outbox_lanes().await.unwrap().is_empty());
     assert_eq!(s.next_post_due(lane).await.unwrap(), None);
     // Pruned a bounded batch at a time.

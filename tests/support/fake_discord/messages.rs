@@ -91,17 +91,35 @@ pub(super) async fn create_message(
             }
         };
         let hang = match failure {
-            Some(Failure::PostThenHang(duration)) => Some(duration),
-            _ => None,
+            Some(Failure::PostThenHang(duration)) => Some(Hang::For(duration)),
+            _ => held(&mut s, &body).map(Hang::Until),
         };
         let mut response = Json(message).into_response();
         bucket_headers(&s, &token, &channel_id, response.headers_mut());
         (response, hang)
     };
-    if let Some(duration) = hang {
-        tokio::time::sleep(duration).await;
+    match hang {
+        Some(Hang::For(duration)) => tokio::time::sleep(duration).await,
+        Some(Hang::Until(gate)) => drop(gate.0.acquire().await),
+        None => {}
     }
     response
+}
+
+/// How an answer is held back after the message is posted.
+enum Hang {
+    For(std::time::Duration),
+    Until(super::Gate),
+}
+
+/// The gate to hold this message's answer at, if it is the one a test asked to hold.
+fn held(s: &mut FakeState, body: &Value) -> Option<super::Gate> {
+    let title = body["embeds"][0]["title"].as_str()?;
+    let prefix = s.hold.as_deref()?;
+    title.starts_with(prefix).then(|| {
+        s.hold = None;
+        s.held.clone()
+    })
 }
 
 /// Counts the message against its channel's window; answers 429 as Discord does when full.

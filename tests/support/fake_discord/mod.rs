@@ -72,6 +72,16 @@ struct Guild {
     bots: HashSet<String>,
 }
 
+/// Where held answers wait: none passes until released.
+#[derive(Debug, Clone)]
+struct Gate(Arc<tokio::sync::Semaphore>);
+
+impl Default for Gate {
+    fn default() -> Self {
+        Self(Arc::new(tokio::sync::Semaphore::new(0)))
+    }
+}
+
 #[derive(Debug, Default)]
 struct FakeState {
     bots: HashMap<String, String>,
@@ -84,6 +94,10 @@ struct FakeState {
     /// Every message post answers 503, as during an outage, while set.
     outage: bool,
     limit: Option<(u32, Duration)>,
+    /// The title the next message to hold starts with (see [`FakeDiscord::hold_answer_to`]).
+    hold: Option<String>,
+    /// Permits for held answers to go.
+    held: Gate,
     windows: HashMap<(String, String), (Instant, u32)>,
     rate_limited: HashMap<String, u32>,
     next_id: u64,
@@ -201,6 +215,18 @@ impl FakeDiscord {
     /// Starts or ends an outage: meanwhile every message post answers 503 and posts nothing.
     pub fn set_outage(&self, on: bool) {
         self.with(|s| s.outage = on);
+    }
+
+    /// The next message whose first embed's title starts with `title` is posted, and its
+    /// answer held until [`FakeDiscord::release_answers`]: the sender is caught between
+    /// Discord taking the message and hearing its id.
+    pub fn hold_answer_to(&self, title: &str) {
+        self.with(|s| s.hold = Some(title.to_owned()));
+    }
+
+    /// Lets the held answers go.
+    pub fn release_answers(&self) {
+        self.with(|s| s.held.0.add_permits(tokio::sync::Semaphore::MAX_PERMITS / 2));
     }
 
     pub fn clear_failures(&self) {
