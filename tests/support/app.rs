@@ -72,6 +72,10 @@ pub struct Options {
     /// Providers configured without their key (`anthropic`, say): none unless set.
     pub keyless: Vec<String>,
     pub runtime: RuntimeConfig,
+    /// The outbox: retries from 20 ms, leases of 2 s.
+    pub outbox: OutboxConfig,
+    /// How long a call to Discord may take (500 ms).
+    pub discord_timeout: Duration,
     /// Schedules: looked at every 100 ms, with the seconds field allowed so a test's
     /// schedule fires every second.
     pub schedules: ScheduleConfig,
@@ -134,6 +138,13 @@ impl Options {
                 shutdown_grace: Duration::from_secs(5),
                 ..RuntimeConfig::default()
             },
+            outbox: OutboxConfig {
+                base_backoff: Duration::from_millis(20),
+                max_backoff: Duration::from_millis(200),
+                lease: Duration::from_secs(2),
+                poll: Duration::from_millis(100),
+            },
+            discord_timeout: Duration::from_millis(500),
             schedules: ScheduleConfig {
                 poll: Duration::from_millis(100),
                 seconds_field: true,
@@ -180,7 +191,7 @@ impl Options {
         config.jwt_secret = self.jwt_secret.clone().map(secrecy::SecretString::from);
         config.token_ttl = self.token_ttl;
         config.discord.api_base = self.discord.api_base.clone();
-        config.discord.timeout = Duration::from_millis(500);
+        config.discord.timeout = self.discord_timeout;
         if self.discord_app {
             config.discord.client_id = Some(fake_discord::CLIENT_ID.into());
             config.discord.client_secret = Some(fake_discord::CLIENT_SECRET.into());
@@ -237,12 +248,7 @@ impl Options {
             .iter()
             .map(|(price, plan)| (price.to_string(), plan.to_string()))
             .collect();
-        config.outbox = OutboxConfig {
-            base_backoff: Duration::from_millis(20),
-            max_backoff: Duration::from_millis(200),
-            lease: Duration::from_secs(2),
-            poll: Duration::from_millis(100),
-        };
+        config.outbox = self.outbox;
         config
     }
 }

@@ -365,7 +365,7 @@ pub(super) mod sql {
         format!("SELECT guild_id, channel_id, message_id FROM outbox WHERE id = $1{lock}")
     }
     pub(crate) const REWRITE_POST: &str =
-        "UPDATE outbox SET payload = $2 WHERE id = $1 AND delivered_at IS NULL";
+        "UPDATE outbox SET payload = $2, rewritten = TRUE WHERE id = $1 AND delivered_at IS NULL";
     pub(crate) fn expired(clock: Clock) -> String {
         format!(
             "SELECT id FROM approvals WHERE status = 'pending' AND expires_at <= {} \

@@ -6,7 +6,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::db::{SqlStore, query, query_as, query_scalar};
+use super::db::{SqlStore, query, query_as};
 use super::rows::{OutboxLaneRow, OutboxRow};
 use super::shared::{housekeeping, insert_activity, lock_agent, watched};
 use crate::domain::activity::NewActivity;
@@ -35,15 +35,9 @@ pub trait OutboxStore: Send + Sync {
     /// Extends `node`'s lease on a post it is still sending to `lease` from now; `false` when
     /// it no longer holds it.
     async fn renew_post_lease(&self, id: i64, node: &str, lease: Duration) -> Result<bool>;
-    /// Records Discord's id for a delivered post that was sent as `sent`; what the store
-    /// found: the post held, or rewritten while it was sent, or no longer held by `node`.
-    async fn finish_post(
-        &self,
-        id: i64,
-        node: &str,
-        message_id: &str,
-        sent: &MessageBody,
-    ) -> Result<Finished>;
+    /// Records Discord's id for a delivered post; what the store found: the post, or the
+    /// post rewritten since it was queued (its message to edit), or `node` no longer held it.
+    async fn finish_post(&self, id: i64, node: &str, message_id: &str) -> Result<Finished>;
     /// Releases a post for another attempt after `delay`.
     async fn retry_post(&self, id: i64, node: &str, delay: Duration, error: &str) -> Result<()>;
     /// Drops a post that can never be delivered, logging `activity` for its agent.
@@ -53,10 +47,12 @@ pub trait OutboxStore: Send + Sync {
 /// What recording a delivery found.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Finished {
-    /// Recorded; the message says what the post says.
+    /// Recorded.
     Delivered,
-    /// Recorded, but the post was rewritten while it was being sent (an approval decided
-    /// meanwhile): the message is to be edited to this.
+    /// Recorded, and the post was rewritten since it was queued (an approval decided before
+    /// its request was recorded as delivered): Discord may show the first body (a send cut
+    /// off, or lost with its lease, was sent again with the same nonce, and Discord answers
+    /// with the message it made first), so the message is to be edited to this.
     Rewritten(MessageBody),
     /// The node no longer held the post: whoever takes it next sends it with the same nonce.
     NotHeld,
@@ -115,25 +111,23 @@ impl<S: SqlStore> OutboxStore for S {
         .await
     }
 
-    async fn finish_post(
-        &self,
-        id: i64,
-        node: &str,
-        message_id: &str,
-        sent: &MessageBody,
-    ) -> Result<Finished> {
+    async fn finish_post(&self, id: i64, node: &str, message_id: &str) -> Result<Finished> {
         watched(self.storage_health(), async {
-            let stored: Option<String> = query_scalar(sql::MARK_DELIVERED)
+            let stored: Option<(String, bool)> = query_as(sql::MARK_DELIVERED)
                 .bind(id)
                 .bind(node)
                 .bind(message_id)
                 .bind(crate::domain::now())
                 .fetch_optional(self.writer())
                 .await?;
-            let Some(stored) = stored else { return Ok(Finished::NotHeld) };
-            let stored: MessageBody = serde_json::from_str(&stored)
-                .map_err(|e| Error::internal(format!("corrupt outbox.payload: {e}")))?;
-            Ok(if stored == *sent { Finished::Delivered } else { Finished::Rewritten(stored) })
+            match stored {
+                None => Ok(Finished::NotHeld),
+                Some((_, false)) => Ok(Finished::Delivered),
+                Some((payload, true)) => Ok(Finished::Rewritten(
+                    serde_json::from_str(&payload)
+                        .map_err(|e| Error::internal(format!("corrupt outbox.payload: {e}")))?,
+                )),
+            }
         })
         .await
     }
@@ -199,11 +193,11 @@ pub(super) mod sql {
         )
     }
     pub(crate) const DELETE_POST: &str = "DELETE FROM outbox WHERE id = $1 AND lease_owner = $2";
-    /// Records a delivery; answers the payload as it is now, which a decided approval may
-    /// have rewritten while the post was being sent (the row's lock orders the two).
+    /// Records a delivery; answers the payload as it is now and whether a decided approval
+    /// rewrote it since it was queued (the row's lock orders the two).
     pub(crate) const MARK_DELIVERED: &str = "UPDATE outbox SET message_id = $3, delivered_at = $4, \
         lease_owner = NULL, lease_until = NULL WHERE id = $1 AND lease_owner = $2 \
-        RETURNING payload";
+        RETURNING payload, rewritten";
     /// Extends the lease of a post this node is still sending, to `$3` seconds from now.
     pub(crate) fn renew_post_lease(clock: Clock) -> String {
         format!(

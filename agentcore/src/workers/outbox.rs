@@ -169,7 +169,7 @@ async fn deliver(core: &Core, post: OutboxPost) {
     };
     let written = match outcome {
         Delivery::Sent { message_id, token } => {
-            match store.finish_post(post.id, node, &message_id, &post.body).await {
+            match store.finish_post(post.id, node, &message_id).await {
                 Ok(Finished::Delivered) => Ok(()),
                 Ok(Finished::Rewritten(body)) => {
                     edit(core, &token, &post, &message_id, &body).await;
@@ -205,9 +205,10 @@ async fn deliver(core: &Core, post: OutboxPost) {
     }
 }
 
-/// Edits a message whose post was rewritten while it was being sent (an approval decided in
-/// that moment: the decision saw no message to edit, so the delivery edits it). A failed edit
-/// is logged, as the decision's own edit is.
+/// Edits the message of a post rewritten since it was queued (an approval decided before its
+/// request was recorded as delivered: the decision had no message to edit). Discord may show
+/// the first body, so the delivery edits it; when the rewritten body was what went, the edit
+/// changes nothing. A failed edit is logged, as the decision's own edit is.
 async fn edit(
     core: &Core,
     token: &SecretString,

@@ -16,6 +16,7 @@ backend_tests! { db;
     approve_resumes_the_run_and_the_fetch_happens_once,
     deny_reaches_the_model_as_a_tool_error_and_the_message_says_who,
     a_decision_while_the_request_is_being_sent_edits_it_once_delivered,
+    a_decision_before_a_timed_out_request_is_sent_again_edits_the_first_message,
     a_restart_while_waiting_loses_nothing,
     an_unanswered_call_is_denied_at_the_timeout,
 }
@@ -193,14 +194,51 @@ async fn deny_reaches_the_model_as_a_tool_error_and_the_message_says_who(db: Tes
 /// Denied between Discord taking the request and the outbox hearing its id: the decision sees
 /// no message to edit and rewrites the post, so the delivery edits the message it made.
 async fn a_decision_while_the_request_is_being_sent_edits_it_once_delivered(db: TestDb) {
-    let app = app_with(db, |o| o.tools.http.allow_private = true).await;
+    let app = app_with(db, |o| {
+        o.tools.http.allow_private = true;
+        // The held answer is never taken for a timeout.
+        o.discord_timeout = Duration::from_secs(60);
+    })
+    .await;
     app.discord.hold_answer_to("Approval needed");
     let (user, task, _page) = waiting_fetch(&app, "midway@example.com").await;
     let message = approval_message(&app).await;
-    let denied = app.post_empty(&format!("/api/agents/ops/backlog/{task}/deny"), &user).await;
-    denied.assert_status(200);
+    deny(&app, &user, &task).await;
     assert!(app.discord.edits().is_empty(), "nothing to edit before Discord answers");
     app.discord.release_answers();
+    edited_to_denied(&app, &message).await;
+    let done = finished(&app, &user, &task).await;
+    assert_eq!(done["status"], "complete", "{done}");
+}
+
+/// The request's send times out after Discord took it, and the decision comes before the
+/// retry: the retry sends the rewritten post with the same nonce and Discord answers with the
+/// message it made first, buttons and all, so the delivery edits it.
+async fn a_decision_before_a_timed_out_request_is_sent_again_edits_the_first_message(db: TestDb) {
+    let app = app_with(db, |o| {
+        o.tools.http.allow_private = true;
+        // The retry waits long enough for the decision to come first.
+        o.outbox.base_backoff = Duration::from_secs(5);
+    })
+    .await;
+    app.discord.hold_answer_to("Approval needed");
+    let (user, task, _page) = waiting_fetch(&app, "retried@example.com").await;
+    let message = approval_message(&app).await;
+    deny(&app, &user, &task).await;
+    edited_to_denied(&app, &message).await;
+    let nonce = &message.body["nonce"];
+    let sent = app.discord.messages_in(CHANNEL).into_iter().filter(|m| m.body["nonce"] == *nonce);
+    assert_eq!(sent.count(), 1, "the retry made no second message");
+    app.discord.release_answers();
+}
+
+async fn deny(app: &TestApp, user: &User, task: &str) {
+    let denied = app.post_empty(&format!("/api/agents/ops/backlog/{task}/deny"), user).await;
+    assert_eq!(denied.assert_status(200)["status"], "denied");
+}
+
+/// Waits for `message` to be edited without buttons, saying the owner denied.
+async fn edited_to_denied(app: &TestApp, message: &Posted) {
     eventually(WAIT, "the message is edited", || async {
         app.discord.edits().iter().any(|e| e.message_id == message.id)
     })
@@ -209,8 +247,6 @@ async fn a_decision_while_the_request_is_being_sent_edits_it_once_delivered(db: 
     assert_eq!(edit.body["components"], json!([]));
     let title = edit.body["embeds"][0]["title"].as_str().unwrap();
     assert!(title.contains("Denied by the owner"), "{title}");
-    let done = finished(&app, &user, &task).await;
-    assert_eq!(done["status"], "complete", "{done}");
 }
 
 async fn a_restart_while_waiting_loses_nothing(db: TestDb) {

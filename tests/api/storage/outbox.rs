@@ -151,7 +151,7 @@ async fn only_the_oldest_post_of_a_channel_can_be_claimed_and_only_once(store: T
     let again = s.claim_post(lane, "node-b", lease).await.unwrap().unwrap();
     assert_eq!((again.id, again.attempts), (first.id, 1));
 
-    let delivered = s.finish_post(again.id, "node-b", "999", &again.body).await.unwrap();
+    let delivered = s.finish_post(again.id, "node-b", "999").await.unwrap();
     assert_eq!(delivered, Finished::Delivered);
     let second = s.claim_post(lane, "node-a", lease).await.unwrap().unwrap();
     assert_eq!(second.body.content.as_deref(), Some("post 1"));
@@ -161,16 +161,20 @@ async fn only_the_oldest_post_of_a_channel_can_be_claimed_and_only_once(store: T
     );
 
     assert_eq!(
-        s.finish_post(second.id, "node-b", "1000", &second.body).await.unwrap(),
+        s.finish_post(second.id, "node-b", "1000").await.unwrap(),
         Finished::NotHeld,
         "only the holder records delivery"
     );
-    // Sent as it was claimed, but rewritten since (an approval decided meanwhile): the
-    // delivery is recorded and answers what the post says now, for an edit.
-    let mut sent = second.body.clone();
-    sent.content = Some("as sent".to_owned());
-    let recorded = s.finish_post(second.id, "node-a", "1000", &sent).await.unwrap();
-    assert_eq!(recorded, Finished::Rewritten(second.body.clone()));
+    // Rewritten since it was queued (an approval decided meanwhile): the delivery is
+    // recorded and answers what the post says now, for an edit.
+    let mut now = second.body.clone();
+    now.content = Some("decided".to_owned());
+    let rewritten = serde_json::to_string(&now).unwrap();
+    let rewrite =
+        format!("UPDATE outbox SET payload = $1, rewritten = TRUE WHERE id = {}", second.id);
+    store.db.execute(&rewrite, &[&rewritten]).await;
+    let recorded = s.finish_post(second.id, "node-a", "1000").await.unwrap();
+    assert_eq!(recorded, Finished::Rewritten(now));
     assert!(s.outbox_lanes().await.unwrap().is_empty());
     assert_eq!(s.next_post_due(lane).await.unwrap(), None);
     // Pruned a bounded batch at a time.

@@ -72,7 +72,7 @@ struct Guild {
     bots: HashSet<String>,
 }
 
-/// Where held answers wait: none passes until released.
+/// Where held answers wait: none passes until it is closed.
 #[derive(Debug, Clone)]
 struct Gate(Arc<tokio::sync::Semaphore>);
 
@@ -96,7 +96,7 @@ struct FakeState {
     limit: Option<(u32, Duration)>,
     /// The title the next message to hold starts with (see [`FakeDiscord::hold_answer_to`]).
     hold: Option<String>,
-    /// Permits for held answers to go.
+    /// Where held answers wait.
     held: Gate,
     windows: HashMap<(String, String), (Instant, u32)>,
     rate_limited: HashMap<String, u32>,
@@ -224,9 +224,9 @@ impl FakeDiscord {
         self.with(|s| s.hold = Some(title.to_owned()));
     }
 
-    /// Lets the held answers go.
+    /// Lets the held answers go, and any held later.
     pub fn release_answers(&self) {
-        self.with(|s| s.held.0.add_permits(tokio::sync::Semaphore::MAX_PERMITS / 2));
+        self.with(|s| s.held.0.close());
     }
 
     pub fn clear_failures(&self) {
