@@ -177,14 +177,7 @@ async fn deny_reaches_the_model_as_a_tool_error_and_the_message_says_who(db: Tes
     let told = calls(&app).last().unwrap().tool_results();
     assert!(told.iter().any(|(_, content)| content.contains("denied by the owner")), "{told:?}");
     assert_eq!(page.hits(), 0, "a denied call is not run");
-    eventually(WAIT, "the message is edited", || async {
-        app.discord.edits().iter().any(|e| e.message_id == message.id)
-    })
-    .await;
-    let edit = app.discord.edits().into_iter().find(|e| e.message_id == message.id).unwrap();
-    assert_eq!(edit.body["components"], json!([]));
-    let title = edit.body["embeds"][0]["title"].as_str().unwrap();
-    assert!(title.contains("Denied by the owner"), "{title}");
+    edited_to_denied(&app, &message).await;
     app.post_empty(&format!("/api/agents/ops/backlog/{task}/approve"), &user)
         .await
         .assert_error(409, "not_awaiting_approval");
@@ -217,8 +210,9 @@ async fn a_decision_while_the_request_is_being_sent_edits_it_once_delivered(db: 
 async fn a_decision_before_a_timed_out_request_is_sent_again_edits_the_first_message(db: TestDb) {
     let app = app_with(db, |o| {
         o.tools.http.allow_private = true;
-        // The retry waits long enough for the decision to come first.
+        // The retry waits 5 s, long enough for the decision to come first.
         o.outbox.base_backoff = Duration::from_secs(5);
+        o.outbox.max_backoff = Duration::from_secs(5);
     })
     .await;
     app.discord.hold_answer_to("Approval needed");
