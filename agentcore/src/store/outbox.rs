@@ -7,13 +7,13 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use super::db::{SqlStore, query, query_as};
-use super::rows::{OutboxLaneRow, OutboxRow};
+use super::rows::{OutboxLaneRow, OutboxRow, post_body};
 use super::shared::{housekeeping, insert_activity, lock_agent, watched};
 use crate::domain::activity::NewActivity;
 use crate::domain::chat::{OutboxLane, OutboxPost};
 use crate::domain::message::MessageBody;
 use crate::domain::workspace::WorkspaceId;
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// The durable queue of posts to Discord.
 #[async_trait]
@@ -113,7 +113,7 @@ impl<S: SqlStore> OutboxStore for S {
 
     async fn finish_post(&self, id: i64, node: &str, message_id: &str) -> Result<Finished> {
         watched(self.storage_health(), async {
-            let stored: Option<(String, bool)> = query_as(sql::MARK_DELIVERED)
+            let stored: Option<(bool, Option<String>)> = query_as(sql::MARK_DELIVERED)
                 .bind(id)
                 .bind(node)
                 .bind(message_id)
@@ -122,11 +122,8 @@ impl<S: SqlStore> OutboxStore for S {
                 .await?;
             match stored {
                 None => Ok(Finished::NotHeld),
-                Some((_, false)) => Ok(Finished::Delivered),
-                Some((payload, true)) => Ok(Finished::Rewritten(
-                    serde_json::from_str(&payload)
-                        .map_err(|e| Error::internal(format!("corrupt outbox.payload: {e}")))?,
-                )),
+                Some((true, Some(payload))) => Ok(Finished::Rewritten(post_body(&payload)?)),
+                Some(_) => Ok(Finished::Delivered),
             }
         })
         .await
@@ -193,11 +190,11 @@ pub(super) mod sql {
         )
     }
     pub(crate) const DELETE_POST: &str = "DELETE FROM outbox WHERE id = $1 AND lease_owner = $2";
-    /// Records a delivery; answers the payload as it is now and whether a decided approval
-    /// rewrote it since it was queued (the row's lock orders the two).
+    /// Records a delivery; answers whether a decided approval rewrote the post since it was
+    /// queued and, only then, its payload as it is now (the row's lock orders the two).
     pub(crate) const MARK_DELIVERED: &str = "UPDATE outbox SET message_id = $3, delivered_at = $4, \
         lease_owner = NULL, lease_until = NULL WHERE id = $1 AND lease_owner = $2 \
-        RETURNING payload, rewritten";
+        RETURNING rewritten, CASE WHEN rewritten THEN payload END";
     /// Extends the lease of a post this node is still sending, to `$3` seconds from now.
     pub(crate) fn renew_post_lease(clock: Clock) -> String {
         format!(

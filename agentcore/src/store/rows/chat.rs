@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use super::corrupt;
 use crate::domain::agent::AgentId;
 use crate::domain::chat::{Connection, ConnectionKind, Mapping, OutboxLane, OutboxPost};
+use crate::domain::message::MessageBody;
 use crate::error::{Error, Result};
 use crate::store::ConnectionRecord;
 
@@ -110,11 +111,15 @@ impl TryFrom<OutboxRow> for OutboxPost {
             guild_id: row.guild_id,
             channel_id: row.channel_id,
             nonce: row.nonce,
-            body: serde_json::from_str(&row.payload)
-                .map_err(|e| corrupt("outbox.payload")(e.to_string()))?,
+            body: post_body(&row.payload)?,
             attempts: row.attempts,
         })
     }
+}
+
+/// A queued post's body as stored (`outbox.payload`).
+pub(in crate::store) fn post_body(payload: &str) -> Result<MessageBody> {
+    serde_json::from_str(payload).map_err(|e| corrupt("outbox.payload")(e.to_string()))
 }
 
 /// A user's queue of posts to one channel.

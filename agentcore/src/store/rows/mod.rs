@@ -17,7 +17,7 @@ use crate::domain::runtime::{AgentKey, AgentRun};
 
 mod chat;
 
-pub(super) use chat::{ConnectionRow, MappingRow, OutboxLaneRow, OutboxRow};
+pub(super) use chat::{ConnectionRow, MappingRow, OutboxLaneRow, OutboxRow, post_body};
 
 #[derive(Debug, sqlx::FromRow)]
 pub(super) struct UserRow {
