@@ -8,7 +8,7 @@
 //! broadcast to the owner's subscribers on this node as they happen.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::{broadcast, watch};
@@ -29,6 +29,8 @@ pub(crate) struct EventHub {
     open: AtomicUsize,
     /// The node is stopping: no new subscriptions.
     closed: AtomicBool,
+    /// Bells rung, followed or not: moves whenever some owner's events may have grown.
+    rung: AtomicU64,
 }
 
 /// Why a subscription was refused.
@@ -95,6 +97,7 @@ impl EventHub {
 
     /// The owner's events may have grown: its streams look.
     pub(crate) fn ring(&self, owner: &WorkspaceId) {
+        self.rung.fetch_add(1, Ordering::SeqCst);
         if let Some(followed) = lock(&self.owners).get(owner) {
             followed.bell.send_modify(|n| *n = n.wrapping_add(1));
         }
@@ -102,6 +105,7 @@ impl EventHub {
 
     /// Anything may have changed (the listener reconnected): every stream looks.
     pub(crate) fn ring_all(&self) {
+        self.rung.fetch_add(1, Ordering::SeqCst);
         for followed in lock(&self.owners).values() {
             followed.bell.send_modify(|n| *n = n.wrapping_add(1));
         }
@@ -125,6 +129,7 @@ impl EventHub {
         if let Some(followed) = lock(&self.owners).get(owner) {
             let before = followed.polled.swap(latest, Ordering::SeqCst);
             if before != latest {
+                self.rung.fetch_add(1, Ordering::SeqCst);
                 followed.bell.send_modify(|n| *n = n.wrapping_add(1));
             }
         }
@@ -136,6 +141,11 @@ impl EventHub {
         let mut owners = lock(&self.owners);
         self.closed.store(true, Ordering::SeqCst);
         owners.clear();
+    }
+
+    /// How many times a bell was rung on this node, whoever follows (see [`EventHub::ring`]).
+    pub(crate) fn rung(&self) -> u64 {
+        self.rung.load(Ordering::SeqCst)
     }
 
     /// Streams open on this node.
@@ -168,8 +178,11 @@ mod tests {
         let mut second = hub.subscribe(&owner, 2).unwrap();
         assert_eq!(hub.subscribe(&owner, 2).unwrap_err(), Refused::Full(2));
         second.bell.borrow_and_update();
+        let rung = hub.rung();
         hub.ring(&owner);
         assert!(second.bell.has_changed().unwrap());
+        hub.ring(&WorkspaceId::from_trusted("u_2".to_owned()));
+        assert_eq!(hub.rung(), rung + 2, "a bell nobody follows is counted too");
         drop(first);
         drop(second);
         assert_eq!(hub.open(), 0);

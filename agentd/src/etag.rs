@@ -30,20 +30,25 @@ pub(crate) async fn conditional(request: Request, next: Next) -> Response {
         _ => None,
     };
     let response = next.run(request).await;
-    let whole = response.body().size_hint().exact().is_some_and(|n| n <= MOST_HASHED as u64);
-    if response.status() != StatusCode::OK
-        || !whole
-        || response.headers().contains_key(header::ETAG)
-        || !hashed_type(response.headers())
-    {
+    if response.status() != StatusCode::OK || !hashed_type(response.headers()) {
         return response;
     }
     let (mut parts, body) = response.into_parts();
-    let Ok(bytes) = to_bytes(body, MOST_HASHED).await else {
-        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    // An answer from the read cache (`read_cache`) comes with the tag of its body.
+    let (tag, body) = match parts.headers.get(header::ETAG) {
+        Some(tag) => (tag.clone(), body),
+        None => {
+            if body.size_hint().exact().is_none_or(|n| n > MOST_HASHED as u64) {
+                return Response::from_parts(parts, body);
+            }
+            let Ok(bytes) = to_bytes(body, MOST_HASHED).await else {
+                return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+            };
+            let made = tag(&bytes);
+            parts.headers.insert(header::ETAG, made.clone());
+            (made, Body::from(bytes))
+        }
     };
-    let tag = etag(&bytes);
-    parts.headers.insert(header::ETAG, tag.clone());
     parts
         .headers
         .entry(header::CACHE_CONTROL)
@@ -54,7 +59,7 @@ pub(crate) async fn conditional(request: Request, next: Next) -> Response {
         parts.headers.remove(header::CONTENT_TYPE);
         return Response::from_parts(parts, Body::empty());
     }
-    Response::from_parts(parts, Body::from(bytes))
+    Response::from_parts(parts, body)
 }
 
 /// JSON and HTML answers are hashed; anything else (a file, a text) is left alone.
@@ -67,7 +72,7 @@ fn hashed_type(headers: &HeaderMap) -> bool {
 /// `W/"<32 hex digits>"`: the first 128 bits of SHA-256 over the body, without a page's
 /// `data-now` value (a member of a workspace cannot make two answers share a tag). Weak: two
 /// answers that say the same are equal, byte for byte or not.
-fn etag(body: &[u8]) -> HeaderValue {
+pub(crate) fn tag(body: &[u8]) -> HeaderValue {
     let mut hasher = Sha256::new();
     match without_time(body) {
         Some((before, after)) => {
@@ -109,13 +114,13 @@ mod tests {
         let page = |now: &str, body: &str| {
             format!("<main data-now=\"{now}\" data-events=\"x\">{body}</main>").into_bytes()
         };
-        let a = etag(&page("2026-11-28T06:00:00.000Z", "three agents"));
-        let b = etag(&page("2026-11-28T06:00:01.500Z", "three agents"));
-        let c = etag(&page("2026-11-28T06:00:01.500Z", "four agents"));
+        let a = tag(&page("2026-11-28T06:00:00.000Z", "three agents"));
+        let b = tag(&page("2026-11-28T06:00:01.500Z", "three agents"));
+        let c = tag(&page("2026-11-28T06:00:01.500Z", "four agents"));
         assert_eq!(a, b);
         assert_ne!(a, c);
-        assert_ne!(etag(b"[1]"), etag(b"[2]"));
-        assert!(etag(b"{}").to_str().unwrap().starts_with("W/\""));
+        assert_ne!(tag(b"[1]"), tag(b"[2]"));
+        assert!(tag(b"{}").to_str().unwrap().starts_with("W/\""));
     }
 
     #[test]

@@ -15,6 +15,7 @@ mod limits;
 mod logging;
 mod metrics;
 pub mod openapi;
+mod read_cache;
 pub mod request_id;
 mod routes;
 mod sse;
@@ -61,6 +62,8 @@ pub(crate) struct Http {
     /// The access log's queue, when `http.access_log` is on.
     access_log: Option<access_log::AccessLog>,
     metrics: metrics::HttpMetrics,
+    /// The polled reads' answers (`http.read_cache`).
+    read_cache: read_cache::ReadCache,
 }
 
 impl AppState {
@@ -73,7 +76,9 @@ impl AppState {
         let limits = limits::Limits::new(limits, http.trust_forwarded_for);
         let metrics = metrics::HttpMetrics::default();
         let access_log = http.access_log.then(|| access_log::AccessLog::start(http.log_json));
-        Self { core, http: Arc::new(Http { config: http, limits, access_log, metrics }) }
+        let read_cache = read_cache::ReadCache::new(http.read_cache);
+        let http = Http { config: http, limits, access_log, metrics, read_cache };
+        Self { core, http: Arc::new(http) }
     }
 }
 
@@ -84,6 +89,9 @@ pub fn router(state: AppState) -> Router {
         .layer(axum::middleware::from_fn(etag::conditional))
         .layer(DefaultBodyLimit::max(http.body_limit_bytes))
         .layer(axum::middleware::from_fn_with_state(state.clone(), deadline))
+        // Outside the deadline: a write it cuts off moves the read cache's generation too (one
+        // that commits later still is bounded by the cache's age).
+        .layer(axum::middleware::from_fn_with_state(state.clone(), read_cache::note_writes))
         .layer(axum::middleware::from_fn_with_state(state.clone(), metrics::count))
         .layer(axum::middleware::from_fn(telemetry::request_span))
         .layer(

@@ -1,7 +1,6 @@
 //! Watching and stopping runs as they happen: `GET /api/events` (Server-Sent Events) and
 //! `POST .../cancel`, through the real server, with the fake model's scripted calls.
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -274,13 +273,8 @@ async fn a_stream_on_another_node_follows_the_run_and_a_cancel_there_stops_it(ap
         "remote",
         [Script::Answer("First done.".into()), Script::Hang(Duration::from_secs(120))],
     );
-    let other = agentcore::Core::open(app.options.core_config(&app.db)).await.unwrap();
-    let state =
-        agentd::AppState::configured(other.clone(), app.options.http.clone(), app.options.limits);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = format!("http://{}", listener.local_addr().unwrap());
-    let service = agentd::router(state).into_make_service_with_connect_info::<SocketAddr>();
-    let server = tokio::spawn(async move { axum::serve(listener, service).await });
+    let other = app.another_node().await;
+    let address = other.address.clone();
 
     let mut events = Sse::connect(&address, "/api/events", &user.token, None).await;
     let first = app.add_task(&user, "remote", "Quick one", 1).await;
@@ -318,7 +312,6 @@ async fn a_stream_on_another_node_follows_the_run_and_a_cancel_there_stops_it(ap
     })
     .await;
     assert_eq!(calls(), 3);
-    server.abort();
     other.close().await;
 }
 

@@ -39,6 +39,7 @@ mod process;
 mod providers;
 mod quotas;
 mod ratelimit;
+mod read_cache;
 mod runtime;
 mod schedules;
 mod schemathesis;

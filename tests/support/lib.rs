@@ -8,7 +8,7 @@
 //!
 //! The test package's library: what the integration tests (`tests/api`) and the benchmarks
 //! (`tests/benches`) share. `db` makes databases, `app` servers and requests, `crash` servers
-//! that die, `wait` deadlines, `metrics` the `/metrics` parser; `fake_discord`,
+//! that die, `node` another node on the same database, `wait` deadlines, `metrics` the `/metrics` parser; `fake_discord`,
 //! `fake_models`, `stripe_events` and `webhook_receiver` speak the outside services' wire formats. Set `TEST_LOG`
 //! (a tracing filter such as `info` or `agentd=debug`) to see the in-process servers' logs.
 
@@ -32,6 +32,7 @@ pub mod fake_tokens;
 pub mod log;
 pub mod mcp_server;
 pub mod metrics;
+pub mod node;
 pub mod otlp_receiver;
 pub mod sse;
 pub mod standard_webhooks;

@@ -109,6 +109,13 @@ impl Core {
         self.wakeups().webhooks.notify_one();
     }
 
+    /// A count that moves whenever this node wrote events (the runtime's and the facade's
+    /// writes ring the owner's bell) or heard of another node's: a read cached before it
+    /// moved may be stale.
+    pub fn event_changes(&self) -> u64 {
+        self.inner.events.rung()
+    }
+
     /// Tells the owner's streams on this node of a live-only event.
     pub(crate) fn live_event(&self, owner: &WorkspaceId, event: Event) {
         self.inner.events.live(owner, event);

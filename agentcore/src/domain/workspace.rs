@@ -205,7 +205,7 @@ pub struct Member {
 }
 
 /// Who acts: a signed-in user, or an API key.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Actor {
     User {
         id: UserId,

@@ -136,6 +136,9 @@ pub struct HttpConfig {
     pub access_log: bool,
     /// The log's lines are JSON (`log.format`): the access log's are too.
     pub log_json: bool,
+    /// Answer the polled reads (the agent list and view) from the node's cache while they
+    /// may still be true (`read_cache`).
+    pub read_cache: bool,
 }
 
 impl Default for HttpConfig {
@@ -150,6 +153,7 @@ impl Default for HttpConfig {
             secure_cookies: false,
             access_log: false,
             log_json: false,
+            read_cache: true,
         }
     }
 }

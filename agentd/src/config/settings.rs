@@ -76,6 +76,7 @@ settings! {
     "http.ui": Flag => http.ui;
     "http.secure_cookies": Flag => http.secure_cookies;
     "http.access_log": Flag => http.access_log;
+    "http.read_cache": Flag => http.read_cache;
     "limits.auth_per_minute": CountOrZero => limits.auth_per_minute;
     "limits.requests_per_minute": CountOrZero => limits.requests_per_minute;
     "limits.sign_ins_per_account_per_minute": CountOrZero => limits.sign_ins_per_account_per_minute;

@@ -1,8 +1,9 @@
 //! `/api/agents` and `/api/agents/{id}`: agents, their status commands and activity.
 
 use axum::Json as Reply;
-use axum::extract::State;
+use axum::extract::{OriginalUri, State};
 use axum::http::StatusCode;
+use axum::response::Response;
 use serde::Deserialize;
 
 use agentcore::ValidationErrors;
@@ -17,6 +18,7 @@ use agentcore::domain::paging::parse_limit;
 use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{Caller, Json, OptionalJson, Params, Path, agent_id};
+use crate::read_cache;
 
 #[derive(Debug, Deserialize)]
 pub(super) struct ListParams {
@@ -31,15 +33,19 @@ pub(super) struct ListParams {
 pub(super) async fn list(
     State(state): State<AppState>,
     Caller(who): Caller,
+    OriginalUri(uri): OriginalUri,
     Params(params): Params<ListParams>,
-) -> Result<Reply<AgentList>, ApiError> {
+) -> Result<Response, ApiError> {
     let mut errors = ValidationErrors::new();
     let filter = AgentFilter {
         workspace: params.workspace.and_then(|w| errors.check("workspace", Workspace::parse(&w))),
         status: params.status.and_then(|s| errors.check("status", s.parse())),
     };
     errors.into_result()?;
-    Ok(Reply(AgentList { agents: state.core.list_agents(&who, &filter).await? }))
+    read_cache::answer(&state, &who, &uri, async {
+        Ok(AgentList { agents: state.core.list_agents(&who, &filter).await? })
+    })
+    .await
 }
 
 #[utoipa::path(post, path = "/api/agents", operation_id = "create_agent", tag = "agents", security(("bearer" = [])),
@@ -63,17 +69,21 @@ pub(super) async fn create(
 pub(super) async fn show(
     State(state): State<AppState>,
     Caller(who): Caller,
+    OriginalUri(uri): OriginalUri,
     Path(id): Path<String>,
     Params(params): Params<PageParams>,
-) -> Result<Reply<AgentDetail>, ApiError> {
+) -> Result<Response, ApiError> {
     let id = agent_id(&id)?;
     let mut errors = ValidationErrors::new();
     let page = super::backlog::page_params(params.limit, params.cursor, &mut errors);
     errors.into_result()?;
-    Ok(Reply(match page {
-        None => state.core.agent(&who, &id).await?,
-        Some((limit, after)) => state.core.agent_page(&who, &id, limit, after).await?,
-    }))
+    read_cache::answer(&state, &who, &uri, async {
+        Ok(match page {
+            None => state.core.agent(&who, &id).await?,
+            Some((limit, after)) => state.core.agent_page(&who, &id, limit, after).await?,
+        })
+    })
+    .await
 }
 
 #[derive(Debug, Deserialize)]

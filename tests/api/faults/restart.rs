@@ -188,10 +188,14 @@ async fn a_postgresql_restart_mid_run_loses_nothing_and_repeats_nothing() {
     })
     .await;
     // Reads in quick succession (no connection idle long enough to be tested first): once one
-    // finds its connection lost, none from before the restart is used again.
+    // finds its connection lost, none from before the restart is used again. Each asks for
+    // another workspace, so none is answered from the read cache (`http.read_cache`).
+    let reads = std::sync::atomic::AtomicUsize::new(0);
     eventually(Duration::from_secs(30), "twenty reads in a row succeed", || async {
         for _ in 0..20 {
-            if get(&server, "/api/agents", Some(&token)).await.0 != 200 {
+            let n = reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let path = format!("/api/agents?workspace=w{n}");
+            if get(&server, &path, Some(&token)).await.0 != 200 {
                 return false;
             }
         }

@@ -99,6 +99,9 @@ async fn park(
             super::trace::approval_event("agentd.approval.requested", vec![id]);
             tracing::info!(task = %run.task, tool = %call.name, "task waits for approval");
             node.core.wake_outbox();
+            let owner =
+                crate::domain::workspace::WorkspaceId::from_trusted(run.agent.owner_id.clone());
+            node.core.ring_events(&owner);
             Gate::Parked
         }
         Ok(false) => Gate::Lost,

@@ -1,0 +1,159 @@
+//! The per-node read cache (`http.read_cache`, on by default): the agent list and view may be
+//! answered from what a node read a moment ago, but a client reads its own writes on the node
+//! it wrote through, callers never share answers, and what another node or process writes is
+//! seen within a second (docs/api.md, "Conventions").
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::helpers::{TestApp, User, backend_tests};
+
+backend_tests! { app;
+    a_kept_answer_is_served_while_young_until_a_write_goes_through_the_node,
+    a_client_reads_its_own_writes_on_the_node_it_wrote_through,
+    callers_never_share_answers,
+    what_another_node_writes_is_seen_within_a_second,
+}
+
+/// The agent's name in its view and in the list (where it is the first agent).
+async fn names(app: &TestApp, user: &User, agent: &str) -> (Value, Value) {
+    let shown = app.get(&format!("/api/agents/{agent}"), user).await.assert_status(200).clone();
+    let listed = app.get("/api/agents", user).await.assert_status(200).clone();
+    (shown["name"].clone(), listed["agents"][0]["name"].clone())
+}
+
+/// The cache's age bound (agentd's `read_cache::MAX_AGE`).
+const MAX_AGE: Duration = Duration::from_millis(250);
+
+/// A rename made in the database behind the node's back (no request, no event) is not seen
+/// while the kept answers are young; any request that may write, even one refused, ends them.
+async fn a_kept_answer_is_served_while_young_until_a_write_goes_through_the_node(app: TestApp) {
+    let user = app.register("kept@example.com").await;
+    app.create_agent(&user, "first").await;
+    let mut young = 0;
+    let refused_write = || async {
+        app.post("/api/agents", &user, json!({})).await.assert_status(400);
+    };
+    for round in 0..20 {
+        refused_write().await;
+        // The answers are read now and kept, each with the time its read began.
+        let began = Instant::now();
+        let (before, _) = names(&app, &user, "first").await;
+        let name = format!("Behind its back {round}");
+        app.db.execute("UPDATE agents SET name = $1 WHERE id = 'first'", &[&name]).await;
+        let kept = names(&app, &user, "first").await;
+        refused_write().await;
+        let after = names(&app, &user, "first").await;
+        // Whatever the timing: once a request that may write was answered, reads are fresh.
+        assert_eq!(after, (json!(name), json!(name)), "round {round}");
+        // Every read above began and ended within MAX_AGE of the first: the kept answers
+        // were young, so they were served.
+        if began.elapsed() < MAX_AGE {
+            young += 1;
+            assert_eq!(kept, (before.clone(), before), "round {round}: the kept answers");
+        }
+    }
+    assert!(young > 0, "no round took less than {MAX_AGE:?}");
+}
+
+async fn a_client_reads_its_own_writes_on_the_node_it_wrote_through(app: TestApp) {
+    let user = app.register("own@example.com").await;
+    app.create_agent(&user, "first").await;
+    for round in 0..10 {
+        // Read (and keep) the answers, then change what they say through the node.
+        let (before, _) = names(&app, &user, "first").await;
+        let name = format!("Name {round}");
+        assert_ne!(before, name);
+        app.patch("/api/agents/first", &user, json!({"name": name})).await.assert_status(200);
+        assert_eq!(names(&app, &user, "first").await, (json!(name), json!(name)), "round {round}");
+    }
+
+    // A new agent and a removed one, as soon as each write is answered.
+    app.create_agent(&user, "second").await;
+    let listed = app.get("/api/agents", &user).await.assert_status(200).clone();
+    assert_eq!(listed["agents"].as_array().unwrap().len(), 2, "{listed}");
+    app.delete("/api/agents/second", &user).await.assert_status(200);
+    let listed = app.get("/api/agents", &user).await.assert_status(200).clone();
+    assert_eq!(listed["agents"].as_array().unwrap().len(), 1, "{listed}");
+    app.get("/api/agents/second", &user).await.assert_error(404, "agent_not_found");
+
+    // An answer from the cache is the same JSON, with its tag, and a 304 for that tag.
+    let get = |tag: Option<String>| {
+        let mut request =
+            app.client.get(format!("{}/api/agents/first", app.address)).bearer_auth(&user.token);
+        if let Some(tag) = tag {
+            request = request.header("if-none-match", tag);
+        }
+        request.send()
+    };
+    let first = get(None).await.unwrap();
+    let tag = first.headers()["etag"].to_str().unwrap().to_owned();
+    let first = first.text().await.unwrap();
+    let again = get(None).await.unwrap();
+    assert_eq!(again.headers()["etag"].to_str().unwrap(), tag);
+    assert_eq!(again.headers()["content-type"], "application/json");
+    assert_eq!(again.headers()["cache-control"], "private, no-cache");
+    assert_eq!(again.text().await.unwrap(), first);
+    assert_eq!(get(Some(tag)).await.unwrap().status(), 304);
+}
+
+async fn callers_never_share_answers(app: TestApp) {
+    let ada = app.register("ada@example.com").await;
+    let bob = app.register("bob@example.com").await;
+    // The same agent id, each their own.
+    for (user, name) in [(&ada, "Ada's"), (&bob, "Bob's")] {
+        app.post(
+            "/api/agents",
+            user,
+            json!({"id": "same", "name": name, "role_prompt": "Help.", "channel": "general"}),
+        )
+        .await
+        .assert_status(201);
+    }
+    app.create_agent(&ada, "only-ada").await;
+    for _ in 0..5 {
+        assert_eq!(names(&app, &ada, "same").await, (json!("Ada's"), json!("Ada's")));
+        assert_eq!(names(&app, &bob, "same").await, (json!("Bob's"), json!("Bob's")));
+        let listed = app.get("/api/agents", &bob).await.assert_status(200).clone();
+        assert_eq!(listed["agents"].as_array().unwrap().len(), 1, "{listed}");
+        app.get("/api/agents/only-ada", &bob).await.assert_error(404, "agent_not_found");
+    }
+}
+
+/// A write through another node (on SQLite: another process's pool on the same file) is not
+/// announced to this one: a read that begins a second after the write's answer shows it.
+async fn what_another_node_writes_is_seen_within_a_second(app: TestApp) {
+    let user = app.register("nodes@example.com").await;
+    app.create_agent(&user, "first").await;
+    let other = app.another_node().await;
+    let client = reqwest::Client::new();
+    for round in 0..3 {
+        let (before, _) = names(&app, &user, "first").await;
+        let name = format!("Elsewhere {round}");
+        let renamed = client
+            .patch(format!("{}/api/agents/first", other.address))
+            .bearer_auth(&user.token)
+            .json(&json!({"name": name}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(renamed.status(), 200);
+        let written = Instant::now();
+        loop {
+            let began = Instant::now();
+            let (shown, listed) = names(&app, &user, "first").await;
+            if shown == json!(name) && listed == json!(name) {
+                break;
+            }
+            assert!(shown == json!(name) || shown == before, "{shown}");
+            assert!(
+                began.duration_since(written) < Duration::from_secs(1),
+                "a read begun {:?} after the write still says {shown} and {listed}",
+                began.duration_since(written),
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    other.close().await;
+}
