@@ -2,7 +2,8 @@
 //! dashboard's pages; not event streams) carries a weak `ETag`, the hash of what it says, and a
 //! request whose `If-None-Match` names it is answered `304 Not Modified` without the body. A
 //! client or page polling a list that has not changed gets a few headers back instead of the
-//! list. The answer is still made (the read is not saved, its transfer and parsing are); the
+//! list. The answer is still made, or comes from the read cache (`read_cache`) with its tag
+//! (the tag spares the transfer and the parsing, not the read); the
 //! hash (SHA-256, its first 128 bits) does not depend on the node or the build, so a client
 //! behind a balancer revalidates on any node, across an upgrade too. A `HEAD` gets the tag but
 //! never a 304 (its `Content-Length` would have to be the whole answer's).

@@ -51,13 +51,13 @@ pub(super) async fn plan(
     if roomy(needed.tokens) {
         return Plan::Fits;
     }
-    let task = &claimed.task.id;
-    let read = || node.core.run_store().run_context(agent, task, stored, 0);
-    let Some(context) = super::write_retrying(node, task, "read a task's steps", read).await else {
-        let error = "cannot read the task's steps: the database could not be reached".to_owned();
-        return Plan::Stop(Outcome::Failed { error, permanent: false });
+    let steps = match node.core.run_store().run_context(agent, &claimed.task.id, stored, 0).await {
+        Ok(context) => context.steps,
+        Err(error) => {
+            let error = format!("cannot read the task's steps: {}", error.public_message());
+            return Plan::Stop(Outcome::Failed { error, permanent: false });
+        }
     };
-    let steps = context.steps;
     let context = in_context(&steps);
     let fits = |needed: usize| needed <= usize::try_from(window).unwrap_or(usize::MAX);
     // A summary call that would not fit either is not sent: the call goes out as it is when

@@ -45,8 +45,8 @@ pub(super) const CLAIM_BATCH: usize = 500;
 /// Tries at writing a task's outcome (or a step, or a cost) before leaving it to lease expiry.
 pub(super) const FINISH_TRIES: u32 = 5;
 
-/// Runs a write of a task's run (a step, a call's cost, the outcome), or a read the run cannot
-/// go on without (its steps, the budgets), up to [`FINISH_TRIES`] times, waiting longer after each failure; `None`, logged, when every try failed (the lease
+/// Runs a write of a task's run (a step, a call's cost, the outcome) up to [`FINISH_TRIES`]
+/// times, waiting longer after each failure; `None`, logged, when every try failed (the lease
 /// then runs out and the task resumes from what was stored).
 pub(super) async fn write_retrying<T, Written>(
     node: &Node,

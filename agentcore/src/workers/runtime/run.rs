@@ -63,12 +63,13 @@ async fn run(node: &Node, agent: &AgentKey, claimed: &ClaimedTask) -> Ran {
     // `echo` reads no prompt: the recent tasks would be a query for nothing.
     let recent = if kind == ModelKind::Echo { 0 } else { crate::domain::steps::RECENT_TASKS };
     let task = &claimed.task;
-    let read = || node.core.run_store().run_context(agent, &task.id, task.steps, recent);
-    let Some(context) = super::write_retrying(node, &task.id, "read a task's steps", read).await
-    else {
-        // The database's fault, not the task's: it stays in progress under this node's lease,
-        // and the agent's next claim runs it again.
-        return Ran::Lost;
+    let context = match node.core.run_store().run_context(agent, &task.id, task.steps, recent).await
+    {
+        Ok(context) => context,
+        Err(error) => {
+            let error = format!("cannot read the task's steps: {}", error.public_message());
+            return Ran::Finished(Outcome::Failed { error, permanent: false }, 0, None);
+        }
     };
     let offer = offered(node, agent, claimed, kind, None).await;
     let names: Vec<&str> = offer.tools.iter().map(|t| t.name.as_str()).collect();

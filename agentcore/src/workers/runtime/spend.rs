@@ -73,13 +73,9 @@ async fn try_reserve(
     run: RunRef<'_>,
     worst: i64,
 ) -> Result<Result<bool, crate::domain::budget::Refusal>, Outcome> {
-    // A hold is one row per task, replaced: trying again cannot hold twice.
-    let reserve = || node.core.run_store().reserve(run, worst);
-    super::write_retrying(node, run.task, "check the budgets", reserve).await.ok_or_else(|| {
-        Outcome::Failed {
-            error: "cannot check the budgets: the database could not be reached".into(),
-            permanent: false,
-        }
+    node.core.run_store().reserve(run, worst).await.map_err(|error| Outcome::Failed {
+        error: format!("cannot check the budgets: {}", error.public_message()),
+        permanent: false,
     })
 }
 
