@@ -151,7 +151,7 @@ fn combined(scripts: &[&Script]) -> (String, SqliteArguments<'static>) {
 }
 
 /// Appends `body` with each `$n` written as `$(n + offset)`. Bodies hold no `$` in literals.
-fn renumber(body: &str, offset: usize, out: &mut String) {
+pub(crate) fn renumber(body: &str, offset: usize, out: &mut String) {
     let mut rest = body;
     while let Some(at) = rest.find('$') {
         out.push_str(&rest[..=at]);

@@ -327,8 +327,8 @@ pub(super) struct AgentRunRow {
     pub(super) db_now: DateTime<Utc>,
 }
 
-/// An agent's run state and one of its tasks, both locked: how PostgreSQL's finish starts
-/// (`store/runtime/postgres.rs`).
+/// An agent's run state and one of its tasks, read under the agent's lock (PostgreSQL's row
+/// locks, SQLite's write lock): how a finish starts (`store/runtime/finish/`).
 #[derive(Debug, sqlx::FromRow)]
 pub(super) struct RunAndTaskRow {
     #[sqlx(flatten)]

@@ -19,12 +19,10 @@ use crate::domain::workspace::WorkspaceId;
 use crate::error::Result;
 use crate::store::Notice;
 use crate::store::db::{Arg, SqlStore, Tx, query, query_as, query_scalar};
-use crate::store::rows::{AgentKeyRow, AgentRunRow, TaskRow};
+use crate::store::rows::{AgentKeyRow, AgentRunRow};
 use crate::store::shared::{
     housekeeping, insert_activity, nth_instant, publish, queue_post, watched_if,
 };
-use crate::store::steps::insert_step;
-use crate::store::tasks::sql as task_sql;
 
 /// Leases of agents and tasks to nodes; every time here is the database's.
 #[async_trait]
@@ -252,55 +250,15 @@ impl<S: SqlStore> RuntimeStore for S {
         watched_if(
             self.storage_health(),
             async {
-                let (owner, id) = (agent.owner_id.as_str(), agent.agent_id.as_str());
                 let mut tx = self.begin_write().await?;
-                if self.dialect() == crate::store::Backend::Postgres {
-                    let finished = postgres::finish_then_claim(
-                        &mut tx, agent, task, node, outcome, calls, last, next,
-                    )
-                    .await?;
-                    if finished.0 {
-                        tx.commit().await?;
-                    }
-                    return Ok(finished);
+                let finished = finish::finish_then_claim(
+                    &mut tx, agent, task, node, outcome, calls, last, next,
+                )
+                .await?;
+                if finished.0 {
+                    tx.commit().await?;
                 }
-                // The throttle (`next_run_at`) is judged by other nodes: the database's
-                // time, read with the lock.
-                let Some((run, at)) = lock_agent_run(&mut tx, agent).await? else {
-                    return Ok((false, None));
-                };
-                let current: Option<TaskRow> =
-                    query_as(&task_sql::select_task(self.dialect().lock()))
-                        .bind(owner)
-                        .bind(id)
-                        .bind(task.as_str())
-                        .fetch_optional(&mut tx)
-                        .await?;
-                let Some(current) = current else { return Ok((false, None)) };
-                let current = Task::try_from(current)?;
-                let Some(done) = decide_finish(&run, current, outcome, calls, last, at) else {
-                    return Ok((false, None));
-                };
-                let written = query(sql::FINISH_TASK)
-                    .bind_all(finish_args(task, node, &done, at))
-                    .execute(&mut tx)
-                    .await?;
-                if written.rows_affected() == 0 {
-                    return Ok((false, None));
-                }
-                if let Some(step) = last {
-                    insert_step(&mut tx, task, step).await?;
-                }
-                write_after_task(&mut tx, agent, &done, at).await?;
-                let claim = match next {
-                    NextClaim::Leased { lease, max_attempts } => {
-                        let run = run_after(run, &done);
-                        Some(claim_in(&mut tx, agent, run, at, node, lease, max_attempts).await?)
-                    }
-                    NextClaim::None => None,
-                };
-                tx.commit().await?;
-                Ok((true, claim))
+                Ok(finished)
             },
             |(written, _)| *written,
         )
@@ -428,5 +386,5 @@ async fn lock_agent_run(
 }
 
 mod claim;
-mod postgres;
+mod finish;
 pub(super) mod sql;

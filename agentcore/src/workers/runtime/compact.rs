@@ -51,7 +51,17 @@ pub(super) async fn plan(
     if roomy(needed.tokens) {
         return Plan::Fits;
     }
-    let steps = match node.core.run_store().run_context(agent, &claimed.task.id, stored, 0).await {
+    let task = &claimed.task.id;
+    let read = || node.core.run_store().run_context(agent, task, stored, 0);
+    let steps = match super::read_retrying(
+        node.config.retry_base,
+        node.config.lease / 2,
+        task,
+        "read a task's steps",
+        read,
+    )
+    .await
+    {
         Ok(context) => context.steps,
         Err(error) => {
             let error = format!("cannot read the task's steps: {}", error.public_message());

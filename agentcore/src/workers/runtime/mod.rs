@@ -70,6 +70,55 @@ where
     None
 }
 
+/// Tries at a read a run cannot go on without (its steps, its budgets) while the database is
+/// unavailable.
+pub(super) const READ_TRIES: u32 = 4;
+
+/// Runs a read a run cannot go on without, trying again (after `retry_base` times the tries
+/// so far) while it fails because the database cannot be reached or is busy
+/// ([`StorageFault::Unavailable`]: a restart, a dropped link, a full pool): reads fail as soon
+/// as a connection is refused, where writes wait for one, and a task should not fail for a
+/// blip. At most [`READ_TRIES`] tries, and none that would start after `within` (half the
+/// task's lease: each try may itself wait for a connection, and a run should not go on long
+/// after its node could renew the lease). Any other error, or the last try's, is returned.
+///
+/// A node that stops meanwhile waits for these tries like any run in progress, within its
+/// shutdown grace; a run still waiting after it is dropped, and its task goes back to the
+/// queue with the node's leases.
+///
+/// [`StorageFault::Unavailable`]: crate::error::StorageFault::Unavailable
+pub(super) async fn read_retrying<T, Read>(
+    retry_base: std::time::Duration,
+    within: std::time::Duration,
+    task: &crate::domain::task::TaskId,
+    what: &str,
+    mut read: impl FnMut() -> Read,
+) -> crate::Result<T>
+where
+    Read: Future<Output = crate::Result<T>>,
+{
+    let started = tokio::time::Instant::now();
+    let mut tries = 1;
+    loop {
+        match read().await {
+            Err(error)
+                if unavailable(&error)
+                    && tries < READ_TRIES
+                    && started.elapsed() + retry_base * tries <= within =>
+            {
+                tracing::warn!(%error, %task, "cannot {what}; retrying");
+                tokio::time::sleep(retry_base * tries).await;
+                tries += 1;
+            }
+            read => return read,
+        }
+    }
+}
+
+fn unavailable(error: &crate::Error) -> bool {
+    matches!(error, crate::Error::Storage { fault: crate::error::StorageFault::Unavailable, .. })
+}
+
 #[derive(Debug)]
 pub struct Runtime {
     stop: Arc<watch::Sender<bool>>,
@@ -146,5 +195,86 @@ impl Node {
 
     pub(super) fn stopping(&self) -> bool {
         *self.stopped.borrow()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+    use std::time::Duration;
+
+    use super::{READ_TRIES, read_retrying};
+    use crate::Error;
+    use crate::domain::task::TaskId;
+    use crate::error::StorageFault;
+
+    fn unavailable() -> Error {
+        Error::Storage { fault: StorageFault::Unavailable, cause: "connection refused".into() }
+    }
+
+    /// Reads that fail with `failure(n)` for the `n`-th, answering once it is `None`: how many
+    /// were made, and the result.
+    async fn read(
+        failure: impl Fn(usize) -> Option<Error>,
+    ) -> (usize, crate::Result<&'static str>) {
+        let made = Cell::new(0);
+        let (base, within) = (Duration::from_secs(2), Duration::from_secs(15));
+        let result = read_retrying(base, within, &TaskId::generate(), "read", || {
+            let n = made.get();
+            made.set(n + 1);
+            let answer = failure(n).map_or(Ok("read"), Err);
+            async move { answer }
+        })
+        .await;
+        (made.get(), result)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_read_the_database_cannot_answer_now_is_tried_again() {
+        let started = tokio::time::Instant::now();
+        let (made, result) = read(|n| (n < 2).then(unavailable)).await;
+        assert_eq!((made, result.unwrap()), (3, "read"));
+        assert_eq!(started.elapsed(), Duration::from_secs(6), "waits of 2 s, then 4 s");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_tries_are_bounded_and_the_last_error_is_returned() {
+        let started = tokio::time::Instant::now();
+        let (made, result) = read(|_| Some(unavailable())).await;
+        assert_eq!(made, READ_TRIES as usize);
+        assert!(matches!(result, Err(Error::Storage { fault: StorageFault::Unavailable, .. })));
+        assert_eq!(started.elapsed(), Duration::from_secs(12), "2 + 4 + 6 s");
+    }
+
+    /// A try that would start after half the lease is not made: reads that each wait long
+    /// for a connection take fewer tries.
+    #[tokio::test(start_paused = true)]
+    async fn no_try_starts_after_the_time_allowed() {
+        let started = tokio::time::Instant::now();
+        let (base, within) = (Duration::from_secs(2), Duration::from_secs(15));
+        let made = Cell::new(0);
+        let slow = || {
+            made.set(made.get() + 1);
+            async {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                Err::<(), _>(unavailable())
+            }
+        };
+        assert!(read_retrying(base, within, &TaskId::generate(), "read", slow).await.is_err());
+        // 5 s, wait 2 s, 5 s (12 s): a wait of 4 s would end past 15 s.
+        assert_eq!(made.get(), 2);
+        assert_eq!(started.elapsed(), Duration::from_secs(12));
+    }
+
+    /// A full disk does not pass in seconds, and any other error would only come again.
+    #[tokio::test(start_paused = true)]
+    async fn other_errors_are_not_tried_again() {
+        let full = || Error::Storage { fault: StorageFault::Full, cause: "disk full".into() };
+        let errors: [fn() -> Error; 2] = [full, || Error::Upstream("refused".into())];
+        for error in errors {
+            let (made, result) = read(|_| Some(error())).await;
+            assert_eq!(made, 1);
+            assert_eq!(result.unwrap_err().code(), error().code());
+        }
     }
 }

@@ -63,7 +63,15 @@ async fn run(node: &Node, agent: &AgentKey, claimed: &ClaimedTask) -> Ran {
     // `echo` reads no prompt: the recent tasks would be a query for nothing.
     let recent = if kind == ModelKind::Echo { 0 } else { crate::domain::steps::RECENT_TASKS };
     let task = &claimed.task;
-    let context = match node.core.run_store().run_context(agent, &task.id, task.steps, recent).await
+    let read = || node.core.run_store().run_context(agent, &task.id, task.steps, recent);
+    let context = match super::read_retrying(
+        node.config.retry_base,
+        node.config.lease / 2,
+        &task.id,
+        "read a task's steps",
+        read,
+    )
+    .await
     {
         Ok(context) => context,
         Err(error) => {

@@ -73,7 +73,12 @@ async fn try_reserve(
     run: RunRef<'_>,
     worst: i64,
 ) -> Result<Result<bool, crate::domain::budget::Refusal>, Outcome> {
-    node.core.run_store().reserve(run, worst).await.map_err(|error| Outcome::Failed {
+    let read = || node.core.run_store().reserve(run, worst);
+    let what = "check the budgets";
+    let reserved =
+        super::read_retrying(node.config.retry_base, node.config.lease / 2, run.task, what, read)
+            .await;
+    reserved.map_err(|error| Outcome::Failed {
         error: format!("cannot check the budgets: {}", error.public_message()),
         permanent: false,
     })

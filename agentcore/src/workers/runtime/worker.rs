@@ -110,11 +110,18 @@ async fn run_task(
     let finished = super::write_retrying(node, &task_id, "write a task's outcome", finish).await;
     let next_claim = match finished {
         Some((true, claim)) => {
-            let counter = match outcome {
+            let counter = match &outcome {
                 Outcome::Complete { .. } => &node.core.counters().completed,
-                Outcome::Failed { .. }
-                | Outcome::Stopped { .. }
-                | Outcome::BudgetExhausted { .. } => &node.core.counters().failed,
+                Outcome::Failed { error, .. } | Outcome::BudgetExhausted { error } => {
+                    // What a person reads on the task, in the node's log too: a run that fails
+                    // for the node's own reasons (its database, its configuration) shows there.
+                    tracing::info!(agent = %agent.agent_id, task = %task_id, %error, "task failed");
+                    &node.core.counters().failed
+                }
+                Outcome::Stopped { reason, .. } => {
+                    tracing::info!(agent = %agent.agent_id, task = %task_id, %reason, "task stopped");
+                    &node.core.counters().failed
+                }
             };
             counter.fetch_add(1, Ordering::Relaxed);
             claim

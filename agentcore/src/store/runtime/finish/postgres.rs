@@ -1,108 +1,22 @@
-//! PostgreSQL's finish of a task and the agent's next claim, in five statements where the
-//! plain path (`finish_then_claim` in `mod.rs`, which SQLite runs in process) takes fourteen:
-//!
-//! 1. `BEGIN`;
-//! 2. the agent's run state and the task, both locked, with the database's time;
-//! 3. everything the finish writes (the task's outcome, the run's last step, the agent's run
-//!    state, the activity entries and the posts) as one statement, which also reads the agent's
-//!    next queued task and how many others are in progress;
-//! 4. that task's start (its lease, the `task_started` entry, the "Working on" post);
-//! 5. `COMMIT`.
-//!
-//! The decisions stay in Rust, between statements 2 and 3 (`domain::runtime::finish`) and 3
-//! and 4 (`claim::start`), exactly as on the plain path; only the statements around them are
-//! merged. Anything unusual at the claim (another task still in progress, a task out of
-//! attempts, no task left) goes the plain way, `claim::claim_in`, inside the same transaction.
-//!
-//! Why statement 3 may read the next task: every writer that inserts an agent's tasks, or
-//! queues one again for a person (a retry), holds the agent's row lock, which this transaction
-//! has held since statement 2, so the statement's snapshot has every such task; and the
-//! finished task is never queued. The runtime's own requeues (an expired lease, a node let go)
-//! take no agent lock: a task they requeue is either still in progress in that snapshot,
-//! counted in `running`, which sends the claim the plain way (it reads again), or already
-//! queued in it, a candidate like any other.
+//! PostgreSQL's statements 2 to 4 (see `mod.rs`): 3 and 4 as one statement each, with
+//! data-modifying `WITH` clauses.
 
 use std::sync::LazyLock;
 
-use chrono::{DateTime, Utc};
 use serde_json::json;
 
-use super::claim::{claim_in, start, unclaimable};
-use super::{NextClaim, decide_finish, finish_args, run_after, sql};
-use crate::domain::runtime::{AgentKey, AgentRun, Claim, ClaimedTask, Finish, Outcome};
-use crate::domain::steps::Step;
-use crate::domain::task::{Task, TaskId, TaskStatus};
+use super::{Finished, Started};
 use crate::error::{Error, Result};
-use crate::store::db::{Tx, query, query_as};
-use crate::store::rows::{NextTaskRow, RunAndTaskRow};
+use crate::store::db::{Query, QueryAs, query, query_as};
+use crate::store::rows::NextTaskRow;
+use crate::store::runtime::{finish_args, sql};
 use crate::store::shared::chrono_duration;
 use crate::store::sql::{INSERT_POST, after_previous_entry};
 use crate::store::steps::step_args;
 
-/// [`super::RuntimeStore::finish_then_claim`] on PostgreSQL, in `tx`; the caller commits.
-#[allow(clippy::too_many_arguments, reason = "finish_then_claim's, and its transaction")]
-pub(super) async fn finish_then_claim(
-    tx: &mut Tx,
-    agent: &AgentKey,
-    task: &TaskId,
-    node: &str,
-    outcome: &Outcome,
-    calls: i32,
-    last: Option<&Step>,
-    next: NextClaim,
-) -> Result<(bool, Option<Claim>)> {
-    let (owner, id) = (agent.owner_id.as_str(), agent.agent_id.as_str());
-    let row: Option<RunAndTaskRow> = query_as(&LOCK_RUN_AND_TASK)
-        .bind(owner)
-        .bind(id)
-        .bind(task.as_str())
-        .fetch_optional(&mut *tx)
-        .await?;
-    let Some(row) = row else { return Ok((false, None)) };
-    // What the plain path's `FINISH_TASK` checks in its `WHERE`: the row is locked, so it holds
-    // until the commit.
-    if row.task_lease_owner.as_deref() != Some(node) {
-        return Ok((false, None));
-    }
-    let at = row.run.db_now;
-    let run = AgentRun::try_from(row.run)?;
-    let current = Task::try_from(row.task)?;
-    if current.status != TaskStatus::InProgress {
-        return Ok((false, None));
-    }
-    let Some(done) = decide_finish(&run, current, outcome, calls, last, at) else {
-        return Ok((false, None));
-    };
-    let queued: Option<NextTaskRow> =
-        write_finish(node, agent, task, &done, at, last)?.fetch_optional(&mut *tx).await?;
-    let NextClaim::Leased { lease, max_attempts } = next else { return Ok((true, None)) };
-    let run = run_after(run, &done);
-    if let Some(refused) = unclaimable(&run, at, node) {
-        return Ok((true, Some(refused)));
-    }
-    let claim = match queued {
-        Some(queued) if queued.running == 0 => {
-            let task = Task::try_from(queued.task)?;
-            if task.attempts < max_attempts {
-                start_next(tx, node, run, task, at, lease).await?
-            } else {
-                claim_in(tx, agent, run, at, node, lease, max_attempts).await?
-            }
-        }
-        _ => claim_in(tx, agent, run, at, node, lease, max_attempts).await?,
-    };
-    Ok((true, Some(claim)))
-}
-
 /// Statement 3: the finish's writes, answering the agent's next queued task, if any.
-fn write_finish<'q>(
-    node: &'q str,
-    agent: &'q AgentKey,
-    task: &'q TaskId,
-    done: &'q Finish,
-    at: DateTime<Utc>,
-    last: Option<&'q Step>,
-) -> Result<crate::store::db::QueryAs<'q, NextTaskRow>> {
+pub(super) fn finish<'q>(finished: &Finished<'q>) -> Result<QueryAs<'q, NextTaskRow>> {
+    let Finished { node, agent, task, done, at, last } = *finished;
     let entries: Vec<_> = (done.activity.iter().enumerate())
         .map(|(nth, entry)| {
             let (action, details) = (entry.action.as_str(), &entry.details);
@@ -132,54 +46,25 @@ fn write_finish<'q>(
     Ok(statement)
 }
 
-/// Statement 4: `task` started for `node`, with its entry and post; what `claim_in` writes
-/// for a task it starts.
-async fn start_next(
-    tx: &mut Tx,
-    node: &str,
-    run: AgentRun,
-    mut task: Task,
-    now: DateTime<Utc>,
-    lease: std::time::Duration,
-) -> Result<Claim> {
-    let (entry, post) = start(&mut task, now);
-    let payload = post
-        .as_ref()
-        .map(|p| serde_json::to_string(&p.body))
-        .transpose()
-        .map_err(Error::internal)?;
-    query(&START)
+/// Statement 4: the start, its entry and its post.
+pub(super) fn start<'q>(started: &Started<'q>) -> Result<Query<'q>> {
+    let Started { node, task, now, lease, entry, post, .. } = *started;
+    let payload =
+        post.map(|p| serde_json::to_string(&p.body)).transpose().map_err(Error::internal)?;
+    Ok(query(&START)
         .bind(task.id.as_str())
         .bind(node)
         .bind(now + chrono_duration(lease))
         .bind(now)
         .bind(entry.action.as_str())
-        .bind(entry.details)
-        .bind(post.map(|p| p.nonce))
-        .bind(payload)
-        .execute(&mut *tx)
-        .await?;
-    Ok(Claim::Task(Box::new(ClaimedTask { task, agent: run })))
+        .bind(&entry.details)
+        .bind(post.map(|p| p.nonce.as_str()))
+        .bind(payload))
 }
 
-/// The task's columns (`TASK_COLUMNS`'), qualified by `t`.
-fn task_columns() -> String {
-    let list = crate::store::tasks::sql::TASK_COLUMNS_LIST;
-    list.split(", ").map(|c| format!("t.{c}")).collect::<Vec<_>>().join(", ")
-}
-
-/// Statement 2 (`$1` owner, `$2` agent, `$3` task).
-static LOCK_RUN_AND_TASK: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "SELECT a.name, a.status AS agent_status, a.status_before_vacation, a.role_prompt, \
-         a.model, a.throttle_seconds, a.lease_owner, a.next_run_at, a.failure_streak, a.tools, \
-         a.max_steps, a.mcp_servers, a.approval_tools, a.fallback_models, a.memory, \
-         now() AS db_now, {}, t.lease_owner AS task_lease_owner \
-         FROM agents a JOIN tasks t ON t.owner_id = a.owner_id AND t.agent_id = a.id \
-         WHERE a.owner_id = $1 AND a.id = $2 AND t.id = $3 FOR UPDATE OF a, t",
-        task_columns()
-    )
-});
+/// Statement 2 (`$1` owner, `$2` agent, `$3` task), both rows locked.
+pub(super) static RUN_AND_TASK: LazyLock<String> =
+    LazyLock::new(|| super::run_and_task("now()", " FOR UPDATE OF a, t"));
 
 /// Statement 3 without a step: `FINISH_TASK` (`$1`–`$12`), the agent's run state (`$13`
 /// owner, `$14` agent, `$15` status, `$16` the status before a vacation, `$17` failure streak,
