@@ -8,13 +8,14 @@
 //! broadcast to the owner's subscribers on this node as they happen.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::{broadcast, watch};
 
 use crate::domain::event::Event;
 use crate::domain::workspace::WorkspaceId;
+use crate::stripes::Stripes;
 use crate::sync::lock;
 
 /// How many live events wait for a slow subscriber before it misses some (live events are
@@ -29,8 +30,8 @@ pub(crate) struct EventHub {
     open: AtomicUsize,
     /// The node is stopping: no new subscriptions.
     closed: AtomicBool,
-    /// Bells rung, followed or not: moves whenever some owner's events may have grown.
-    rung: AtomicU64,
+    /// Bells rung, followed or not: an owner's count moves whenever its events may have grown.
+    rung: Stripes,
 }
 
 /// Why a subscription was refused.
@@ -97,7 +98,7 @@ impl EventHub {
 
     /// The owner's events may have grown: its streams look.
     pub(crate) fn ring(&self, owner: &WorkspaceId) {
-        self.rung.fetch_add(1, Ordering::SeqCst);
+        self.rung.bump(owner);
         if let Some(followed) = lock(&self.owners).get(owner) {
             followed.bell.send_modify(|n| *n = n.wrapping_add(1));
         }
@@ -105,7 +106,7 @@ impl EventHub {
 
     /// Anything may have changed (the listener reconnected): every stream looks.
     pub(crate) fn ring_all(&self) {
-        self.rung.fetch_add(1, Ordering::SeqCst);
+        self.rung.bump_all();
         for followed in lock(&self.owners).values() {
             followed.bell.send_modify(|n| *n = n.wrapping_add(1));
         }
@@ -129,7 +130,7 @@ impl EventHub {
         if let Some(followed) = lock(&self.owners).get(owner) {
             let before = followed.polled.swap(latest, Ordering::SeqCst);
             if before != latest {
-                self.rung.fetch_add(1, Ordering::SeqCst);
+                self.rung.bump(owner);
                 followed.bell.send_modify(|n| *n = n.wrapping_add(1));
             }
         }
@@ -143,9 +144,10 @@ impl EventHub {
         owners.clear();
     }
 
-    /// How many times a bell was rung on this node, whoever follows (see [`EventHub::ring`]).
-    pub(crate) fn rung(&self) -> u64 {
-        self.rung.load(Ordering::SeqCst)
+    /// A count that moves whenever `owner`'s bell was rung on this node, whoever follows (see
+    /// [`EventHub::ring`]), and at times when another owner's was (see [`Stripes`]).
+    pub(crate) fn rung(&self, owner: &WorkspaceId) -> u64 {
+        self.rung.count(owner)
     }
 
     /// Streams open on this node.
@@ -178,11 +180,15 @@ mod tests {
         let mut second = hub.subscribe(&owner, 2).unwrap();
         assert_eq!(hub.subscribe(&owner, 2).unwrap_err(), Refused::Full(2));
         second.bell.borrow_and_update();
-        let rung = hub.rung();
+        let rung = hub.rung(&owner);
         hub.ring(&owner);
         assert!(second.bell.has_changed().unwrap());
-        hub.ring(&WorkspaceId::from_trusted("u_2".to_owned()));
-        assert_eq!(hub.rung(), rung + 2, "a bell nobody follows is counted too");
+        let other = WorkspaceId::from_trusted("u_2".to_owned());
+        let others = hub.rung(&other);
+        hub.ring(&other);
+        assert_eq!(hub.rung(&other), others + 1, "a bell nobody follows is counted too");
+        hub.ring_all();
+        assert_eq!(hub.rung(&owner), rung + 2, "its own and every owner's");
         drop(first);
         drop(second);
         assert_eq!(hub.open(), 0);

@@ -37,6 +37,7 @@ mod settings;
 pub mod standard_webhooks;
 pub mod store;
 pub mod stripe;
+pub mod stripes;
 pub mod sync;
 pub mod telemetry;
 mod tls;

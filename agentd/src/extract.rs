@@ -201,6 +201,9 @@ impl FromRequestParts<AppState> for Caller {
             })?),
         };
         let mut principal = state.core.authenticate(token, workspace).await?;
+        if let Some(acted_in) = parts.extensions.get::<crate::read_cache::ActedIn>() {
+            acted_in.set(&principal.workspace);
+        }
         state.http.limits.caller(&principal)?;
         principal.address = state.http.limits.client(parts).map(|ip| ip.to_string());
         Ok(Caller(principal))

@@ -96,6 +96,7 @@ pub(crate) async fn show(State(state): State<AppState>, request: Request) -> Res
     );
     let _ = writeln!(text, "agentd_log_lines_dropped_total {}", crate::logging::lines_dropped());
     render_spans(&mut text, crate::telemetry::span_counts());
+    render_read_cache(&mut text, state.http.read_cache.counts());
     let mut response = text.into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -124,6 +125,18 @@ fn render_spans(out: &mut String, spans: crate::telemetry::SpanCounts) {
     {
         let _ = writeln!(out, "agentd_trace_spans_dropped_total{{reason=\"{reason}\"}} {count}");
     }
+}
+
+/// The read cache's answers (`http.read_cache`; both zero when it is off).
+fn render_read_cache(out: &mut String, (hits, misses): (u64, u64)) {
+    header(
+        out,
+        "agentd_read_cache_answers_total",
+        "counter",
+        "Polled reads (the agent list and view) answered with the cache on, by whether a kept answer served (hit) or the database was read (miss).",
+    );
+    let _ = writeln!(out, "agentd_read_cache_answers_total{{result=\"hit\"}} {hits}");
+    let _ = writeln!(out, "agentd_read_cache_answers_total{{result=\"miss\"}} {misses}");
 }
 
 fn render_http(out: &mut String, metrics: &HttpMetrics) {

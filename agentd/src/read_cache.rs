@@ -4,11 +4,15 @@
 //!
 //! The rules (docs/api.md, "Conventions"):
 //! - **A client reads its own writes on the node it wrote through.** Every request that may
-//!   write (any method but `GET`, `HEAD` and `OPTIONS`) moves the cache's generation once its
-//!   answer is made, before the client can have it; so does every event this node writes or
-//!   hears of ([`Core::event_changes`]: the runtime's work, streams' notifications). An entry
-//!   is stamped with the generation read *before* its read began, so an entry whose read may
-//!   have missed a write is never served after that write's answer.
+//!   write (any method but `GET`, `HEAD` and `OPTIONS`) moves the generation of the workspace
+//!   it acted in once its answer is made, before the client can have it (every workspace's
+//!   when the request named another workspace in its path, or had no caller: a webhook, a
+//!   dashboard form); so does every event this node writes or hears of
+//!   ([`Core::event_changes`]: the runtime's work, streams' notifications). An entry is
+//!   stamped with its workspace's generation read *before* its read began, so an entry whose
+//!   read may have missed a write is never served after that write's answer.
+//!   Generations are counted per workspace ([`Stripes`]): one tenant's busy agents do not
+//!   end another's kept answers.
 //! - **Anything else is seen within [`MAX_AGE`]** (another node, `agentctl --local` on the same
 //!   file, a write that announces no event): an entry is served for at most that long after its
 //!   read began.
@@ -20,8 +24,8 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use axum::body::{Body, Bytes};
@@ -32,6 +36,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
 use agentcore::domain::workspace::{Actor, Role, WorkspaceId};
+use agentcore::stripes::Stripes;
 use agentcore::sync::lock;
 use agentcore::{Core, Principal};
 
@@ -53,9 +58,12 @@ const URI_BYTES: usize = 1024;
 #[derive(Debug)]
 pub(crate) struct ReadCache {
     enabled: bool,
-    /// Requests that may have written, answered on this node.
-    writes: AtomicU64,
+    /// Requests that may have written, answered on this node, by the workspace they acted in.
+    writes: Stripes,
     entries: Mutex<Entries>,
+    /// Answers served from the cache, and answers read (the database asked) while it is on.
+    hits: AtomicU64,
+    misses: AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -91,7 +99,8 @@ struct Entry {
     etag: HeaderValue,
 }
 
-/// What this node had written when a read began: requests that may have written, events.
+/// What this node had written in a workspace when a read of it began: requests that may have
+/// written, events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Generation {
     writes: u64,
@@ -100,11 +109,22 @@ struct Generation {
 
 impl ReadCache {
     pub(crate) fn new(enabled: bool) -> Self {
-        Self { enabled, writes: AtomicU64::new(0), entries: Mutex::default() }
+        Self {
+            enabled,
+            writes: Stripes::default(),
+            entries: Mutex::default(),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+        }
     }
 
-    fn generation(&self, core: &Core) -> Generation {
-        Generation { writes: self.writes.load(Ordering::SeqCst), events: core.event_changes() }
+    fn generation(&self, core: &Core, workspace: &WorkspaceId) -> Generation {
+        Generation { writes: self.writes.count(workspace), events: core.event_changes(workspace) }
+    }
+
+    /// Answers served from the cache, and answers read while it is on (`/metrics`).
+    pub(crate) fn counts(&self) -> (u64, u64) {
+        (self.hits.load(Ordering::Relaxed), self.misses.load(Ordering::Relaxed))
     }
 
     fn get(&self, key: &Key, generation: Generation, now: Instant) -> Option<(Bytes, HeaderValue)> {
@@ -182,10 +202,12 @@ pub(crate) async fn answer<T: Serialize>(
         uri: uri.path_and_query().map_or_else(|| uri.path().to_owned(), |p| p.as_str().to_owned()),
     };
     let read_at = Instant::now();
-    let generation = cache.generation(&state.core);
+    let generation = cache.generation(&state.core, &key.workspace);
     if let Some((body, etag)) = cache.get(&key, generation, read_at) {
+        cache.hits.fetch_add(1, Ordering::Relaxed);
         return Ok(json(body, Some(etag)));
     }
+    cache.misses.fetch_add(1, Ordering::Relaxed);
     let value = read.await?;
     let body = Bytes::from(
         serde_json::to_vec(&value).map_err(|e| agentcore::Error::internal(e.to_string()))?,
@@ -196,7 +218,8 @@ pub(crate) async fn answer<T: Serialize>(
     }
     let etag = crate::etag::tag(&body);
     let entry = Entry { generation, read_at, body: body.clone(), etag: etag.clone() };
-    cache.put(key, entry, cache.generation(&state.core), Instant::now());
+    let now = cache.generation(&state.core, &key.workspace);
+    cache.put(key, entry, now, Instant::now());
     Ok(json(body, Some(etag)))
 }
 
@@ -210,26 +233,51 @@ fn json(body: Bytes, etag: Option<HeaderValue>) -> Response {
     response
 }
 
-/// Middleware: a request that may write moves the generation once its answer is made, or when
-/// its handler panics or is dropped (a deadline, a client gone) after it may have written.
+/// Where a request that may write acted: the workspace its caller was authenticated in,
+/// set by [`crate::extract::Caller`] when the request carries this (see [`note_writes`]).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ActedIn(Arc<OnceLock<WorkspaceId>>);
+
+impl ActedIn {
+    pub(crate) fn set(&self, workspace: &WorkspaceId) {
+        // One caller per request; a second extraction names the same workspace.
+        let _ = self.0.set(workspace.clone());
+    }
+}
+
+/// Middleware: a request that may write moves its workspace's generation once its answer is
+/// made, or when its handler panics or is dropped (a deadline, a client gone) after it may
+/// have written; every workspace's when it had no caller, or named a workspace in its path
+/// (`/api/workspaces/{id}/…` may act on one other than its caller's).
 pub(crate) async fn note_writes(
     State(state): State<AppState>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
     if matches!(*request.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
         return next.run(request).await;
     }
-    let _wrote = Wrote(std::sync::Arc::clone(&state.http));
+    let acted_in = ActedIn::default();
+    if !request.uri().path().starts_with("/api/workspaces") {
+        request.extensions_mut().insert(acted_in.clone());
+    }
+    let _wrote = Wrote { http: Arc::clone(&state.http), acted_in };
     next.run(request).await
 }
 
 /// Moves the generation when dropped: after the answer, an unwinding panic or a cancellation.
-struct Wrote(std::sync::Arc<crate::Http>);
+struct Wrote {
+    http: Arc<crate::Http>,
+    acted_in: ActedIn,
+}
 
 impl Drop for Wrote {
     fn drop(&mut self) {
-        self.0.read_cache.writes.fetch_add(1, Ordering::SeqCst);
+        let writes = &self.http.read_cache.writes;
+        match self.acted_in.0.get() {
+            Some(workspace) => writes.bump(workspace),
+            None => writes.bump_all(),
+        }
     }
 }
 

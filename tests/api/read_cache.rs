@@ -7,12 +7,18 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use agentcore::domain::workspace::WorkspaceId;
+use agentcore::stripes::stripe;
+use reqwest::Method;
+
 use crate::helpers::{TestApp, User, backend_tests};
+use crate::metrics::scrape;
 
 backend_tests! { app;
     a_kept_answer_is_served_while_young_until_a_write_goes_through_the_node,
     a_client_reads_its_own_writes_on_the_node_it_wrote_through,
     callers_never_share_answers,
+    another_workspaces_writes_and_events_leave_kept_answers,
     what_another_node_writes_is_seen_within_a_second,
 }
 
@@ -119,6 +125,57 @@ async fn callers_never_share_answers(app: TestApp) {
         assert_eq!(listed["agents"].as_array().unwrap().len(), 1, "{listed}");
         app.get("/api/agents/only-ada", &bob).await.assert_error(404, "agent_not_found");
     }
+}
+
+/// Generations are counted per workspace: another tenant's requests and its agents' events
+/// leave this workspace's kept answers served (workspaces sharing a counter would not, so the
+/// other tenant acts in one that does not share this one's), and the hits are counted.
+async fn another_workspaces_writes_and_events_leave_kept_answers(app: TestApp) {
+    let user = app.register("tenant@example.com").await;
+    app.create_agent(&user, "first").await;
+    let other = app.register("neighbour@example.com").await;
+    let stripe_of = |id: &str| stripe(&WorkspaceId::parse(id).unwrap());
+    let mine = stripe_of(&user.id);
+    let mut theirs = other.id.clone();
+    for n in 0.. {
+        if stripe_of(&theirs) != mine {
+            break;
+        }
+        let created =
+            app.post("/api/workspaces", &other, json!({"name": format!("Team {n}")})).await;
+        theirs = created.assert_status(201)["id"].as_str().unwrap().to_owned();
+    }
+    let agent = json!({"id": "next-door", "name": "Next door", "role_prompt": "Help.", "channel": "general"});
+    app.request_in(&theirs, Method::POST, "/api/agents", &other.token, Some(agent))
+        .await
+        .assert_status(201);
+    let hits =
+        || async { scrape(&app, None).await["agentd_read_cache_answers_total{result=\"hit\"}"] };
+    let hits_before = hits().await;
+    let mut young = 0;
+    for round in 0..20 {
+        // This workspace's own write ends what the round before kept.
+        app.post("/api/agents", &user, json!({})).await.assert_status(400);
+        let began = Instant::now();
+        let (before, _) = names(&app, &user, "first").await;
+        let name = format!("Behind its back {round}");
+        app.db.execute("UPDATE agents SET name = $1 WHERE id = 'first'", &[&name]).await;
+        // The neighbour starts or stops its agent (a write and an activity entry's event),
+        // in its own workspace.
+        let action = if round % 2 == 0 { "start" } else { "stop" };
+        let path = format!("/api/agents/next-door/{action}");
+        app.request_in(&theirs, Method::POST, &path, &other.token, None).await.assert_status(200);
+        let kept = names(&app, &user, "first").await;
+        if began.elapsed() < MAX_AGE {
+            young += 1;
+            assert_eq!(kept, (before.clone(), before), "round {round}: the kept answers");
+        }
+        // Its own write still ends them.
+        app.post("/api/agents", &user, json!({})).await.assert_status(400);
+        assert_eq!(names(&app, &user, "first").await, (json!(name), json!(name)), "round {round}");
+    }
+    assert!(young > 0, "no round took less than {MAX_AGE:?}");
+    assert!(hits().await >= hits_before + 2.0 * f64::from(young), "two hits a young round");
 }
 
 /// A write through another node (on SQLite: another process's pool on the same file) is not

@@ -109,11 +109,12 @@ impl Core {
         self.wakeups().webhooks.notify_one();
     }
 
-    /// A count that moves whenever this node wrote events (the runtime's and the facade's
-    /// writes ring the owner's bell) or heard of another node's: a read cached before it
-    /// moved may be stale.
-    pub fn event_changes(&self) -> u64 {
-        self.inner.events.rung()
+    /// A count that moves whenever this node wrote events of `owner`'s (the runtime's and the
+    /// facade's writes ring the owner's bell) or heard of another node's: a read of the
+    /// owner's cached before it moved may be stale. Owners share 256 such counts, so another
+    /// owner's events move it too at times.
+    pub fn event_changes(&self, owner: &WorkspaceId) -> u64 {
+        self.inner.events.rung(owner)
     }
 
     /// Tells the owner's streams on this node of a live-only event.

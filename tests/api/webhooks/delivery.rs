@@ -42,9 +42,12 @@ async fn a_runs_events_arrive_as_the_stream_tells_them_and_every_delivery_verifi
     }
     let ids: std::collections::BTreeSet<&str> = received.iter().map(|r| r.id()).collect();
     assert_eq!(ids.len(), 3, "one message id per event");
-    let samples = crate::metrics::scrape(&app, None).await;
+    // A delivery is counted once its answer is recorded, after the receiver has it.
     let delivered = r#"agentd_webhook_attempts_total{outcome="delivered"}"#;
-    assert!(crate::helpers::sample(&samples, delivered) >= 3.0);
+    eventually(WAIT, "three deliveries counted", || async {
+        crate::helpers::sample(&crate::metrics::scrape(&app, None).await, delivered) >= 3.0
+    })
+    .await;
     assert_eq!(receiver.received().len(), 3, "nothing else was sent");
 }
 

@@ -4,6 +4,7 @@
 use std::sync::LazyLock;
 
 use super::{Finished, Started};
+use crate::domain::chat::NewPost;
 use crate::error::{Error, Result};
 use crate::store::Backend;
 use crate::store::db::Arg;
@@ -67,10 +68,7 @@ pub(super) fn finish<'q>(finished: &Finished<'q>) -> Result<Batch<'q>> {
         batch.then(INSERT_ACTIVITY, entry_args(owner, id, entry, nth_instant(at, nth)));
     }
     for post in &done.posts {
-        let payload = serde_json::to_string(&post.body).map_err(Error::internal)?;
-        let args =
-            vec![owner.into(), id.into(), post.nonce.as_str().into(), payload.into(), at.into()];
-        batch.then(&POST, args);
+        batch.then(&POST, post_args(owner, id, post, at)?);
     }
     batch.then(&NEXT, vec![owner.into(), id.into(), task.as_str().into()]);
     Ok(batch)
@@ -88,10 +86,7 @@ pub(super) fn start<'q>(started: &Started<'q>) -> Result<Batch<'q>> {
     );
     batch.then(INSERT_ACTIVITY, entry_args(owner, id, entry, now));
     if let Some(post) = post {
-        let payload = serde_json::to_string(&post.body).map_err(Error::internal)?;
-        let args =
-            vec![owner.into(), id.into(), post.nonce.as_str().into(), payload.into(), now.into()];
-        batch.then(&POST, args);
+        batch.then(&POST, post_args(owner, id, post, now)?);
     }
     Ok(batch)
 }
@@ -112,6 +107,17 @@ fn entry_args<'q>(
         task.into(),
         at.into(),
     ]
+}
+
+/// `POST`'s values.
+fn post_args<'q>(
+    owner: &'q str,
+    agent: &'q str,
+    post: &'q NewPost,
+    at: chrono::DateTime<chrono::Utc>,
+) -> Result<Vec<Arg<'q>>> {
+    let payload = serde_json::to_string(&post.body).map_err(Error::internal)?;
+    Ok(vec![owner.into(), agent.into(), post.nonce.as_str().into(), payload.into(), at.into()])
 }
 
 /// A post to the agent's mapped channel (`$1` owner, `$2` agent, `$3` nonce, `$4` payload,
