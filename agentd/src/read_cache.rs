@@ -6,8 +6,8 @@
 //! - **A client reads its own writes on the node it wrote through.** Every request that may
 //!   write (any method but `GET`, `HEAD` and `OPTIONS`) moves the generation of the workspace
 //!   it acted in once its answer is made, before the client can have it (every workspace's
-//!   when the request named another workspace in its path, or had no caller: a webhook, a
-//!   dashboard form); so does every event this node writes or hears of
+//!   when it had no caller, a webhook or a dashboard form, or may act beyond its caller's
+//!   workspace, see [`note_writes`]); so does every event this node writes or hears of
 //!   ([`Core::event_changes`]: the runtime's work, streams' notifications). An entry is
 //!   stamped with its workspace's generation read *before* its read began, so an entry whose
 //!   read may have missed a write is never served after that write's answer.
@@ -133,7 +133,15 @@ impl ReadCache {
         entry.servable(generation, now).then(|| (entry.body.clone(), entry.etag.clone()))
     }
 
-    fn put(&self, key: Key, entry: Entry, generation: Generation, now: Instant) {
+    /// Keeps `entry` under `key`; `generation` tells a workspace's current one (a full cache
+    /// drops what no longer matches its own workspace's).
+    fn put(
+        &self,
+        key: Key,
+        entry: Entry,
+        generation: impl Fn(&WorkspaceId) -> Generation,
+        now: Instant,
+    ) {
         let size = entry.size(&key);
         if entry.body.len() > ENTRY_BYTES || key.uri.len() > URI_BYTES {
             return;
@@ -151,7 +159,7 @@ impl ReadCache {
             entries.swept_at = Some(now);
             let Entries { map, bytes, .. } = &mut *entries;
             map.retain(|key, kept| {
-                let keep = kept.servable(generation, now);
+                let keep = kept.servable(generation(&key.workspace), now);
                 if !keep {
                     *bytes -= kept.size(key);
                 }
@@ -218,7 +226,7 @@ pub(crate) async fn answer<T: Serialize>(
     }
     let etag = crate::etag::tag(&body);
     let entry = Entry { generation, read_at, body: body.clone(), etag: etag.clone() };
-    let now = cache.generation(&state.core, &key.workspace);
+    let now = |workspace: &WorkspaceId| cache.generation(&state.core, workspace);
     cache.put(key, entry, now, Instant::now());
     Ok(json(body, Some(etag)))
 }
@@ -247,8 +255,10 @@ impl ActedIn {
 
 /// Middleware: a request that may write moves its workspace's generation once its answer is
 /// made, or when its handler panics or is dropped (a deadline, a client gone) after it may
-/// have written; every workspace's when it had no caller, or named a workspace in its path
-/// (`/api/workspaces/{id}/…` may act on one other than its caller's).
+/// have written; every workspace's when it had no caller, or when it may act on a workspace
+/// other than its caller's (`POST /api/workspaces` makes one, `/api/invites/{token}/accept`
+/// joins one: neither changes what an agent list shows today, so this is a margin for what
+/// such routes may come to do).
 pub(crate) async fn note_writes(
     State(state): State<AppState>,
     mut request: Request,
@@ -258,7 +268,9 @@ pub(crate) async fn note_writes(
         return next.run(request).await;
     }
     let acted_in = ActedIn::default();
-    if !request.uri().path().starts_with("/api/workspaces") {
+    let path = request.uri().path();
+    let beyond = path.starts_with("/api/workspaces") || path.starts_with("/api/invites");
+    if !beyond {
         request.extensions_mut().insert(acted_in.clone());
     }
     let _wrote = Wrote { http: Arc::clone(&state.http), acted_in };
@@ -309,7 +321,7 @@ mod tests {
     fn an_entry_is_served_only_in_the_generation_its_read_began_in_and_while_young() {
         let cache = ReadCache::new(true);
         let read_at = Instant::now();
-        cache.put(key(1), entry(NOW, 10, read_at), NOW, read_at);
+        cache.put(key(1), entry(NOW, 10, read_at), |_| NOW, read_at);
         assert!(cache.get(&key(1), NOW, read_at).is_some());
         assert!(cache.get(&key(2), NOW, read_at).is_none());
         let written = Generation { writes: 4, ..NOW };
@@ -326,23 +338,40 @@ mod tests {
         let at = Instant::now();
         let stale = Generation { writes: 2, ..NOW };
         for n in 0..ENTRIES / 2 {
-            cache.put(key(n), entry(stale, 1, at), NOW, at);
+            cache.put(key(n), entry(stale, 1, at), |_| NOW, at);
         }
         for n in ENTRIES / 2..ENTRIES {
-            cache.put(key(n), entry(NOW, 1, at), NOW, at);
+            cache.put(key(n), entry(NOW, 1, at), |_| NOW, at);
         }
         assert_eq!(cache.len(), ENTRIES);
-        cache.put(key(ENTRIES), entry(NOW, 1, at), NOW, at);
+        cache.put(key(ENTRIES), entry(NOW, 1, at), |_| NOW, at);
         assert_eq!(cache.len(), ENTRIES / 2 + 1, "the stale half made room");
         for n in ENTRIES + 1..ENTRIES * 2 {
-            cache.put(key(n), entry(NOW, 1, at), NOW, at);
+            cache.put(key(n), entry(NOW, 1, at), |_| NOW, at);
         }
         assert_eq!(cache.len(), ENTRIES, "no more than the bound");
         let last = key(ENTRIES * 2 - 1);
         assert!(cache.get(&last, NOW, at).is_none(), "the last one did not fit");
         // A quarter second on, everything has aged out: the next answer sweeps and fits.
-        cache.put(key(0), entry(NOW, 1, at), NOW, at + MAX_AGE);
+        cache.put(key(0), entry(NOW, 1, at), |_| NOW, at + MAX_AGE);
         assert_eq!(cache.len(), 1);
+    }
+
+    #[test]
+    fn a_full_cache_keeps_what_other_workspaces_can_still_serve() {
+        let cache = ReadCache::new(true);
+        let at = Instant::now();
+        for n in 0..ENTRIES {
+            cache.put(key(n), entry(NOW, 1, at), |_| NOW, at);
+        }
+        let elsewhere = WorkspaceId::parse("0192f3a4-5b6c-7d8e-9f00-665544332211").unwrap();
+        let other = || Key { workspace: elsewhere.clone(), ..key(ENTRIES) };
+        let others = Generation { writes: 9, ..NOW };
+        let current = |workspace: &WorkspaceId| if *workspace == elsewhere { others } else { NOW };
+        cache.put(other(), entry(others, 1, at), current, at);
+        assert_eq!(cache.len(), ENTRIES, "nothing could be dropped: every entry is servable");
+        assert!(cache.get(&other(), others, at).is_none(), "no room for the other workspace's");
+        assert!(cache.get(&key(0), NOW, at).is_some(), "the first workspace's are kept");
     }
 
     #[test]
@@ -351,20 +380,20 @@ mod tests {
         let at = Instant::now();
         let body = ENTRY_BYTES - key(0).uri.len();
         for n in 0..BYTES / ENTRY_BYTES {
-            cache.put(key(n), entry(NOW, body, at), NOW, at);
+            cache.put(key(n), entry(NOW, body, at), |_| NOW, at);
         }
         assert_eq!(lock(&cache.entries).bytes, BYTES);
-        cache.put(key(BYTES), entry(NOW, 1, at), NOW, at);
+        cache.put(key(BYTES), entry(NOW, 1, at), |_| NOW, at);
         assert!(cache.get(&key(BYTES), NOW, at).is_none(), "no room");
-        cache.put(key(0), entry(NOW, 1, at), NOW, at);
+        cache.put(key(0), entry(NOW, 1, at), |_| NOW, at);
         let replaced = BYTES - body + 1;
         assert_eq!(lock(&cache.entries).bytes, replaced, "a replaced body");
         let large = key(BYTES + 1);
-        cache.put(large, entry(NOW, ENTRY_BYTES + 1, at), NOW, at);
+        cache.put(large, entry(NOW, ENTRY_BYTES + 1, at), |_| NOW, at);
         assert!(cache.get(&key(BYTES + 1), NOW, at).is_none(), "a body too large to keep");
         let mut long = key(BYTES + 2);
         long.uri = format!("/api/agents?workspace={}", "w".repeat(URI_BYTES));
-        cache.put(long, entry(NOW, 1, at), NOW, at);
+        cache.put(long, entry(NOW, 1, at), |_| NOW, at);
         assert_eq!(cache.len(), BYTES / ENTRY_BYTES, "a path too long to keep");
     }
 }

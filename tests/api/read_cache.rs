@@ -162,10 +162,15 @@ async fn another_workspaces_writes_and_events_leave_kept_answers(app: TestApp) {
         app.db.execute("UPDATE agents SET name = $1 WHERE id = 'first'", &[&name]).await;
         // The neighbour starts or stops its agent (a write and an activity entry's event),
         // in its own workspace.
-        let action = if round % 2 == 0 { "start" } else { "stop" };
+        let (action, status) = if round % 2 == 0 { ("start", "active") } else { ("stop", "idle") };
         let path = format!("/api/agents/next-door/{action}");
+        let view =
+            || app.request_in(&theirs, Method::GET, "/api/agents/next-door", &other.token, None);
+        view().await.assert_status(200);
         app.request_in(&theirs, Method::POST, &path, &other.token, None).await.assert_status(200);
         let kept = names(&app, &user, "first").await;
+        // The neighbour reads its own write in its workspace at once.
+        assert_eq!(view().await.assert_status(200)["status"], status, "round {round}");
         if began.elapsed() < MAX_AGE {
             young += 1;
             assert_eq!(kept, (before.clone(), before), "round {round}: the kept answers");
