@@ -22,12 +22,6 @@ use crate::error::{Error, Result};
 /// How long a statement waits for another process's write lock before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 const READERS: usize = 8;
-/// WAL pages written before a commit copies them into the database file (SQLite's default is
-/// 1,000). The copy writes each page once however often it changed since the last one, and
-/// the runtime rewrites the same pages (an agent's row, its counts, the tails of the tasks,
-/// activity and event tables) at every task: a longer interval copies fewer pages a task and
-/// syncs the file less often, for a WAL of up to about 40 MiB.
-const WAL_AUTOCHECKPOINT: u32 = 10_000;
 
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
@@ -45,7 +39,6 @@ impl SqliteStore {
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
-            .pragma("wal_autocheckpoint", WAL_AUTOCHECKPOINT.to_string())
             .foreign_keys(true)
             .busy_timeout(BUSY_TIMEOUT);
         let health = Arc::new(StorageHealth::new(options.get_filename().display().to_string()));
