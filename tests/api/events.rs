@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::fake_models::Script;
 use crate::helpers::sse::{Message, Sse};
-use crate::helpers::{TestApp, TestDb, User, app_with, backend_tests, eventually};
+use crate::helpers::{Backend, TestApp, TestDb, User, app_with, backend_tests, eventually};
 
 backend_tests! { app;
     a_stream_sees_every_step_of_a_three_call_tool_run_in_order_once,
@@ -15,6 +15,8 @@ backend_tests! { app;
     a_retried_model_call_shows_its_retries_on_the_stream,
     cancel_drops_the_model_call_in_flight_and_keeps_what_the_tools_did,
     a_stream_on_another_node_follows_the_run_and_a_cancel_there_stops_it,
+    an_event_committed_where_no_node_hears_of_it_still_reaches_the_streams,
+    events_written_at_once_through_two_nodes_are_numbered_once_each_without_a_gap,
 }
 
 backend_tests! { db;
@@ -346,4 +348,92 @@ async fn streams_are_bounded_per_user_and_show_only_the_users_own_events(db: Tes
         Sse::open(&app.address, "/api/events", &bob.token, None).await.status() == 200
     })
     .await;
+}
+
+/// An event committed where no node hears of it: written by another process, or staged by a
+/// node killed between its commit and the numbering (on PostgreSQL a node numbers what it
+/// wrote right after its commit, and every node what anyone left at least every second). Here
+/// the row goes in by SQL behind the nodes' backs, so nothing rings a bell: the stream gets it
+/// from PostgreSQL's numbering sweep, or from SQLite's poll of other processes' writes.
+async fn an_event_committed_where_no_node_hears_of_it_still_reaches_the_streams(app: TestApp) {
+    let user = agent(&app, "behind@example.com", "bystander", &[]).await;
+    let mut events = stream(&app, &user, "/api/events", None).await;
+    let written = "Written by another process.";
+    app.db
+        .execute(
+            "INSERT INTO activity (owner_id, agent_id, action, details, task_id, created_at) \
+             SELECT owner_id, agent_id, action, $2, task_id, created_at FROM activity \
+             WHERE owner_id = $1 ORDER BY id LIMIT 1",
+            &[&user.id, written],
+        )
+        .await;
+    let seen = events
+        .until(WAIT, "the entry written elsewhere", |m| m.data["activity"]["details"] == written)
+        .await;
+    assert_eq!(seen.len(), 1, "only that entry happened: {seen:?}");
+    assert_eq!(seen[0].data["agent_id"], "bystander");
+    let latest = app.get("/api/agents/bystander/activity?limit=1", &user).await;
+    assert_eq!(seen[0].id, Some(2), "numbered after the agent's creation, 1");
+    assert_eq!(latest.assert_status(200)["entries"][0]["details"], written);
+    if app.db.backend == Backend::Postgres {
+        let staged = "SELECT COUNT(*) FROM pending_events WHERE owner_id = $1";
+        assert_eq!(app.db.count(staged, &[&user.id]).await, 0, "nothing left to number");
+    }
+}
+
+/// Four clients add tasks to one owner's two agents at once, two through each of two nodes,
+/// while a stream follows the owner: each add's event arrives once, and the numbers run one
+/// after another with no gap, though both nodes (and the stream) number concurrently.
+async fn events_written_at_once_through_two_nodes_are_numbered_once_each_without_a_gap(
+    app: TestApp,
+) {
+    const ADDS: usize = 25;
+    let user = agent(&app, "busy@example.com", "busy", &[]).await;
+    let body = json!({"id": "busier", "name": "Busier", "role_prompt": ROLE, "channel": "more",
+        "model": "openai:busier"});
+    app.post("/api/agents", &user, body).await.assert_status(201);
+    let other = app.another_node().await;
+    let mut events = stream(&app, &user, "/api/events", None).await;
+
+    let client = reqwest::Client::new();
+    let adders = (0..4).map(|adder| {
+        let address = if adder % 2 == 0 { app.address.clone() } else { other.address.clone() };
+        let agent = if adder < 2 { "busy" } else { "busier" };
+        let (client, token) = (client.clone(), user.token.clone());
+        tokio::spawn(async move {
+            for n in 0..ADDS {
+                let added = client
+                    .post(format!("{address}/api/agents/{agent}/backlog"))
+                    .bearer_auth(&token)
+                    .json(&json!({"title": format!("Adder {adder}, task {n}")}))
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(added.status(), 201);
+            }
+        })
+    });
+    for adder in adders.collect::<Vec<_>>() {
+        adder.await.unwrap();
+    }
+    let added = std::cell::Cell::new(0);
+    let seen = events
+        .until(WAIT, "every add's event", |m| {
+            if m.event == "task.added" {
+                added.set(added.get() + 1);
+            }
+            added.get() == 4 * ADDS
+        })
+        .await;
+    let ids = stored_ids(&seen);
+    assert_eq!(ids.len(), seen.len(), "every event here is stored: {seen:?}");
+    assert!(
+        ids.windows(2).all(|w| w[1] == w[0] + 1),
+        "numbers with a gap or out of order: {ids:?}"
+    );
+    let mut tasks: Vec<&str> = seen.iter().map(|m| m.data["task_id"].as_str().unwrap()).collect();
+    tasks.sort_unstable();
+    tasks.dedup();
+    assert_eq!(tasks.len(), 4 * ADDS, "each task's event once");
+    other.close().await;
 }

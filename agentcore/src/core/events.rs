@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::sync::{broadcast, mpsc};
 
-use super::{Core, Principal};
+use super::{Core, Principal, numbering};
 use crate::domain::event::{Event, EventFilter, MOST_REPLAYED};
 use crate::domain::quota::Quota;
 use crate::domain::workspace::WorkspaceId;
@@ -55,6 +55,9 @@ impl Core {
         }
         // Where the stream starts is read before it subscribes to live events: a live event
         // told before this point is not sent, so none can come after its own step's end.
+        // Every event committed so far counts as before the stream (numbered now if it was
+        // not yet, as a PostgreSQL node does soon after each commit).
+        numbering::announce(self, &self.store().number_events(Some(owner)).await?);
         let bounds = self.store().event_bounds(owner).await?;
         let limit = self.quotas().streams_per_user;
         let subscription = match self.inner.events.subscribe(owner, limit) {
@@ -98,15 +101,18 @@ impl Core {
             subscription,
             sender,
             held: Vec::new(),
+            late: Vec::new(),
         };
         tokio::spawn(follower.run());
         Ok(EventStream { events })
     }
 
-    /// The owner's events may have grown (this node wrote some): its streams here look.
+    /// The owner's events may have grown (this node wrote some): its streams here look, and on
+    /// PostgreSQL the events are numbered soon (`numbering.rs`).
     pub(crate) fn ring_events(&self, owner: &WorkspaceId) {
         self.inner.events.ring(owner);
         self.wakeups().webhooks.notify_one();
+        self.number_soon();
     }
 
     /// A count that moves whenever this node wrote events of `owner`'s (the runtime's and the
@@ -177,6 +183,8 @@ struct Follower {
     sender: mpsc::Sender<Event>,
     /// Live events waiting for the stored ones read with them (see [`Follower::run`]).
     held: Vec<Event>,
+    /// Live events told while the last read ran: they wait for the next read.
+    late: Vec<Event>,
 }
 
 impl Follower {
@@ -185,7 +193,9 @@ impl Follower {
     /// it is written) and reach the stream on their own channel, so each wake-up merges:
     /// the live events waiting are held, the stored events read, a held `step.started` sent
     /// just before its own step's `step.finished`, and the rest after the stored events (which
-    /// committed before them: a step starts after its task's `task.started`).
+    /// committed before them: a step starts after its task's `task.started`). A live event
+    /// told while the read ran may follow stored events the read missed: it waits for the
+    /// next read, which comes at once.
     async fn run(mut self) {
         loop {
             self.subscription.bell.borrow_and_update();
@@ -194,12 +204,18 @@ impl Follower {
                 Ok(false) => return,
                 Err(error) => {
                     tracing::debug!(%error, "cannot read events; trying again at the next bell");
+                    // Not again at once: the late ones go with the rest.
+                    let late = std::mem::take(&mut self.late);
+                    self.held.extend(late);
                 }
             }
             for event in std::mem::take(&mut self.held) {
                 if self.sender.send(event).await.is_err() {
                     return;
                 }
+            }
+            if !self.late.is_empty() {
+                continue;
             }
             tokio::select! {
                 rung = self.subscription.bell.changed() => {
@@ -217,10 +233,15 @@ impl Follower {
         }
     }
 
-    /// Holds the live events waiting on the channel.
-    fn hold_live(&mut self) {
+    /// Holds the live events waiting on the channel (in `late` when `late`).
+    fn hold_live(&mut self, late: bool) {
         loop {
             match self.subscription.live.try_recv() {
+                Ok(event) if late => {
+                    if self.filter.admits(&event) {
+                        self.late.push(Event::clone(&event));
+                    }
+                }
                 Ok(event) => self.hold(&event),
                 Err(broadcast::error::TryRecvError::Lagged(_)) => {}
                 Err(_) => return,
@@ -234,19 +255,33 @@ impl Follower {
         }
     }
 
-    /// The held `step.started` of `finished`'s step, if any.
+    /// The held (or late) `step.started` of `finished`'s step, if any.
     fn start_of(&mut self, finished: &Event) -> Option<Event> {
         let step = finished.step.as_ref()?;
-        let index = self.held.iter().position(|held| {
+        let of_step = |held: &Event| {
             held.task_id == finished.task_id
                 && held.started.as_ref().is_some_and(|started| started.seq == step.seq)
-        })?;
-        Some(self.held.remove(index))
+        };
+        if let Some(index) = self.held.iter().position(of_step) {
+            return Some(self.held.remove(index));
+        }
+        let index = self.late.iter().position(of_step)?;
+        Some(self.late.remove(index))
     }
 
     /// Sends every event after the cursor; false once the client is gone.
     async fn catch_up(&mut self) -> Result<bool> {
         loop {
+            // A live event held is sent after what this read returns, which must hold every
+            // event committed before it was told (its task's `task.started`). On PostgreSQL
+            // such an event may not be numbered yet (`numbering.rs`): with live events held,
+            // what has committed is numbered first. Without, the numbering rings again.
+            let late = std::mem::take(&mut self.late);
+            self.held.extend(late);
+            self.hold_live(false);
+            if !self.held.is_empty() {
+                self.store.number_events(Some(&self.owner)).await?;
+            }
             // Every event up to `latest` has committed, so the read below sees all of them:
             // past the last one it returns, the cursor may skip to `latest`.
             let owner = std::slice::from_ref(&self.owner);
@@ -255,8 +290,10 @@ impl Follower {
                 self.store.events_after(&self.owner, self.cursor, &self.filter, BATCH).await?;
             // A step's start is told before the step is stored: any step whose end this read
             // returned had its start on the channel before the read began, so holding what is
-            // there now lets the merge below put each start before its end.
-            self.hold_live();
+            // there now lets the merge below put each start before its end. The rest told
+            // since the read began wait for the next read: what was committed before them may
+            // have missed this one.
+            self.hold_live(true);
             let full = i64::try_from(batch.len()).unwrap_or(i64::MAX) >= BATCH;
             for event in batch {
                 if let Some(id) = event.id {

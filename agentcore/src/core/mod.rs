@@ -19,6 +19,7 @@ mod interactions;
 mod mcp;
 mod metrics;
 mod models;
+mod numbering;
 mod onboarding;
 mod quotas;
 mod schedules;
@@ -255,6 +256,8 @@ struct Inner {
     event_poll: std::sync::OnceLock<()>,
     /// Stops that poll and its listener.
     events_stop: tokio::sync::watch::Sender<bool>,
+    /// Numbers events after they commit (PostgreSQL).
+    numbering: numbering::Numbering,
     counters: Counters,
     /// Users' token versions as this node last read them.
     access: tokens::AccessCache,
@@ -296,6 +299,7 @@ impl Core {
         };
         let auth = Auth::new(&secret, config.token_ttl);
         let counters = Counters::new(models.provider_names(), models.priced());
+        let numbering = numbering::Numbering::new(store.commits());
         let inner = Inner {
             store,
             auth,
@@ -317,11 +321,14 @@ impl Core {
             events: Arc::default(),
             event_poll: std::sync::OnceLock::new(),
             events_stop: tokio::sync::watch::channel(false).0,
+            numbering,
             counters,
             access: tokens::AccessCache::default(),
             node_id: uuid::Uuid::new_v4().to_string(),
         };
-        Ok(Self { inner: Arc::new(inner) })
+        let core = Self { inner: Arc::new(inner) };
+        core.start_numbering();
+        Ok(core)
     }
 
     /// Succeeds when the database answers.
@@ -343,6 +350,7 @@ impl Core {
     /// database pool. Later calls fail.
     pub async fn close(&self) {
         self.close_event_streams();
+        self.stop_numbering().await;
         self.inner.mcp.close().await;
         self.inner.store.close().await;
     }

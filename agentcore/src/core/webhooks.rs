@@ -44,6 +44,9 @@ impl Core {
             updated_at: at,
             secret_rotated_at: None,
         };
+        // It gets the events after its creation: every one committed before counts as before,
+        // numbered now if it was not yet (PostgreSQL numbers soon after each commit).
+        super::numbering::announce(self, &self.store().number_events(Some(&who.workspace)).await?);
         self.store().insert_webhook(&who.workspace, &record, MAX_WEBHOOKS).await?;
         let webhook = record.public();
         let after = serde_json::to_value(&webhook).ok();

@@ -13,11 +13,13 @@
 //! sqlx in its bounds. What this costs: one small vector of arguments per statement.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use sqlx::postgres::{PgConnection, PgRow};
 use sqlx::sqlite::{SqliteConnection, SqliteRow};
 use sqlx::{Arguments as _, FromRow, Pool, Postgres, Sqlite, Transaction};
+use tokio::sync::Notify;
 
 use super::readers::Read;
 use super::script::Scripts;
@@ -36,6 +38,9 @@ pub(crate) trait SqlStore: Send + Sync {
     fn begin_write(&self) -> impl Future<Output = Result<Tx>> + Send;
     /// SQLite's batcher of whole transactions (`script.rs`); None on PostgreSQL.
     fn scripts(&self) -> Option<&Scripts>;
+    /// Told after each write transaction commits, where events are numbered after their
+    /// commit (PostgreSQL: see `EventStore::number_events`); None on SQLite.
+    fn commits(&self) -> Option<&Arc<Notify>>;
     /// Starts listening for other nodes' wake-ups, where the backend has them.
     fn listener(
         &self,
@@ -85,24 +90,28 @@ impl<'c> From<&'c mut PgConnection> for Ex<'c> {
     }
 }
 
-/// A write transaction on either backend.
+/// A write transaction on either backend; PostgreSQL's tells the store's `commits` once it
+/// has committed.
 pub(crate) enum Tx {
     Sqlite(Transaction<'static, Sqlite>),
-    Postgres(Transaction<'static, Postgres>),
+    Postgres(Transaction<'static, Postgres>, Arc<Notify>),
 }
 
 impl Tx {
     pub(crate) fn dialect(&self) -> Backend {
         match self {
             Tx::Sqlite(_) => Backend::Sqlite,
-            Tx::Postgres(_) => Backend::Postgres,
+            Tx::Postgres(..) => Backend::Postgres,
         }
     }
 
     pub(crate) async fn commit(self) -> Result<()> {
         match self {
             Tx::Sqlite(tx) => tx.commit().await?,
-            Tx::Postgres(tx) => tx.commit().await?,
+            Tx::Postgres(tx, commits) => {
+                tx.commit().await?;
+                commits.notify_one();
+            }
         }
         Ok(())
     }
@@ -112,7 +121,7 @@ impl<'c> From<&'c mut Tx> for Ex<'c> {
     fn from(tx: &'c mut Tx) -> Self {
         match tx {
             Tx::Sqlite(tx) => Ex::Sqlite(tx),
-            Tx::Postgres(tx) => Ex::Postgres(tx),
+            Tx::Postgres(tx, _) => Ex::Postgres(tx),
         }
     }
 }

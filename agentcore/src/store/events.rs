@@ -1,6 +1,11 @@
 //! Events: the numbered announcements of an owner's activity entries and stored steps, which
-//! the database's triggers write in the same transaction (migration `0016_events.sql`), and
+//! the database's triggers write in the same transaction (migration `0016_live_runs.sql`), and
 //! the retries of model calls, written here. Read back joined to what they announce.
+//!
+//! SQLite numbers each event as it is written (its one writer commits in that order).
+//! PostgreSQL's triggers only stage them, and [`EventStore::number_events`] numbers what has
+//! committed (migration `0027_events_numbered_after_commit.sql`): numbering at the commit held
+//! the owner's counter, and a notification, through every event-writing commit.
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -40,6 +45,11 @@ pub trait EventStore: Send + Sync {
     async fn event_bounds(&self, owner: &WorkspaceId) -> Result<EventBounds>;
     /// The latest event id of each of `owners` that has any (at most 100 owners a call).
     async fn latest_events(&self, owners: &[WorkspaceId]) -> Result<Vec<(WorkspaceId, i64)>>;
+    /// Numbers the events of `owner` (of every owner, when `None`) that have committed and
+    /// have no number yet, at most 100 owners a call, and tells every node
+    /// (`events:<owner>`); returns the owners whose events it numbered. On SQLite, which
+    /// numbers events as they are written, there is nothing to do.
+    async fn number_events(&self, owner: Option<&WorkspaceId>) -> Result<Vec<WorkspaceId>>;
     /// Records that a model call of the task failed for now and will be tried again.
     async fn record_retry(
         &self,
@@ -121,6 +131,22 @@ impl<S: SqlStore> EventStore for S {
         Ok(rows.into_iter().map(|(owner, seq)| (WorkspaceId::from_trusted(owner), seq)).collect())
     }
 
+    async fn number_events(&self, owner: Option<&WorkspaceId>) -> Result<Vec<WorkspaceId>> {
+        if self.dialect() == Backend::Sqlite {
+            return Ok(Vec::new());
+        }
+        let numbered = housekeeping(self.storage_health(), async {
+            let owners = query_scalar::<String>(sql::NUMBER)
+                .bind(owner.map(WorkspaceId::as_str))
+                .bind(NUMBERED_OWNERS)
+                .fetch_all(self.writer())
+                .await?;
+            Ok(owners)
+        })
+        .await?;
+        Ok(numbered.into_iter().map(WorkspaceId::from_trusted).collect())
+    }
+
     async fn record_retry(
         &self,
         owner: &WorkspaceId,
@@ -149,6 +175,10 @@ impl<S: SqlStore> EventStore for S {
     }
 }
 
+/// Owners one [`EventStore::number_events`] call numbers at most: one transaction holds each
+/// one's counter until it ends.
+pub(crate) const NUMBERED_OWNERS: i32 = 100;
+
 /// The columns every event row has; the source's columns are read as their own records.
 #[derive(Debug, sqlx::FromRow)]
 struct EventHead {
@@ -168,8 +198,8 @@ fn read<T>(row: Option<std::result::Result<T, sqlx::Error>>) -> Result<T> {
 
 impl Backend {
     /// How a retry's event is written (`$1` owner, `$2` agent, `$3` task, `$4` data, `$5` time):
-    /// through `record_event` on PostgreSQL (which numbers it under the owner's lock and
-    /// notifies), as the triggers do on SQLite.
+    /// through `record_event` on PostgreSQL (which stages it for numbering), as the triggers
+    /// do on SQLite.
     pub(crate) const fn record_retry(self) -> &'static [&'static str] {
         match self {
             Backend::Sqlite => &[
@@ -201,6 +231,8 @@ mod sql {
         AND ($3 IS NULL OR e.agent_id = $3) AND ($4 IS NULL OR e.task_id = $4) \
         ORDER BY e.seq LIMIT $5";
     pub(super) const LATEST: &str = "SELECT seq FROM event_seqs WHERE owner_id = $1";
+    /// PostgreSQL only: `$1` the owner (every owner when null), `$2` at most this many owners.
+    pub(super) const NUMBER: &str = "SELECT number_events($1, $2)";
     pub(super) const OLDEST: &str = "SELECT MIN(seq) FROM events WHERE owner_id = $1";
     /// The latest event of each of `count` owners (`$1`...).
     pub(super) fn latest_of(count: usize) -> String {

@@ -63,6 +63,7 @@ pub use audit::{AuditFilter, AuditStore};
 pub use billing::{BillingStore, UserPlan};
 pub use budget::{BudgetStore, UserBudget};
 pub use chat::{ChatStore, ConnectionRecord};
+pub(crate) use events::NUMBERED_OWNERS;
 pub use events::{EventBounds, EventStore};
 pub use health::{StorageFaultCounts, StorageHealth};
 pub use mcp::{McpServerRecord, McpStore};
@@ -216,6 +217,11 @@ pub trait Store:
     /// Whether writes work: every write this store makes reports its outcome here.
     fn health(&self) -> &StorageHealth;
 
+    /// Told after each write transaction commits, where events are numbered after their
+    /// commit ([`EventStore::number_events`]: PostgreSQL); None where they are numbered as
+    /// they are written (SQLite).
+    fn commits(&self) -> Option<Arc<tokio::sync::Notify>>;
+
     /// Closes every connection; later calls fail.
     async fn close(&self);
 
@@ -288,7 +294,7 @@ pub enum Signal {
     Claimable,
     /// Every token of this user was revoked (a logout).
     Revoked(UserId),
-    /// This workspace's events grew (PostgreSQL's `record_event` sends it at commit).
+    /// This workspace's events grew (PostgreSQL's `number_events` sends it as it numbers them).
     Events(WorkspaceId),
     /// Who belongs to this workspace, or with which role, changed.
     Members(WorkspaceId),
@@ -311,7 +317,7 @@ pub enum Notice {
     /// Every token of this user was revoked: `revoked:<user>`.
     Revoked(UserId),
     /// This workspace's events grew: `events:<workspace>` (sent by the database itself, see
-    /// `record_event` in the migrations).
+    /// `number_events` in the migrations).
     Events(WorkspaceId),
     /// Who belongs to this workspace, or with which role, changed: `members:<workspace>`.
     Members(WorkspaceId),

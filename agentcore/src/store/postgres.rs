@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 use sqlx::{Pool, Postgres};
+use tokio::sync::Notify;
 
 use super::db::{Ex, Reader, SqlStore, Tx};
 use super::readers::Readers;
@@ -24,6 +25,8 @@ pub struct PostgresStore {
     pool: Pool<Postgres>,
     readers: Readers<Postgres>,
     health: Arc<StorageHealth>,
+    /// Told after each write transaction commits: its events want numbers.
+    commits: Arc<Notify>,
 }
 
 /// A pooled connection idle longer than this is pinged before it is used again.
@@ -53,7 +56,7 @@ impl PostgresStore {
         sqlx::migrate!("./migrations/postgres").run(&pool).await?;
         let health = Arc::new(StorageHealth::new(url.redacted()));
         let readers = Readers::new(options, READERS, Some(TEST_IDLE_AFTER));
-        Ok(Self { pool, readers, health })
+        Ok(Self { pool, readers, health, commits: Arc::default() })
     }
 }
 
@@ -76,13 +79,17 @@ impl SqlStore for PostgresStore {
     }
 
     async fn begin_write(&self) -> Result<Tx> {
-        Ok(Tx::Postgres(self.pool.begin().await?))
+        Ok(Tx::Postgres(self.pool.begin().await?, Arc::clone(&self.commits)))
     }
 
     /// Statements go one by one: PostgreSQL takes no multi-statement query with parameters,
     /// and its transactions do not stop other writers.
     fn scripts(&self) -> Option<&Scripts> {
         None
+    }
+
+    fn commits(&self) -> Option<&Arc<Notify>> {
+        Some(&self.commits)
     }
 
     /// Listens on the wake-up channel, reconnecting after a lost connection (and then asking

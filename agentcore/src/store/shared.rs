@@ -147,6 +147,10 @@ impl<S: SqlStore + std::fmt::Debug + 'static> Store for S {
         self.storage_health()
     }
 
+    fn commits(&self) -> Option<std::sync::Arc<tokio::sync::Notify>> {
+        SqlStore::commits(self).cloned()
+    }
+
     async fn ping(&self) -> Result<()> {
         query("SELECT 1").execute(&mut self.read().await?).await?;
         Ok(())

@@ -116,6 +116,11 @@ impl SqlStore for SqliteStore {
         Some(&self.scripts)
     }
 
+    /// SQLite numbers events as they are written: nobody waits for a commit.
+    fn commits(&self) -> Option<&std::sync::Arc<tokio::sync::Notify>> {
+        None
+    }
+
     /// One process per file in practice: wake-ups stay in process, with the fallback poll for
     /// anything else.
     fn listener(

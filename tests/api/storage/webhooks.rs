@@ -6,6 +6,8 @@ use agentcore::domain::event::EventType;
 use agentcore::domain::webhook::{AttemptOutcome, WebhookId};
 use agentcore::store::{AttemptWrite, NewDelivery, Recorded, WebhookRecord};
 
+use crate::helpers::Backend;
+
 backend_tests! { store;
     two_nodes_fan_out_an_event_once_and_one_holds_each_attempt,
 }
@@ -46,6 +48,11 @@ async fn two_nodes_fan_out_an_event_once_and_one_holds_each_attempt(store: TestS
     )
     .await
     .unwrap();
+    // PostgreSQL numbers events after their commit (a node does right after it wrote them).
+    let numbered = s.number_events(None).await.unwrap();
+    if store.db.backend == Backend::Postgres {
+        assert_eq!(numbered, [owner.ws()]);
+    }
     let due = s.fanout_due(100).await.unwrap();
     assert_eq!(due, vec![(owner.ws(), 0)]);
     let latest = s.event_bounds(&owner.ws()).await.unwrap().latest;

@@ -1,0 +1,115 @@
+//! Numbering events after they commit, on PostgreSQL (migration
+//! `0027_events_numbered_after_commit.sql`): the triggers only stage an event, and
+//! [`EventStore::number_events`](crate::store::EventStore::number_events) gives the committed
+//! ones their numbers, one owner's at a time under its counter's lock, and notifies every node.
+//!
+//! Who numbers, so that no committed event waits long for its number:
+//! - this node, right after it wrote events: each write transaction's commit wakes the loop
+//!   here, and so does [`Core::ring_events`] (for the writes made outside one);
+//! - every node, at least every [`SWEEP`]: what a node killed before numbering left, what
+//!   another process (`agentctl --local`) wrote, what a write that rang no bell staged;
+//! - a stream as it opens (where it starts counts every event committed before it), and
+//!   before a read while it holds live events (`core/events.rs`): a live event is sent after
+//!   what the read returns, which must hold every event committed before it was told;
+//! - [`Core::close`], once, for what this node wrote last.
+//!
+//! SQLite numbers each event as it is written: nothing runs there.
+
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::Duration;
+
+use tokio::sync::{Notify, watch};
+
+use super::{Core, Inner};
+use crate::domain::workspace::WorkspaceId;
+use crate::store::{Backend, NUMBERED_OWNERS};
+
+/// How often every node numbers whatever is left, woken or not.
+pub(crate) const SWEEP: Duration = Duration::from_secs(1);
+
+/// The node's numbering loop: its wake-up and its stop.
+#[derive(Debug)]
+pub(super) struct Numbering {
+    wake: Arc<Notify>,
+    stop: watch::Sender<bool>,
+    started: OnceLock<()>,
+}
+
+impl Numbering {
+    /// Woken by `commits` (the store's, told after each write transaction commits) and by
+    /// [`Core::number_soon`].
+    pub(super) fn new(commits: Option<Arc<Notify>>) -> Self {
+        Numbering {
+            wake: commits.unwrap_or_default(),
+            stop: watch::channel(false).0,
+            started: OnceLock::new(),
+        }
+    }
+}
+
+impl Core {
+    /// Starts the node's numbering loop, once, on PostgreSQL.
+    pub(super) fn start_numbering(&self) {
+        if self.backend() != Backend::Postgres || self.inner.numbering.started.set(()).is_err() {
+            return;
+        }
+        let wake = Arc::clone(&self.inner.numbering.wake);
+        let stop = self.inner.numbering.stop.subscribe();
+        tokio::spawn(run(Arc::downgrade(&self.inner), wake, stop));
+    }
+
+    /// This node wrote events: they are numbered soon (on PostgreSQL).
+    pub(super) fn number_soon(&self) {
+        self.inner.numbering.wake.notify_one();
+    }
+
+    /// Stops the loop and numbers what is left, once: the node is closing.
+    pub(super) async fn stop_numbering(&self) {
+        let _ = self.inner.numbering.stop.send(true);
+        if self.backend() == Backend::Postgres {
+            number_all(self).await;
+        }
+    }
+}
+
+async fn run(inner: Weak<Inner>, wake: Arc<Notify>, mut stop: watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            () = wake.notified() => {}
+            () = tokio::time::sleep(SWEEP) => {}
+            _ = stop.changed() => return,
+        }
+        let Some(inner) = inner.upgrade() else { return };
+        number_all(&Core { inner }).await;
+    }
+}
+
+/// Numbers every owner's committed events, a hundred owners a transaction, and tells this
+/// node's streams and the webhooks' worker of each owner's new events (other nodes hear the
+/// notification each numbering sends).
+async fn number_all(core: &Core) {
+    loop {
+        match core.store().number_events(None).await {
+            Ok(owners) => {
+                announce(core, &owners);
+                if owners.len() < usize::try_from(NUMBERED_OWNERS).unwrap_or(usize::MAX) {
+                    return;
+                }
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot number events; trying again");
+                return;
+            }
+        }
+    }
+}
+
+/// The owners' events were numbered: their streams here read, the webhooks' worker looks.
+pub(super) fn announce(core: &Core, owners: &[WorkspaceId]) {
+    for owner in owners {
+        core.inner.events.ring(owner);
+    }
+    if !owners.is_empty() {
+        core.wakeups().webhooks.notify_one();
+    }
+}
