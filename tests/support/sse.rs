@@ -99,6 +99,10 @@ impl Sse {
             let (mut id, mut event, mut data) = (None, String::from("message"), String::new());
             let mut fields = false;
             for line in block.lines() {
+                // The block's last line break leaves an empty line: no field.
+                if line.is_empty() {
+                    continue;
+                }
                 if line.starts_with(':') {
                     self.comments += 1;
                     continue;
