@@ -1,0 +1,1 @@
+SELECT number_events(NULL, 100);
