@@ -2,7 +2,8 @@
 //!
 //! A stream (`Core::events`) subscribes for its owner. The events themselves are in the
 //! database; what reaches a subscriber here is only "look again" (the owner's bell), rung by
-//! this node's own writes, by PostgreSQL's notifications of any node's commits, and by a poll
+//! this node's own writes, by PostgreSQL's notifications (sent as any node numbers events, see
+//! `core/numbering.rs`), by this node's numbering, and by a poll
 //! of the owners' latest event ids (what another process on the same SQLite file wrote, or a
 //! notification lost while the listener reconnected). Live-only events (a step starting) are
 //! broadcast to the owner's subscribers on this node as they happen.

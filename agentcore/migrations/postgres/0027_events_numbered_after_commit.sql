@@ -45,7 +45,7 @@ END
 $$;
 
 -- Numbers the committed staged events of `p_owner` (every owner's when NULL), at most
--- `p_limit` owners a call; returns the owners whose events it numbered. Each statement in
+-- `p_limit` owners a call, those waiting longest first; returns the owners whose events it numbered. Each statement in
 -- this function reads with a snapshot of its own (READ COMMITTED): the move below, taken
 -- after the owner's lock, sees every event committed before it, and none that a numbering
 -- which held the lock before has moved.
@@ -56,10 +56,14 @@ DECLARE
     v_latest BIGINT;
     v_last BIGINT;
 BEGIN
+    -- The owners whose events have waited longest (no owner waits behind others' busy ones),
+    -- locked in name order.
     FOR v_owner IN
-        SELECT DISTINCT p.owner_id FROM pending_events p
-        WHERE p_owner IS NULL OR p.owner_id = p_owner
-        ORDER BY p.owner_id LIMIT p_limit
+        SELECT w.owner_id FROM (
+            SELECT p.owner_id, min(p.id) AS oldest FROM pending_events p
+            WHERE p_owner IS NULL OR p.owner_id = p_owner
+            GROUP BY p.owner_id ORDER BY oldest LIMIT p_limit
+        ) w ORDER BY w.owner_id
     LOOP
         INSERT INTO event_seqs (owner_id, seq) VALUES (v_owner, 0) ON CONFLICT DO NOTHING;
         SELECT s.seq INTO v_latest FROM event_seqs s WHERE s.owner_id = v_owner FOR UPDATE;

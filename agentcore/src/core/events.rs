@@ -56,8 +56,12 @@ impl Core {
         // Where the stream starts is read before it subscribes to live events: a live event
         // told before this point is not sent, so none can come after its own step's end.
         // Every event committed so far counts as before the stream (numbered now if it was
-        // not yet, as a PostgreSQL node does soon after each commit).
-        numbering::announce(self, &self.store().number_events(Some(owner)).await?);
+        // not yet, as a PostgreSQL node does soon after each commit). A numbering that fails
+        // (a full disk) leaves them to be sent as new: no reason to refuse the stream.
+        match self.store().number_events(Some(owner)).await {
+            Ok(owners) => numbering::announce(self, &owners),
+            Err(error) => tracing::debug!(%error, "cannot number events before a stream"),
+        }
         let bounds = self.store().event_bounds(owner).await?;
         let limit = self.quotas().streams_per_user;
         let subscription = match self.inner.events.subscribe(owner, limit) {
@@ -279,8 +283,11 @@ impl Follower {
             let late = std::mem::take(&mut self.late);
             self.held.extend(late);
             self.hold_live(false);
-            if !self.held.is_empty() {
-                self.store.number_events(Some(&self.owner)).await?;
+            if !self.held.is_empty()
+                && let Err(error) = self.store.number_events(Some(&self.owner)).await
+            {
+                // What is numbered is still read and sent.
+                tracing::debug!(%error, "cannot number events before a read");
             }
             // Every event up to `latest` has committed, so the read below sees all of them:
             // past the last one it returns, the cursor may skip to `latest`.

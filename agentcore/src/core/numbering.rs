@@ -22,7 +22,7 @@ use tokio::sync::{Notify, watch};
 
 use super::{Core, Inner};
 use crate::domain::workspace::WorkspaceId;
-use crate::store::{Backend, NUMBERED_OWNERS};
+use crate::store::Backend;
 
 /// How often every node numbers whatever is left, woken or not.
 pub(crate) const SWEEP: Duration = Duration::from_secs(1);
@@ -75,24 +75,31 @@ impl Core {
 async fn run(inner: Weak<Inner>, wake: Arc<Notify>, mut stop: watch::Receiver<bool>) {
     loop {
         tokio::select! {
+            biased;
+            _ = stop.changed() => return,
             () = wake.notified() => {}
             () = tokio::time::sleep(SWEEP) => {}
-            _ = stop.changed() => return,
         }
         let Some(inner) = inner.upgrade() else { return };
         number_all(&Core { inner }).await;
     }
 }
 
-/// Numbers every owner's committed events, a hundred owners a transaction, and tells this
-/// node's streams and the webhooks' worker of each owner's new events (other nodes hear the
+/// Calls of one round at most: under a steady stream of commits the round ends, and the
+/// next begins at the next wake-up (stopping is looked at in between).
+const CALLS_PER_ROUND: usize = 10;
+
+/// Numbers every owner's committed events, a hundred owners a transaction (those waiting
+/// longest first), until none is left or [`CALLS_PER_ROUND`] calls, and tells this node's
+/// streams and the webhooks' worker of each owner's new events (other nodes hear the
 /// notification each numbering sends).
 async fn number_all(core: &Core) {
-    loop {
+    for _ in 0..CALLS_PER_ROUND {
         match core.store().number_events(None).await {
             Ok(owners) => {
                 announce(core, &owners);
-                if owners.len() < usize::try_from(NUMBERED_OWNERS).unwrap_or(usize::MAX) {
+                // None numbered: none left, or another numbering took them.
+                if owners.is_empty() {
                     return;
                 }
             }

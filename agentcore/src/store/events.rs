@@ -177,7 +177,7 @@ impl<S: SqlStore> EventStore for S {
 
 /// Owners one [`EventStore::number_events`] call numbers at most: one transaction holds each
 /// one's counter until it ends.
-pub(crate) const NUMBERED_OWNERS: i32 = 100;
+const NUMBERED_OWNERS: i32 = 100;
 
 /// The columns every event row has; the source's columns are read as their own records.
 #[derive(Debug, sqlx::FromRow)]

@@ -63,7 +63,6 @@ pub use audit::{AuditFilter, AuditStore};
 pub use billing::{BillingStore, UserPlan};
 pub use budget::{BudgetStore, UserBudget};
 pub use chat::{ChatStore, ConnectionRecord};
-pub(crate) use events::NUMBERED_OWNERS;
 pub use events::{EventBounds, EventStore};
 pub use health::{StorageFaultCounts, StorageHealth};
 pub use mcp::{McpServerRecord, McpStore};

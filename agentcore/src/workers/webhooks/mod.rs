@@ -1,7 +1,8 @@
 //! Outbound webhooks' delivery: the fan-out of each owner's new events into deliveries, and
 //! the attempts.
 //!
-//! The events table numbers each owner's events in commit order; a cursor per owner with
+//! The events table numbers each owner's events 1, 2, 3... (a number, once visible, has every
+//! event before it visible too; on PostgreSQL soon after their commit); a cursor per owner with
 //! endpoints marks the last one turned into deliveries. The fan-out reads the events past it
 //! (a bounded batch), renders each body once, and inserts the deliveries for the enabled
 //! endpoints that ask for the event's type, moving the cursor in the same transaction
