@@ -22,6 +22,7 @@
 
 pub mod app;
 pub mod browser;
+pub mod closed_port;
 pub mod crash;
 pub mod db;
 pub mod fake_discord;

@@ -5,6 +5,7 @@
 
 use super::*;
 use crate::otlp_receiver::{OtlpReceiver, ReceivedSpan};
+use support::closed_port::ClosedPort;
 
 backend_tests! { db;
     a_run_of_three_model_calls_is_one_trace_continuing_the_request_that_added_it,
@@ -346,11 +347,8 @@ async fn a_run_resumed_by_another_process_after_kill_9_continues_the_same_trace(
 
 async fn runs_complete_when_the_collector_is_gone_and_the_lost_spans_are_counted(db: TestDb) {
     let models = FakeModels::start().await;
-    // A port nothing listens on.
-    let closed = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        format!("http://{}", listener.local_addr().unwrap())
-    };
+    let refusing = ClosedPort::new();
+    let closed = format!("http://{}", refusing.address());
     let data_dir = tempfile::tempdir().unwrap();
     let server = Server::start(&tracing_env(&db, &data_dir, &models, &closed)).await;
     let token = server.register("nocollector@example.com").await;

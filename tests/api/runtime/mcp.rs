@@ -14,6 +14,7 @@ use crate::helpers::{
 };
 use agentcore::domain::mcp::McpServerName;
 use agentcore::mcp::{McpConfig, McpServerConfig, McpTransport};
+use support::closed_port::ClosedPort;
 use support::mcp_server::McpHttpServer;
 
 backend_tests! { db;
@@ -160,9 +161,8 @@ async fn twenty_tasks_of_three_steps_initialise_the_session_once_and_list_the_to
 
 async fn the_tool_list_shows_each_servers_tools_or_why_it_is_unreachable(db: TestDb) {
     let server = McpHttpServer::start().await;
-    let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let dead = format!("http://{}/mcp", closed.local_addr().unwrap());
-    drop(closed);
+    let closed = ClosedPort::new();
+    let dead = format!("http://{}/mcp", closed.address());
     let mut config = http_server("calc", &server.url, Duration::from_secs(5));
     config.servers.extend(http_server("gone", &dead, Duration::from_secs(5)).servers);
     let app = app_with(db, |o| o.mcp = config).await;

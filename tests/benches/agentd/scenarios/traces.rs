@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::otlp_receiver::OtlpReceiver;
+use support::closed_port::ClosedPort;
 
 const AGENTS: usize = 100;
 const TASKS: usize = 20;
@@ -20,6 +21,7 @@ pub(crate) async fn traces(backend: Backend, report: &mut Report) {
     let mut baseline = None;
     for collector in [Collector::None, Collector::Live, Collector::Dead] {
         let receiver = OtlpReceiver::start().await;
+        let refusing = ClosedPort::new();
         let mut env = Vec::new();
         let what = match collector {
             Collector::None => "none",
@@ -28,9 +30,7 @@ pub(crate) async fn traces(backend: Backend, report: &mut Report) {
                 "live receiver"
             }
             Collector::Dead => {
-                let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-                let closed = format!("http://{}", listener.local_addr().unwrap());
-                drop(listener);
+                let closed = format!("http://{}", refusing.address());
                 env.push(("OTEL_EXPORTER_OTLP_ENDPOINT", closed));
                 "dead receiver (closed port)"
             }
