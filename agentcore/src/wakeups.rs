@@ -2,9 +2,10 @@
 //!
 //! In process, adding a task, starting an agent or retrying a task wakes the agent's worker, or
 //! the runtime's dispatcher when no worker runs it on this node; queueing a post wakes the
-//! outbox's dispatcher. On PostgreSQL the same changes also publish `pg_notify` at commit
-//! (see the store), and the listener feeds what other nodes published back in here. A slow
-//! fallback poll in each worker covers whatever is missed.
+//! outbox's dispatcher. On PostgreSQL the same changes also publish `pg_notify` once they
+//! have committed (the store's `wake_after_commit.rs`), and the listener feeds what other
+//! nodes published back in here. A slow fallback poll in each worker covers whatever is
+//! missed, a wake-up lost with a node killed between a commit and its send included.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};

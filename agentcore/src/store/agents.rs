@@ -244,7 +244,7 @@ impl<S: SqlStore> AgentStore for S {
             }
             // The node running the agent must hear of any move, also away from `active`.
             if next.status == AgentStatus::Active || next.status != current.status {
-                notify(&mut tx, &AgentKey::new(owner.as_str(), id.as_str())).await?;
+                notify(&mut tx, &AgentKey::new(owner.as_str(), id.as_str()));
             }
             tx.commit().await?;
             Ok(change.agent)
@@ -261,7 +261,7 @@ impl<S: SqlStore> AgentStore for S {
                 .bind(id.as_str())
                 .execute(&mut tx)
                 .await?;
-            notify(&mut tx, &AgentKey::new(owner.as_str(), id.as_str())).await?;
+            notify(&mut tx, &AgentKey::new(owner.as_str(), id.as_str()));
             tx.commit().await?;
             Ok(())
         })

@@ -296,7 +296,7 @@ impl<S: SqlStore> ApprovalStore for S {
                     None => {}
                 }
             }
-            notify(&mut tx, &AgentKey::new(owner.as_str(), agent.as_str())).await?;
+            notify(&mut tx, &AgentKey::new(owner.as_str(), agent.as_str()));
             tx.commit().await?;
             Ok(Decided { owner, approval, message })
         })

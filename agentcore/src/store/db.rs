@@ -23,7 +23,8 @@ use tokio::sync::Notify;
 
 use super::readers::Read;
 use super::script::Scripts;
-use super::{Backend, StorageHealth, Wake};
+use super::wake_after_commit::WakeAfterCommit;
+use super::{Backend, Notice, StorageHealth, Wake};
 use crate::error::Result;
 
 /// What a backend's store gives the areas: its dialect, its connections and its health.
@@ -41,6 +42,9 @@ pub(crate) trait SqlStore: Send + Sync {
     /// Told after each write transaction commits, where events are numbered after their
     /// commit (PostgreSQL: see `EventStore::number_events`); None on SQLite.
     fn commits(&self) -> Option<&Arc<Notify>>;
+    /// Sends wake-ups after a commit made outside a transaction (`add_task`); None where the
+    /// backend has no notifications (SQLite).
+    fn wakes(&self) -> Option<&WakeAfterCommit>;
     /// Starts listening for other nodes' wake-ups, where the backend has them.
     fn listener(
         &self,
@@ -90,11 +94,21 @@ impl<'c> From<&'c mut PgConnection> for Ex<'c> {
     }
 }
 
-/// A write transaction on either backend; PostgreSQL's tells the store's `commits` once it
-/// has committed.
+/// A write transaction on either backend; PostgreSQL's, once it has committed, tells the
+/// store's `commits` and sends the wake-ups it noted.
 pub(crate) enum Tx {
     Sqlite(Transaction<'static, Sqlite>),
-    Postgres(Transaction<'static, Postgres>, Arc<Notify>),
+    Postgres(Transaction<'static, Postgres>, AfterCommit),
+}
+
+/// What a PostgreSQL transaction does once it has committed.
+pub(crate) struct AfterCommit {
+    /// The store's: told of every commit (events want numbers).
+    pub(crate) commits: Arc<Notify>,
+    /// The store's sender of wake-ups (`wake_after_commit.rs`).
+    pub(crate) wakes: Arc<WakeAfterCommit>,
+    /// This transaction's wake-ups.
+    pub(crate) noted: Vec<Notice>,
 }
 
 impl Tx {
@@ -105,12 +119,23 @@ impl Tx {
         }
     }
 
+    /// Wakes the nodes with `notice` once this transaction has committed (PostgreSQL; SQLite's
+    /// wake-ups stay in the process, rung by the facade).
+    pub(crate) fn wake(&mut self, notice: Notice) {
+        if let Tx::Postgres(_, after) = self {
+            after.noted.push(notice);
+        }
+    }
+
     pub(crate) async fn commit(self) -> Result<()> {
         match self {
             Tx::Sqlite(tx) => tx.commit().await?,
-            Tx::Postgres(tx, commits) => {
+            Tx::Postgres(tx, after) => {
                 tx.commit().await?;
-                commits.notify_one();
+                after.commits.notify_one();
+                if !after.noted.is_empty() {
+                    after.wakes.send(after.noted);
+                }
             }
         }
         Ok(())

@@ -40,6 +40,7 @@ mod steps;
 mod tasks;
 mod triggers;
 mod users;
+mod wake_after_commit;
 mod webhook_deliveries;
 mod webhooks;
 mod workspaces;

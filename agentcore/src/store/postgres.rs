@@ -8,9 +8,10 @@ use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 use sqlx::{Pool, Postgres};
 use tokio::sync::Notify;
 
-use super::db::{Ex, Reader, SqlStore, Tx};
+use super::db::{AfterCommit, Ex, Reader, SqlStore, Tx};
 use super::readers::Readers;
 use super::script::Scripts;
+use super::wake_after_commit::WakeAfterCommit;
 use super::{Backend, DatabaseUrl, Notice, Signal, StorageHealth, Wake};
 use crate::error::Result;
 
@@ -27,6 +28,8 @@ pub struct PostgresStore {
     health: Arc<StorageHealth>,
     /// Told after each write transaction commits: its events want numbers.
     commits: Arc<Notify>,
+    /// Sends agents' wake-ups after their changes commit.
+    wakes: Arc<WakeAfterCommit>,
 }
 
 /// A pooled connection idle longer than this is pinged before it is used again.
@@ -56,7 +59,8 @@ impl PostgresStore {
         sqlx::migrate!("./migrations/postgres").run(&pool).await?;
         let health = Arc::new(StorageHealth::new(url.redacted()));
         let readers = Readers::new(options, READERS, Some(TEST_IDLE_AFTER));
-        Ok(Self { pool, readers, health, commits: Arc::default() })
+        let wakes = WakeAfterCommit::start(pool.clone());
+        Ok(Self { pool, readers, health, commits: Arc::default(), wakes })
     }
 }
 
@@ -79,7 +83,12 @@ impl SqlStore for PostgresStore {
     }
 
     async fn begin_write(&self) -> Result<Tx> {
-        Ok(Tx::Postgres(self.pool.begin().await?, Arc::clone(&self.commits)))
+        let after = AfterCommit {
+            commits: Arc::clone(&self.commits),
+            wakes: Arc::clone(&self.wakes),
+            noted: Vec::new(),
+        };
+        Ok(Tx::Postgres(self.pool.begin().await?, after))
     }
 
     /// Statements go one by one: PostgreSQL takes no multi-statement query with parameters,
@@ -90,6 +99,10 @@ impl SqlStore for PostgresStore {
 
     fn commits(&self) -> Option<&Arc<Notify>> {
         Some(&self.commits)
+    }
+
+    fn wakes(&self) -> Option<&WakeAfterCommit> {
+        Some(&self.wakes)
     }
 
     /// Listens on the wake-up channel, reconnecting after a lost connection (and then asking
@@ -145,6 +158,7 @@ impl SqlStore for PostgresStore {
     }
 
     async fn close_pools(&self) {
+        self.wakes.stop().await;
         self.readers.close().await;
         self.pool.close().await;
     }

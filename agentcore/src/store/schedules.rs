@@ -398,11 +398,7 @@ impl<S: SqlStore> ScheduleStore for S {
                 next.skip_noted = write.skip_noted;
                 write_schedule(&mut tx, &next).await?;
                 if queued > 0 && active {
-                    notify(
-                        &mut tx,
-                        &AgentKey::new(owner.as_str(), agent.as_str()),
-                    )
-                    .await?;
+                    notify(&mut tx, &AgentKey::new(owner.as_str(), agent.as_str()));
                 }
                 tx.commit().await?;
                 Ok(Some(queued))

@@ -58,12 +58,15 @@ pub(super) fn nth_instant(at: DateTime<Utc>, nth: usize) -> DateTime<Utc> {
     at + chrono::Duration::microseconds(i64::try_from(nth).unwrap_or(0))
 }
 
-/// Tells every node that the agent may have work, when the transaction commits.
-pub(super) async fn notify(tx: &mut Tx, agent: &AgentKey) -> Result<()> {
-    publish(tx, &Notice::Agent(agent.clone())).await
+/// Tells every node that the agent may have work, once the transaction has committed
+/// (`wake_after_commit.rs`).
+pub(super) fn notify(tx: &mut Tx, agent: &AgentKey) {
+    tx.wake(Notice::Agent(agent.clone()));
 }
 
-/// Publishes `notice` on the wake-up channel at commit (a no-op without notifications).
+/// Publishes `notice` on the wake-up channel at commit, inside the transaction (a no-op
+/// without notifications): for the notices that revoke something, which may not be lost
+/// between a commit and a send as an agent's wake-up may.
 pub(super) async fn publish<'c>(ex: impl Into<Ex<'c>>, notice: &Notice) -> Result<()> {
     let ex = ex.into();
     if let Some(statement) = ex.dialect().notify() {

@@ -121,6 +121,10 @@ impl SqlStore for SqliteStore {
         None
     }
 
+    fn wakes(&self) -> Option<&super::wake_after_commit::WakeAfterCommit> {
+        None
+    }
+
     /// One process per file in practice: wake-ups stay in process, with the fallback poll for
     /// anything else.
     fn listener(

@@ -340,7 +340,7 @@ async fn apply_effect(
             }
             let created = Task::delegated(agent, new.clone(), own.as_str(), &creator, at);
             write_task(tx, owner, &created, &said::task_created(&created, own)).await?;
-            notify(tx, &AgentKey::new(owner.as_str(), agent.as_str())).await?;
+            notify(tx, &AgentKey::new(owner.as_str(), agent.as_str()));
             Ok(Ok(said::task_queued(&created, agent)))
         }
     }

@@ -391,7 +391,7 @@ impl<S: SqlStore> TriggerStore for S {
             }
             query(sql::COUNT_CALL).bind(id.as_str()).bind(now).execute(&mut tx).await?;
             if status == AgentStatus::Active {
-                notify(&mut tx, &AgentKey::new(owner.as_str(), agent.as_str())).await?;
+                notify(&mut tx, &AgentKey::new(owner.as_str(), agent.as_str()));
             }
             tx.commit().await?;
             Ok(CallOutcome::Accepted { task_id: task.id, agent_status: status })

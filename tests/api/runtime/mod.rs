@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use crate::fake_models::{FakeModels, Script};
 use crate::helpers::{Options, TestApp, TestDb, User, backend_tests, eventually};
 
+mod across_nodes;
 mod bound;
 mod budget;
 mod caching;

@@ -9,6 +9,7 @@ use sqlx::Row as _;
 
 use super::{AddedTask, creator, trace_of};
 use crate::domain::activity::NewActivity;
+use crate::domain::agent::AgentStatus;
 use crate::domain::runtime::AgentKey;
 use crate::domain::task::Task;
 use crate::domain::trace::TraceContext;
@@ -17,6 +18,7 @@ use crate::error::{Error, Resource, Result};
 use crate::store::Notice;
 use crate::store::db::{Ex, query_as};
 use crate::store::script::{Script, Scripts, Value};
+use crate::store::wake_after_commit::WakeAfterCommit;
 
 /// SQLite: the add as one script (`sql::INSERT_TASK_SCRIPT`).
 pub(super) async fn by_script(
@@ -51,9 +53,11 @@ pub(super) async fn by_script(
 }
 
 /// PostgreSQL: the add as one call of `add_task`, on the writer pool outside a transaction
-/// (the statement commits as it ends).
+/// (the statement commits as it ends); then, for an active agent, the nodes' wake-up through
+/// `wakes` (`store/wake_after_commit.rs`).
 pub(super) async fn by_function(
     writer: Ex<'_>,
+    wakes: Option<&WakeAfterCommit>,
     owner: &WorkspaceId,
     task: &Task,
     activity: &NewActivity,
@@ -80,7 +84,13 @@ pub(super) async fn by_function(
         .bind(wake.to_payload())
         .fetch_optional(writer)
         .await?;
-    added(task, row)
+    let added = added(task, row)?;
+    if added.agent_status == AgentStatus::Active
+        && let Some(wakes) = wakes
+    {
+        wakes.send([wake]);
+    }
+    Ok(added)
 }
 
 /// What an add answered: the agent's status and the creation time stored, or nothing when
@@ -93,10 +103,11 @@ fn added(task: &Task, row: Option<(String, chrono::DateTime<chrono::Utc>)>) -> R
 
 /// The statements of an add.
 pub(super) mod sql {
-    /// PostgreSQL: `add_task` (migration 0025) with the task (`$1` id, `$2` owner, `$3`
-    /// agent, `$4` title, `$5` description, `$6` priority, `$7` the node's time, `$8` depth,
-    /// `$9`, `$10` the creating agent and task, `$11`, `$12` the trace id and parent span id),
-    /// its entry (`$13` action, `$14` details, `$15` task id) and the wake-up (`$16`).
+    /// PostgreSQL: `add_task` (migrations 0025 and 0028) with the task (`$1` id, `$2` owner,
+    /// `$3` agent, `$4` title, `$5` description, `$6` priority, `$7` the node's time, `$8`
+    /// depth, `$9`, `$10` the creating agent and task, `$11`, `$12` the trace id and parent
+    /// span id), its entry (`$13` action, `$14` details, `$15` task id) and the wake-up (`$16`,
+    /// which the function no longer sends: the caller does, after the commit).
     pub(crate) const ADD_TASK: &str = "SELECT agent_status, stored_at FROM add_task($1, $2, $3, \
         $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)";
     /// [`crate::domain::task::creation_time`] in SQLite's SQL: `latest` (text, may be null) and

@@ -81,7 +81,7 @@ impl<S: SqlStore> TaskStore for S {
         watched(self.storage_health(), async {
             match self.scripts() {
                 Some(scripts) => add::by_script(scripts, owner, task, activity).await,
-                None => add::by_function(self.writer(), owner, task, activity).await,
+                None => add::by_function(self.writer(), self.wakes(), owner, task, activity).await,
             }
         })
         .await
@@ -219,7 +219,7 @@ impl<S: SqlStore> TaskStore for S {
                     }
                     // Queued: a worker may claim it; cancelled: the one running it stops.
                     if matches!(task.status, TaskStatus::Queued | TaskStatus::Cancelled) {
-                        notify(&mut tx, &AgentKey::new(owner.as_str(), agent.as_str())).await?;
+                        notify(&mut tx, &AgentKey::new(owner.as_str(), agent.as_str()));
                     }
                     *task
                 }
