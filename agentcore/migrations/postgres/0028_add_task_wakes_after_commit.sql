@@ -2,8 +2,8 @@
 -- the function has returned (`store/wake_after_commit.rs`). A NOTIFY takes a lock for the
 -- whole database at its commit and holds it through the WAL flush, so every add committed one
 -- at a time, whatever agent it was for, each still holding its agent's row lock while it
--- waited: 290 adds a second from 16 clients to ten agents at the database alone, against
--- 1,444 without it.
+-- waited: from 16 clients to ten agents at the database alone, 970-1,300 adds a second
+-- against 1,545-2,016 without it (BENCHMARKS.md).
 --
 -- The signature stays, `p_wake` with it: a node of the previous release still calls the
 -- function during a rolling upgrade, and its adds then wake the other nodes only at their

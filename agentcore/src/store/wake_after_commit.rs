@@ -5,8 +5,8 @@
 //! holds it through the commit's WAL flush, so that notifications queue in commit order: every
 //! transaction that notifies commits one at a time, whatever rows it touches. Adds notified
 //! that way, and an add holds its agent's row lock until its commit ends, so adds to ten agents
-//! ran as one queue: at the database alone, 16 clients adding to ten agents made 290 adds a
-//! second with the `NOTIFY` inside and 1,444 with it sent apart (BENCHMARKS.md).
+//! ran as one queue: at the database alone, 16 clients adding to ten agents made 970–1,300 adds
+//! a second with the `NOTIFY` inside and 1,545–2,016 with it sent apart (BENCHMARKS.md).
 //!
 //! So a write transaction only notes which agents to wake ([`super::db::Tx::wake`]) and, once
 //! it has committed, hands them here ([`WakeAfterCommit::send`]); an add through `add_task`

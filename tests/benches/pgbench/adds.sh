@@ -2,9 +2,9 @@
 # Adds with the agent's wake-up notified inside `add_task` (migration 0025) against sent apart
 # after it (0028), at the database alone: BENCHMARKS.md, "Agents' wake-ups sent after the
 # commit". The schema is the project's migrations; 0028's function is loaded as
-# `add_task_new` beside the old one. While the new adds run, one client sends wake-ups
-# nonstop, one at a time (more than a node's sender, which gathers them, would send); while
-# either runs, one numbers events as a node would.
+# `add_task_new` beside the old one. While the new adds run, one client sends wake-ups one at a
+# time, nonstop or `WAKES_PER_S` a second (nonstop is more than a node's sender, which gathers
+# them, would send); while either runs, one numbers events as a node would.
 # Run from the repository root: tests/benches/pgbench/adds.sh [postgres URL]
 set -euo pipefail
 url="${1:-postgres://postgres@127.0.0.1:5432/postgres}"
@@ -34,7 +34,7 @@ for round in ${ROUNDS:-1 2}; do
         old=$(pgbench "$db" -n -c 16 -j 2 -T 8 -D agents="$agents" -f "$dir/add.sql" 2>&1 | tps)
         wait
         pgbench "$db" -n -c 1 -T 9 -f "$dir/number.sql" >/dev/null 2>&1 &
-        pgbench "$db" -n -c 1 -T 9 -D agents="$agents" -f "$dir/wake.sql" >"$dir/.wakes.log" 2>&1 &
+        pgbench "$db" -n -c 1 -T 9 ${WAKES_PER_S:+-R "$WAKES_PER_S"} -D agents="$agents" -f "$dir/wake.sql" >"$dir/.wakes.log" 2>&1 &
         new=$(pgbench "$db" -n -c 16 -j 2 -T 8 -D agents="$agents" -f "$new_sql" 2>&1 | tps)
         wait
         echo "round $round, $agents agent(s): old $old adds/s, new $new adds/s (beside $(tps <"$dir/.wakes.log") wake-ups/s)"
