@@ -1,6 +1,6 @@
 -- An add no longer notifies inside its transaction: the caller sends the agent's wake-up once
 -- the function has returned (`store/wake_after_commit.rs`). A NOTIFY takes a lock for the
--- whole database at its commit and holds it through the WAL flush, so every add committed one
+-- whole server at its commit and holds it through the WAL flush, so every add committed one
 -- at a time, whatever agent it was for, each still holding its agent's row lock while it
 -- waited: from 16 clients to ten agents at the database alone, 970-1,300 adds a second
 -- against 1,545-2,016 without it (BENCHMARKS.md).

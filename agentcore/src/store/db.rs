@@ -23,7 +23,7 @@ use tokio::sync::Notify;
 
 use super::readers::Read;
 use super::script::Scripts;
-use super::wake_after_commit::WakeAfterCommit;
+use super::wake_after_commit::{SendOnDrop, WakeAfterCommit};
 use super::{Backend, Notice, StorageHealth, Wake};
 use crate::error::Result;
 
@@ -44,7 +44,7 @@ pub(crate) trait SqlStore: Send + Sync {
     fn commits(&self) -> Option<&Arc<Notify>>;
     /// Sends wake-ups after a commit made outside a transaction (`add_task`); None where the
     /// backend has no notifications (SQLite).
-    fn wakes(&self) -> Option<&WakeAfterCommit>;
+    fn wakes(&self) -> Option<&Arc<WakeAfterCommit>>;
     /// Starts listening for other nodes' wake-ups, where the backend has them.
     fn listener(
         &self,
@@ -131,11 +131,12 @@ impl Tx {
         match self {
             Tx::Sqlite(tx) => tx.commit().await?,
             Tx::Postgres(tx, after) => {
+                let AfterCommit { commits, wakes, noted } = after;
+                // Sent however the commit ends, cut off by a caller that stopped waiting
+                // included: a spare wake-up costs a look, a lost one a poll.
+                let _send = SendOnDrop { wakes, notices: noted };
                 tx.commit().await?;
-                after.commits.notify_one();
-                if !after.noted.is_empty() {
-                    after.wakes.send(after.noted);
-                }
+                commits.notify_one();
             }
         }
         Ok(())

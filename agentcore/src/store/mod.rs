@@ -306,8 +306,9 @@ pub enum Signal {
     Lost,
 }
 
-/// What a node publishes on the store's notification channel (PostgreSQL's `NOTIFY`), at the
-/// commit of the change it announces.
+/// What a node publishes on the store's notification channel (PostgreSQL's `NOTIFY`): an
+/// agent's wake-up once the change it announces has committed (`wake_after_commit.rs`), the
+/// others at the commit of theirs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Notice {
     /// This agent has work: `owner/agent` (neither holds a `/`).

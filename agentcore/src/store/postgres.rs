@@ -101,7 +101,7 @@ impl SqlStore for PostgresStore {
         Some(&self.commits)
     }
 
-    fn wakes(&self) -> Option<&WakeAfterCommit> {
+    fn wakes(&self) -> Option<&Arc<WakeAfterCommit>> {
         Some(&self.wakes)
     }
 

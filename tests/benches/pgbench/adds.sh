@@ -25,7 +25,8 @@ INSERT INTO agents (owner_id, id, name, status, channel, role_prompt, created_at
     FROM generate_series(1, 10) g;
 SQL
 new_sql=$(mktemp)
-trap 'rm -f "$new_sql"' EXIT
+wakes_log=$(mktemp)
+trap 'rm -f "$new_sql" "$wakes_log"; psql "$url" -qc "DROP DATABASE IF EXISTS agentd_pgbench_adds"' EXIT
 sed 's/add_task(/add_task_new(/' "$dir/add.sql" >"$new_sql"
 tps() { grep '^tps' | head -1 | awk '{printf "%.0f", $3}'; }
 for round in ${ROUNDS:-1 2}; do
@@ -34,11 +35,9 @@ for round in ${ROUNDS:-1 2}; do
         old=$(pgbench "$db" -n -c 16 -j 2 -T 8 -D agents="$agents" -f "$dir/add.sql" 2>&1 | tps)
         wait
         pgbench "$db" -n -c 1 -T 9 -f "$dir/number.sql" >/dev/null 2>&1 &
-        pgbench "$db" -n -c 1 -T 9 ${WAKES_PER_S:+-R "$WAKES_PER_S"} -D agents="$agents" -f "$dir/wake.sql" >"$dir/.wakes.log" 2>&1 &
+        pgbench "$db" -n -c 1 -T 9 ${WAKES_PER_S:+-R "$WAKES_PER_S"} -D agents="$agents" -f "$dir/wake.sql" >"$wakes_log" 2>&1 &
         new=$(pgbench "$db" -n -c 16 -j 2 -T 8 -D agents="$agents" -f "$new_sql" 2>&1 | tps)
         wait
-        echo "round $round, $agents agent(s): old $old adds/s, new $new adds/s (beside $(tps <"$dir/.wakes.log") wake-ups/s)"
+        echo "round $round, $agents agent(s): old $old adds/s, new $new adds/s (beside $(tps <"$wakes_log") wake-ups/s)"
     done
 done
-rm -f "$dir/.wakes.log"
-psql "$url" -qc "DROP DATABASE agentd_pgbench_adds"

@@ -5,6 +5,8 @@
 //! scheduled. Both write what [`super::write_task`] writes, the way every other writer of an
 //! agent's tasks does: under the agent's lock, dated after the agent's latest task.
 
+use std::sync::Arc;
+
 use sqlx::Row as _;
 
 use super::{AddedTask, creator, trace_of};
@@ -18,7 +20,7 @@ use crate::error::{Error, Resource, Result};
 use crate::store::Notice;
 use crate::store::db::{Ex, query_as};
 use crate::store::script::{Script, Scripts, Value};
-use crate::store::wake_after_commit::WakeAfterCommit;
+use crate::store::wake_after_commit::{SendOnDrop, WakeAfterCommit};
 
 /// SQLite: the add as one script (`sql::INSERT_TASK_SCRIPT`).
 pub(super) async fn by_script(
@@ -57,7 +59,7 @@ pub(super) async fn by_script(
 /// `wakes` (`store/wake_after_commit.rs`).
 pub(super) async fn by_function(
     writer: Ex<'_>,
-    wakes: Option<&WakeAfterCommit>,
+    wakes: Option<&Arc<WakeAfterCommit>>,
     owner: &WorkspaceId,
     task: &Task,
     activity: &NewActivity,
@@ -65,6 +67,10 @@ pub(super) async fn by_function(
     let (creator_agent, creator_task) = creator(task);
     let trace = trace_of(task);
     let wake = Notice::Agent(AgentKey::new(owner.as_str(), task.agent_id.as_str()));
+    // Sent when this is dropped, also when the caller stops waiting with the call in flight
+    // (the function may commit all the same); cleared when the add woke nobody.
+    let mut send =
+        wakes.map(|wakes| SendOnDrop { wakes: Arc::clone(wakes), notices: vec![wake.clone()] });
     let row: Option<(String, chrono::DateTime<chrono::Utc>)> = query_as(sql::ADD_TASK)
         .bind(task.id.as_str())
         .bind(owner.as_str())
@@ -84,13 +90,13 @@ pub(super) async fn by_function(
         .bind(wake.to_payload())
         .fetch_optional(writer)
         .await?;
-    let added = added(task, row)?;
-    if added.agent_status == AgentStatus::Active
-        && let Some(wakes) = wakes
+    let added = added(task, row);
+    if !matches!(&added, Ok(added) if added.agent_status == AgentStatus::Active)
+        && let Some(send) = &mut send
     {
-        wakes.send([wake]);
+        send.notices.clear();
     }
-    Ok(added)
+    added
 }
 
 /// What an add answered: the agent's status and the creation time stored, or nothing when
