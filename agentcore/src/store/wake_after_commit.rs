@@ -61,8 +61,8 @@ pub(crate) struct WakeAfterCommit {
 
 #[derive(Debug, Default)]
 struct Waiting {
-    payloads: Vec<String>,
-    seen: HashSet<String>,
+    /// Each payload once: wake-ups have no order, and one says all that two would.
+    payloads: HashSet<String>,
     /// Whether a wake-up was dropped since the last batch (logged once).
     dropped: bool,
     /// Set by [`WakeAfterCommit::stop`]: nothing more is taken.
@@ -94,7 +94,7 @@ impl WakeAfterCommit {
             }
             for notice in notices {
                 let payload = notice.to_payload();
-                if waiting.seen.contains(&payload) {
+                if waiting.payloads.contains(&payload) {
                     continue;
                 }
                 if waiting.payloads.len() >= MOST_WAITING {
@@ -104,8 +104,7 @@ impl WakeAfterCommit {
                     }
                     continue;
                 }
-                waiting.seen.insert(payload.clone());
-                waiting.payloads.push(payload);
+                waiting.payloads.insert(payload);
             }
             !waiting.payloads.is_empty()
         };
@@ -132,9 +131,8 @@ impl WakeAfterCommit {
 
     fn take(&self) -> (Vec<String>, bool) {
         let mut waiting = crate::sync::lock(&self.waiting);
-        waiting.seen.clear();
         waiting.dropped = false;
-        (std::mem::take(&mut waiting.payloads), waiting.stopped)
+        (std::mem::take(&mut waiting.payloads).into_iter().collect(), waiting.stopped)
     }
 }
 
