@@ -108,6 +108,9 @@ pub struct Metrics {
     /// empty when the database could not be read): 0 or 1 for each model labelled by name,
     /// the count for `other` (see `Core::metrics`).
     pub model_cooldowns: Vec<(String, u32)>,
+    /// Adds to agents' backlogs waiting on this node for a transaction of their agent's adds
+    /// in flight, to be committed together in the next (PostgreSQL; 0 on SQLite).
+    pub adds_waiting: usize,
 }
 
 /// What this node's webhooks' worker did since it started.

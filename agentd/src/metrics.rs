@@ -214,6 +214,12 @@ fn render_node(out: &mut String, node: &Metrics) {
         "Active agents this node runs now.",
         node.runtime.agents_running,
     );
+    gauge(
+        out,
+        "agentd_task_adds_waiting",
+        "Adds to backlogs waiting on this node for their agent's adds in flight, to be committed together next (PostgreSQL).",
+        node.adds_waiting,
+    );
     let backlog = [
         (
             "agentd_tasks_queued",

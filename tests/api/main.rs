@@ -18,6 +18,7 @@ mod accounts;
 mod activity;
 mod agents;
 mod backlog;
+mod backlog_adds;
 mod backlog_pages;
 mod backup;
 mod billing;

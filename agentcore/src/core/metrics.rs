@@ -51,6 +51,7 @@ impl Core {
             },
             trigger_calls: self.counters().hooks.snapshot(),
             model_cooldowns: self.model_cooldowns().await,
+            adds_waiting: self.store().adds_waiting(),
         })
     }
 

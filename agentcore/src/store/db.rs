@@ -21,6 +21,7 @@ use sqlx::sqlite::{SqliteConnection, SqliteRow};
 use sqlx::{Arguments as _, FromRow, Pool, Postgres, Sqlite, Transaction};
 use tokio::sync::Notify;
 
+use super::add_lanes::AddLanes;
 use super::readers::Read;
 use super::script::Scripts;
 use super::wake_after_commit::{SendOnDrop, WakeAfterCommit};
@@ -42,9 +43,9 @@ pub(crate) trait SqlStore: Send + Sync {
     /// Told after each write transaction commits, where events are numbered after their
     /// commit (PostgreSQL: see `EventStore::number_events`); None on SQLite.
     fn commits(&self) -> Option<&Arc<Notify>>;
-    /// Sends wake-ups after a commit made outside a transaction (`add_task`); None where the
-    /// backend has no notifications (SQLite).
-    fn wakes(&self) -> Option<&Arc<WakeAfterCommit>>;
+    /// PostgreSQL's lanes of adds, each agent's waiting adds committed together
+    /// (`add_lanes.rs`); None on SQLite, whose adds are scripts.
+    fn adds(&self) -> Option<&AddLanes>;
     /// Starts listening for other nodes' wake-ups, where the backend has them.
     fn listener(
         &self,

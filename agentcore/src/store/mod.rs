@@ -9,6 +9,7 @@
 //! the rules live in one place and the stores only move data.
 
 mod access;
+mod add_lanes;
 mod agents;
 mod approvals;
 mod audit;
@@ -221,6 +222,10 @@ pub trait Store:
     /// commit ([`EventStore::number_events`]: PostgreSQL); None where they are numbered as
     /// they are written (SQLite).
     fn commits(&self) -> Option<Arc<tokio::sync::Notify>>;
+
+    /// Adds waiting on this node for a transaction of their agent's adds in flight
+    /// (PostgreSQL's lanes, `add_lanes.rs`); always 0 on SQLite.
+    fn adds_waiting(&self) -> usize;
 
     /// Closes every connection; later calls fail.
     async fn close(&self);

@@ -8,6 +8,7 @@ use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 use sqlx::{Pool, Postgres};
 use tokio::sync::Notify;
 
+use super::add_lanes::AddLanes;
 use super::db::{AfterCommit, Ex, Reader, SqlStore, Tx};
 use super::readers::Readers;
 use super::script::Scripts;
@@ -30,6 +31,8 @@ pub struct PostgresStore {
     commits: Arc<Notify>,
     /// Sends agents' wake-ups after their changes commit.
     wakes: Arc<WakeAfterCommit>,
+    /// Each agent's adds that wait meanwhile, committed together.
+    adds: AddLanes,
 }
 
 /// A pooled connection idle longer than this is pinged before it is used again.
@@ -60,7 +63,8 @@ impl PostgresStore {
         let health = Arc::new(StorageHealth::new(url.redacted()));
         let readers = Readers::new(options, READERS, Some(TEST_IDLE_AFTER));
         let wakes = WakeAfterCommit::start(pool.clone());
-        Ok(Self { pool, readers, health, commits: Arc::default(), wakes })
+        let adds = AddLanes::new(pool.clone(), Arc::clone(&wakes));
+        Ok(Self { pool, readers, health, commits: Arc::default(), wakes, adds })
     }
 }
 
@@ -101,8 +105,8 @@ impl SqlStore for PostgresStore {
         Some(&self.commits)
     }
 
-    fn wakes(&self) -> Option<&Arc<WakeAfterCommit>> {
-        Some(&self.wakes)
+    fn adds(&self) -> Option<&AddLanes> {
+        Some(&self.adds)
     }
 
     /// Listens on the wake-up channel, reconnecting after a lost connection (and then asking

@@ -154,6 +154,10 @@ impl<S: SqlStore + std::fmt::Debug + 'static> Store for S {
         SqlStore::commits(self).cloned()
     }
 
+    fn adds_waiting(&self) -> usize {
+        self.adds().map_or(0, super::add_lanes::AddLanes::waiting)
+    }
+
     async fn ping(&self) -> Result<()> {
         query("SELECT 1").execute(&mut self.read().await?).await?;
         Ok(())

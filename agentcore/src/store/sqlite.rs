@@ -121,7 +121,7 @@ impl SqlStore for SqliteStore {
         None
     }
 
-    fn wakes(&self) -> Option<&std::sync::Arc<super::wake_after_commit::WakeAfterCommit>> {
+    fn adds(&self) -> Option<&super::add_lanes::AddLanes> {
         None
     }
 

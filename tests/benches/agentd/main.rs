@@ -4,7 +4,7 @@
 //! `BENCHMARKS.md` (between its generated-section markers); with `AGENTD_TEST_POSTGRES_URL` set
 //! (an admin URL, as for the tests) the PostgreSQL half runs too. Naming sections after `--`
 //! (`http runtime tools dispatch scale login discord cores streams traces ratelimit`, and
-//! `healthz` only when named; `runtime` is the single-call runs, `tools` the tool runs) runs
+//! `healthz` and `adds` only when named; `runtime` is the single-call runs, `tools` the tool runs) runs
 //! only those and prints the figures without touching the file.
 //! `AGENTD_BENCH_SECONDS` sets each HTTP run's measured window (default 5);
 //! `AGENTD_BENCH_BINARY` names another agentd build to measure (an A/B run against an older
@@ -71,6 +71,12 @@ async fn run(chosen: &[&str]) {
     if chosen.contains(&"healthz") {
         for backend in &backends {
             scenarios::healthz(*backend, &mut report).await;
+        }
+    }
+    // Not in a whole run either: section 1 holds the adds.
+    if chosen.contains(&"adds") {
+        for backend in &backends {
+            scenarios::adds(*backend, &mut report).await;
         }
     }
     if wanted("runtime") || wanted("tools") {

@@ -1,26 +1,21 @@
 //! An add through the API as one statement on each backend, holding the agent's lock for the
 //! database's work alone: SQLite runs it as one script in the group-commit batcher
-//! (`store/script.rs`), PostgreSQL as one call of the `add_task` function outside a
-//! transaction (migration 0025), so the lock is never held while a client waits to be
-//! scheduled. Both write what [`super::write_task`] writes, the way every other writer of an
-//! agent's tasks does: under the agent's lock, dated after the agent's latest task.
-
-use std::sync::Arc;
+//! (`store/script.rs`), PostgreSQL in its agent's lane (`store/add_lanes.rs`), one call of the
+//! `add_tasks` function with the other adds to that agent waiting on the node, outside any
+//! other transaction, so the lock is never held while a client waits to be scheduled. Both
+//! write what [`super::write_task`] writes, the way every other writer of an agent's tasks
+//! does: under the agent's lock, dated after the agent's latest task.
 
 use sqlx::Row as _;
 
 use super::{AddedTask, creator, trace_of};
 use crate::domain::activity::NewActivity;
-use crate::domain::agent::AgentStatus;
 use crate::domain::runtime::AgentKey;
 use crate::domain::task::Task;
-use crate::domain::trace::TraceContext;
 use crate::domain::workspace::WorkspaceId;
 use crate::error::{Error, Resource, Result};
-use crate::store::Notice;
-use crate::store::db::{Ex, query_as};
+use crate::store::add_lanes::{Add, AddLanes};
 use crate::store::script::{Script, Scripts, Value};
-use crate::store::wake_after_commit::{SendOnDrop, WakeAfterCommit};
 
 /// SQLite: the add as one script (`sql::INSERT_TASK_SCRIPT`).
 pub(super) async fn by_script(
@@ -54,49 +49,35 @@ pub(super) async fn by_script(
     added(task, status.zip(created_at))
 }
 
-/// PostgreSQL: the add as one call of `add_task`, on the writer pool outside a transaction
-/// (the statement commits as it ends); then, for an active agent, the nodes' wake-up through
-/// `wakes` (`store/wake_after_commit.rs`).
-pub(super) async fn by_function(
-    writer: Ex<'_>,
-    wakes: Option<&Arc<WakeAfterCommit>>,
+/// PostgreSQL: the add in its agent's lane (`store/add_lanes.rs`): one call of `add_tasks`
+/// with the adds to the agent waiting beside it, outside any other transaction; the lane
+/// wakes an active agent's nodes after the commit.
+pub(super) async fn by_lane(
+    lanes: &AddLanes,
     owner: &WorkspaceId,
     task: &Task,
     activity: &NewActivity,
 ) -> Result<AddedTask> {
     let (creator_agent, creator_task) = creator(task);
+    // Read here, in the caller's span: the lane runs in a task of its own.
     let trace = trace_of(task);
-    let wake = Notice::Agent(AgentKey::new(owner.as_str(), task.agent_id.as_str()));
-    // Sent when this is dropped, also when the caller stops waiting with the call in flight
-    // (the function may commit all the same); cleared when the add woke nobody.
-    let mut send =
-        wakes.map(|wakes| SendOnDrop { wakes: Arc::clone(wakes), notices: vec![wake.clone()] });
-    let row: Option<(String, chrono::DateTime<chrono::Utc>)> = query_as(sql::ADD_TASK)
-        .bind(task.id.as_str())
-        .bind(owner.as_str())
-        .bind(task.agent_id.as_str())
-        .bind(&task.title)
-        .bind(&task.description)
-        .bind(task.priority)
-        .bind(task.created_at)
-        .bind(task.depth)
-        .bind(creator_agent)
-        .bind(creator_task)
-        .bind(trace.as_ref().map(TraceContext::trace_id))
-        .bind(trace.as_ref().map(TraceContext::parent_span_id))
-        .bind(activity.action.as_str())
-        .bind(&activity.details)
-        .bind(&activity.task_id)
-        .bind(wake.to_payload())
-        .fetch_optional(writer)
-        .await?;
-    let added = added(task, row);
-    if !matches!(&added, Ok(added) if added.agent_status == AgentStatus::Active)
-        && let Some(send) = &mut send
-    {
-        send.notices.clear();
-    }
-    added
+    let add = Add {
+        id: task.id.as_str().to_owned(),
+        title: task.title.clone(),
+        description: task.description.clone(),
+        priority: task.priority,
+        at: task.created_at,
+        depth: task.depth,
+        creator_agent: creator_agent.map(str::to_owned),
+        creator_task: creator_task.map(str::to_owned),
+        trace_id: trace.as_ref().map(|t| t.trace_id().to_owned()),
+        parent_span_id: trace.as_ref().map(|t| t.parent_span_id().to_owned()),
+        action: activity.action.as_str().to_owned(),
+        details: activity.details.clone(),
+        entry_task: activity.task_id.clone(),
+    };
+    let agent = AgentKey::new(owner.as_str(), task.agent_id.as_str());
+    added(task, lanes.add(agent, add).await?)
 }
 
 /// What an add answered: the agent's status and the creation time stored, or nothing when
@@ -109,13 +90,6 @@ fn added(task: &Task, row: Option<(String, chrono::DateTime<chrono::Utc>)>) -> R
 
 /// The statements of an add.
 pub(super) mod sql {
-    /// PostgreSQL: `add_task` (migrations 0025 and 0028) with the task (`$1` id, `$2` owner,
-    /// `$3` agent, `$4` title, `$5` description, `$6` priority, `$7` the node's time, `$8`
-    /// depth, `$9`, `$10` the creating agent and task, `$11`, `$12` the trace id and parent
-    /// span id), its entry (`$13` action, `$14` details, `$15` task id) and the wake-up (`$16`,
-    /// which the function no longer sends: the caller does, after the commit).
-    pub(crate) const ADD_TASK: &str = "SELECT agent_status, stored_at FROM add_task($1, $2, $3, \
-        $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)";
     /// [`crate::domain::task::creation_time`] in SQLite's SQL: `latest` (text, may be null) and
     /// `requested` are expressions.
     pub(crate) fn created_at(requested: &str, latest: &str) -> String {

@@ -79,9 +79,10 @@ impl<S: SqlStore> TaskStore for S {
         activity: &NewActivity,
     ) -> Result<AddedTask> {
         watched(self.storage_health(), async {
-            match self.scripts() {
-                Some(scripts) => add::by_script(scripts, owner, task, activity).await,
-                None => add::by_function(self.writer(), self.wakes(), owner, task, activity).await,
+            match (self.scripts(), self.adds()) {
+                (Some(scripts), _) => add::by_script(scripts, owner, task, activity).await,
+                (None, Some(lanes)) => add::by_lane(lanes, owner, task, activity).await,
+                (None, None) => Err(Error::internal("the store has no way to add a task")),
             }
         })
         .await

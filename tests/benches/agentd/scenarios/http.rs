@@ -273,3 +273,17 @@ pub(crate) async fn healthz(backend: Backend, report: &mut Report) {
         server.stop().await;
     }
 }
+
+/// The `adds` section: the backlog's adds of section 1 alone (across ten agents, then to one),
+/// on a fresh server, against the bare handler: the quick A/B of a change to the add.
+pub(crate) async fn adds(backend: Backend, report: &mut Report) {
+    let label = name(backend);
+    let bare = Bare::start().await;
+    let yardstick = closed_loop(bare.address, None, shape(), request(Method::GET, "/", None)).await;
+    http_row(report, "bare axum handler (GET /)", label, &yardstick, None);
+    let server = Agentd::start(fresh(backend).await, &[]).await;
+    let token = server.register(EMAIL).await;
+    agents(&server, &token, "agent", 10, 10, json!({})).await;
+    backlog_writes(&server, &token, label, report, yardstick.per_second()).await;
+    server.stop().await;
+}

@@ -23,7 +23,7 @@ mod streams;
 mod traces;
 
 pub(crate) use cores::cores;
-pub(crate) use http::{healthz, http};
+pub(crate) use http::{adds, healthz, http};
 pub(crate) use ratelimit::ratelimit;
 pub(crate) use steps::runtime_tools;
 pub(crate) use streams::streams;
