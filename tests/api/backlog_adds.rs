@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, TestApp, User, eventually, quiet_app};
+use crate::helpers::{Backend, TestApp, TestDb, User, app_with, eventually, quiet_app};
 use crate::metrics::scrape;
 
 const WAITING: &str = "agentd_task_adds_waiting";
@@ -57,6 +57,16 @@ async fn one_waits_for_the_lock(db: &sqlx::PgPool) -> bool {
     waiting == 1
 }
 
+/// Takes the agent's row lock in a transaction of the test's, as an add in flight does.
+async fn lock_the_agent(db: &sqlx::PgPool) -> sqlx::Transaction<'static, sqlx::Postgres> {
+    let mut lock = db.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM agents WHERE id = 'lane' FOR UPDATE")
+        .execute(&mut *lock)
+        .await
+        .unwrap();
+    lock
+}
+
 /// Holds the agent's row lock in a transaction of the test's, as an add in flight does, while
 /// one add and then `titles` arrive; releases it once they all wait; their answers.
 async fn adds_behind_the_lock(
@@ -66,11 +76,7 @@ async fn adds_behind_the_lock(
     first: &str,
     titles: &[String],
 ) -> Vec<(u16, Value)> {
-    let mut lock = db.begin().await.unwrap();
-    sqlx::query("SELECT 1 FROM agents WHERE id = 'lane' FOR UPDATE")
-        .execute(&mut *lock)
-        .await
-        .unwrap();
+    let lock = lock_the_agent(db).await;
     let (answers, ()) = tokio::join!(
         async {
             let first = [first.to_owned()];
@@ -118,7 +124,10 @@ async fn adds_to_one_agent_that_wait_meanwhile_commit_together_and_one_failing_f
     let listed = app.get("/api/agents/lane/backlog", &user).await.assert_status(200).clone();
     let listed = listed["tasks"].as_array().unwrap();
     assert_eq!(listed.len(), 20);
-    assert!(listed.windows(2).all(|w| w[0]["created_at"].as_str() < w[1]["created_at"].as_str()));
+    let time = |task: &Value| {
+        chrono::DateTime::parse_from_rfc3339(task["created_at"].as_str().unwrap()).unwrap()
+    };
+    assert!(listed.windows(2).all(|w| time(&w[0]) < time(&w[1])), "{listed:?}");
     for (_, added) in &answers {
         let stored = listed.iter().find(|t| t["id"] == added["id"]).unwrap();
         assert_eq!(stored["created_at"], added["created_at"], "{added}");
@@ -153,4 +162,47 @@ async fn adds_to_one_agent_that_wait_meanwhile_commit_together_and_one_failing_f
     assert_eq!(written.len(), 2 + 10, "the new ones each alone: {written:?}");
     assert!(written.values().flatten().all(|title| title != "poison"));
     assert_eq!(waiting(&app).await, 0.0);
+}
+
+/// An add whose caller stopped waiting while it waited in the lane is not written: the client
+/// that tries again gets one task. An add whose transaction had begun is written all the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_add_whose_caller_stopped_waiting_in_the_lane_is_not_written() {
+    let Some(db) = TestDb::create(Backend::Postgres).await else { return };
+    let app = app_with(db, |o| {
+        o.http.request_timeout = Duration::from_secs(1);
+        o.runtime.poll = Duration::from_secs(60);
+    })
+    .await;
+    let user = app.register("gave-up@example.com").await;
+    app.create_agent(&user, "lane").await;
+    let db = sqlx::PgPool::connect(&app.db.url_for_process()).await.unwrap();
+
+    let lock = lock_the_agent(&db).await;
+    let first = ["begun".to_owned()];
+    let (begun, abandoned) = tokio::join!(add_all(&app, &user, &first), async {
+        eventually(Duration::from_secs(10), "the first add waits for the lock", || {
+            one_waits_for_the_lock(&db)
+        })
+        .await;
+        add_all(&app, &user, &["abandoned".to_owned()]).await
+    });
+    // Both requests outlived the server's deadline, the second while it waited in the lane.
+    assert_eq!(begun[0].0, 408, "{begun:?}");
+    assert_eq!(abandoned[0].0, 408, "{abandoned:?}");
+    assert_eq!(waiting(&app).await, 1.0);
+    lock.commit().await.unwrap();
+
+    eventually(Duration::from_secs(10), "the lane is empty again", || async {
+        waiting(&app).await == 0.0 && !transactions(&db).await.is_empty()
+    })
+    .await;
+    // A later add goes through the lane after the dropped one.
+    app.add_task(&user, "lane", "later", 0).await;
+    let titles: Vec<String> =
+        sqlx::query_scalar("SELECT title FROM tasks WHERE agent_id = 'lane' ORDER BY created_at")
+            .fetch_all(&db)
+            .await
+            .unwrap();
+    assert_eq!(titles, ["begun", "later"]);
 }

@@ -16,11 +16,14 @@
 //! one node's transactions against another's; each of them carries a node's waiting adds.
 //!
 //! How many adds wait is bounded by the requests in flight: each add's caller waits for its
-//! answer. A transaction runs to its end when its callers stop waiting (a client that hangs
-//! up), as a single `add_task` call does. When a transaction of several adds fails, each of
-//! them runs again alone, so one add's error (a constraint, a bug) is its own; a storage fault
-//! (a full disk, the database out of reach) is every add's at once. An active
-//! agent's nodes are woken once its transaction has committed (`wake_after_commit.rs`).
+//! answer (through the API at most `http.request_timeout_seconds`), and an add whose caller
+//! stopped waiting before its transaction began is dropped unwritten, so a client that tries
+//! again gets one task. A transaction runs to its end when its callers stop waiting, as a
+//! single `add_task` call does. When the database refuses one add of a transaction of several
+//! (a data exception, a constraint, a raise in a trigger: nothing of the transaction is
+//! written), each runs again alone, so that add's error is its own; any other error (a storage
+//! fault, a timeout) is answered to every add of the transaction at once. An active agent's
+//! nodes are woken once its transaction has committed (`wake_after_commit.rs`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -140,6 +143,10 @@ impl Lane {
             self.write(batch).await;
             let mut lanes = crate::sync::lock(&self.inner.lanes);
             let Some(waiting) = lanes.get_mut(&self.agent) else { break };
+            // An add whose caller stopped waiting before its transaction began (a request's
+            // deadline, a client gone) is not written, as an add still waiting for a
+            // connection was not: a client that tries again gets one task, not two.
+            waiting.retain(|job| !job.answer.is_closed());
             if waiting.is_empty() {
                 lanes.remove(&self.agent);
                 break;
@@ -150,46 +157,59 @@ impl Lane {
         self.done = true;
     }
 
-    /// Writes `batch` in one transaction, or each add alone when that fails; answers each.
+    /// Writes `batch` in one transaction; when one of its adds was refused, each alone; answers
+    /// each.
     async fn write(&self, batch: Vec<Job>) {
         let adds: Vec<&Add> = batch.iter().map(|job| &job.add).collect();
         match add_tasks(&self.inner.pool, &self.agent, &adds).await {
-            Ok(answers) => {
-                self.wake_if_active(&answers);
-                for (job, added) in batch.into_iter().zip(answers) {
-                    job.answer.send(Ok(added)).ok();
+            Ok(answers) => self.answer(batch, answers),
+            Err(error) if batch.len() > 1 && one_adds(&error) => {
+                tracing::debug!(%error, size = batch.len(), "an add of a transaction was refused; each runs alone");
+                let mut jobs = batch.into_iter();
+                while let Some(job) = jobs.next() {
+                    match add_tasks(&self.inner.pool, &self.agent, &[&job.add]).await {
+                        Ok(answers) => self.answer(vec![job], answers),
+                        Err(error) if one_adds(&error) => drop(job.answer.send(Err(error.into()))),
+                        // Not this add's (a fault, a timeout): the ones left would meet it too.
+                        Err(error) => return refuse(std::iter::once(job).chain(jobs), error),
+                    }
                 }
             }
-            Err(error) if batch.len() == 1 => {
-                if let Some(job) = batch.into_iter().next() {
-                    job.answer.send(Err(error)).ok();
-                }
-            }
-            // A full disk or a database out of reach refuses each add alone as well: every
-            // add of the transaction gets the fault at once rather than a wait each.
-            Err(Error::Storage { fault, cause }) => {
-                for job in batch {
-                    job.answer.send(Err(Error::Storage { fault, cause: cause.clone() })).ok();
-                }
-            }
-            Err(error) => {
-                tracing::debug!(%error, size = batch.len(), "a transaction of adds failed; each runs alone");
-                for job in batch {
-                    let alone = add_tasks(&self.inner.pool, &self.agent, &[&job.add]).await;
-                    let answer = alone.map(|answers| {
-                        self.wake_if_active(&answers);
-                        answers.into_iter().next().flatten()
-                    });
-                    job.answer.send(answer).ok();
-                }
-            }
+            Err(error) => refuse(batch, error),
         }
     }
 
-    fn wake_if_active(&self, answers: &[Added]) {
+    /// Answers each job with its add's answer, once the agent's nodes are woken if it is
+    /// active.
+    fn answer(&self, jobs: Vec<Job>, answers: Vec<Added>) {
         if answers.iter().flatten().any(|(status, _)| status == "active") {
             self.inner.wakes.send([Notice::Agent(self.agent.clone())]);
         }
+        for (job, added) in jobs.into_iter().zip(answers) {
+            job.answer.send(Ok(added)).ok();
+        }
+    }
+}
+
+/// Whether `error` is one add's own (its values refused: a data exception, a constraint, a
+/// raise in a trigger), which the other adds of its transaction would not meet alone.
+fn one_adds(error: &sqlx::Error) -> bool {
+    let sqlx::Error::Database(db) = error else { return false };
+    db.code().is_some_and(|code| ["22", "23", "P0"].iter().any(|class| code.starts_with(class)))
+}
+
+/// Answers every job with `error`: a storage fault as itself, anything else as an internal
+/// error with its text.
+fn refuse(jobs: impl IntoIterator<Item = Job>, error: sqlx::Error) {
+    let error = Error::from(error);
+    for job in jobs {
+        let copy = match &error {
+            Error::Storage { fault, cause } => {
+                Error::Storage { fault: *fault, cause: cause.clone() }
+            }
+            other => Error::internal(other.to_string()),
+        };
+        job.answer.send(Err(copy)).ok();
     }
 }
 
@@ -205,7 +225,11 @@ impl Drop for Lane {
 
 /// One call of `add_tasks`: each add's answer, in order (all `None` when there is no such
 /// agent).
-async fn add_tasks(pool: &Pool<Postgres>, agent: &AgentKey, adds: &[&Add]) -> Result<Vec<Added>> {
+async fn add_tasks(
+    pool: &Pool<Postgres>,
+    agent: &AgentKey,
+    adds: &[&Add],
+) -> std::result::Result<Vec<Added>, sqlx::Error> {
     fn column<T>(adds: &[&Add], value: impl Fn(&Add) -> T) -> Vec<T> {
         adds.iter().map(|add| value(add)).collect()
     }
@@ -227,15 +251,14 @@ async fn add_tasks(pool: &Pool<Postgres>, agent: &AgentKey, adds: &[&Add]) -> Re
         .bind(column(adds, |a| a.entry_task.clone()))
         .fetch_all(pool)
         .await?;
-    if rows.is_empty() {
-        return Ok(vec![None; adds.len()]);
-    }
-    if rows.len() != adds.len() || rows.iter().zip(adds).any(|(row, add)| row.0 != add.id) {
-        return Err(Error::internal(format!(
-            "add_tasks answered {} rows for {} adds",
-            rows.len(),
+    match rows.len() {
+        0 => Ok(vec![None; adds.len()]),
+        n if n == adds.len() => {
+            Ok(rows.into_iter().map(|(_, status, at)| Some((status, at))).collect())
+        }
+        n => Err(sqlx::Error::Protocol(format!(
+            "add_tasks answered {n} rows for {} adds",
             adds.len()
-        )));
+        ))),
     }
-    Ok(rows.into_iter().map(|(_, status, at)| Some((status, at))).collect())
 }

@@ -10,15 +10,16 @@
 //! a second with the `NOTIFY` inside and 1,545–2,016 with it sent apart (BENCHMARKS.md).
 //!
 //! So a write transaction only notes which agents to wake ([`super::db::Tx::wake`]) and, once
-//! it has committed, hands them here ([`WakeAfterCommit::send`]); an add through `add_task`
-//! hands its agent when the function has returned. One task per store sends whatever is
+//! it has committed, hands them here ([`WakeAfterCommit::send`]); an agent's lane of adds
+//! (`add_lanes.rs`) hands its agent once its transaction has committed. One task per store sends whatever is
 //! waiting as `SELECT pg_notify(...) FROM unnest(...)`, one transaction of its own, and while
 //! it is out the next ones gather: under load a node sends a wake-up transaction at a time,
 //! not one per change. The same payload waiting twice is sent once.
 //!
 //! A change whose caller stops waiting (a request cut off by its deadline or its client) may
-//! still commit: a commit in flight, or an add in flight, sends its wake-ups when it is dropped
-//! ([`SendOnDrop`]); a spare wake-up costs a look, a missing one a poll.
+//! still commit: a commit in flight sends its wake-ups when it is dropped ([`SendOnDrop`]); a
+//! spare wake-up costs a look, a missing one a poll. (An add's transaction runs to its end in
+//! its lane, whoever waits for it.)
 //!
 //! What this gives up: a node killed between a commit and the send loses those wake-ups, and
 //! the other nodes find that work at their next poll or heartbeat (`runtime.poll_seconds`), as

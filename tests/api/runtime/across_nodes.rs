@@ -1,7 +1,7 @@
 //! Wake-ups between nodes, on PostgreSQL: a change made through a node that runs no agents
 //! reaches the node that runs the agent at once, not at its next poll. The wake-ups leave after
-//! their changes commit (`store/wake_after_commit.rs`): an add's after `add_task` returns, a
-//! transaction's after its commit. SQLite keeps one process per file and its wake-ups in that
+//! their changes commit (`store/wake_after_commit.rs`): an add's after its lane's `add_tasks`
+//! returns (`store/add_lanes.rs`), a transaction's after its commit. SQLite keeps one process per file and its wake-ups in that
 //! process: `a_task_added_to_an_idle_active_agent_starts_without_polling` is its case.
 
 use std::time::Duration;
@@ -43,7 +43,7 @@ async fn a_start_an_add_and_a_stop_through_another_node_reach_the_agents_node_wi
     })
     .await;
 
-    // Adds there: `add_task` has committed when its wake-up is sent.
+    // Adds there: the lane's `add_tasks` has committed when its wake-up is sent.
     for n in 0..3 {
         let body = json!({"title": format!("Added elsewhere {n}")});
         let (status, added) =
