@@ -42,7 +42,7 @@ pub(crate) const MOST_IN_A_TRANSACTION: usize = 100;
 
 /// `add_tasks` (migration 0029): `$1` owner, `$2` agent, then one array per column of the
 /// adds, in `add_task`'s order of parameters.
-const ADD_TASKS: &str = "SELECT task_id, agent_status, stored_at FROM add_tasks($1, $2, $3, \
+const ADD_TASKS: &str = "SELECT agent_status, stored_at FROM add_tasks($1, $2, $3, \
     $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)";
 
 /// One add's values, owned so it can wait in its lane: the task and its `task_added` entry.
@@ -233,7 +233,7 @@ async fn add_tasks(
     fn column<T>(adds: &[&Add], value: impl Fn(&Add) -> T) -> Vec<T> {
         adds.iter().map(|add| value(add)).collect()
     }
-    let rows: Vec<(String, String, DateTime<Utc>)> = sqlx::query_as(ADD_TASKS)
+    let rows: Vec<(String, DateTime<Utc>)> = sqlx::query_as(ADD_TASKS)
         .bind(&agent.owner_id)
         .bind(&agent.agent_id)
         .bind(column(adds, |a| a.id.clone()))
@@ -253,9 +253,7 @@ async fn add_tasks(
         .await?;
     match rows.len() {
         0 => Ok(vec![None; adds.len()]),
-        n if n == adds.len() => {
-            Ok(rows.into_iter().map(|(_, status, at)| Some((status, at))).collect())
-        }
+        n if n == adds.len() => Ok(rows.into_iter().map(Some).collect()),
         n => Err(sqlx::Error::Protocol(format!(
             "add_tasks answered {n} rows for {} adds",
             adds.len()
