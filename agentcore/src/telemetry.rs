@@ -111,6 +111,9 @@ pub struct Metrics {
     /// Adds to agents' backlogs waiting on this node for a transaction of their agent's adds
     /// in flight, to be committed together in the next (PostgreSQL; 0 on SQLite).
     pub adds_waiting: usize,
+    /// Audit entries waiting on this node for a transaction of their workspace's entries in
+    /// flight, to be committed together in the next (PostgreSQL; 0 on SQLite).
+    pub audit_entries_waiting: usize,
 }
 
 /// What this node's webhooks' worker did since it started.

@@ -220,6 +220,12 @@ fn render_node(out: &mut String, node: &Metrics) {
         "Adds to backlogs waiting on this node for their agent's adds in flight, to be committed together next (PostgreSQL).",
         node.adds_waiting,
     );
+    gauge(
+        out,
+        "agentd_audit_entries_waiting",
+        "Audit entries waiting on this node for their workspace's entries in flight, to be committed together next (PostgreSQL).",
+        node.audit_entries_waiting,
+    );
     let backlog = [
         (
             "agentd_tasks_queued",

@@ -46,7 +46,7 @@ async fn transactions(db: &sqlx::PgPool) -> BTreeMap<String, Vec<String>> {
 }
 
 /// Whether one of the node's connections waits for a lock (the agent's, held by the test).
-async fn one_waits_for_the_lock(db: &sqlx::PgPool) -> bool {
+pub(crate) async fn one_waits_for_the_lock(db: &sqlx::PgPool) -> bool {
     let waiting: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' \
          AND application_name = 'agentd' AND datname = current_database()",

@@ -52,6 +52,7 @@ impl Core {
             trigger_calls: self.counters().hooks.snapshot(),
             model_cooldowns: self.model_cooldowns().await,
             adds_waiting: self.store().adds_waiting(),
+            audit_entries_waiting: self.store().audit_entries_waiting(),
         })
     }
 

@@ -1,15 +1,17 @@
-//! The audit log: appended one entry at a time per workspace, each chained to the one before
-//! it under the workspace's row lock, so two nodes never give two entries one number.
+//! The audit log: each entry chained to the one before it under the workspace's row lock, so
+//! two nodes never give two entries one number; on PostgreSQL the entries waiting on a node
+//! for their workspace's lock go together (`audit_lanes.rs`).
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
+use super::audit_lanes::Pending;
 use super::db::{SqlStore, query, query_as};
 use super::shared::watched;
 use super::workspaces::lock_workspace;
 use crate::domain::audit::{AuditEntry, GENESIS, NewAuditEntry};
 use crate::domain::workspace::WorkspaceId;
-use crate::error::Result;
+use crate::error::{Error, Resource, Result};
 
 /// Which entries a page holds.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -90,6 +92,11 @@ impl<S: SqlStore> AuditStore for S {
         entry: NewAuditEntry,
         at: DateTime<Utc>,
     ) -> Result<AuditEntry> {
+        if let Some(lanes) = self.audits() {
+            let pending = Pending { entry, at };
+            let written = watched(self.storage_health(), lanes.write(workspace.clone(), pending));
+            return written.await?.ok_or_else(|| not_found(workspace));
+        }
         watched(self.storage_health(), async {
             let mut tx = self.begin_write().await?;
             lock_workspace(&mut tx, workspace).await?;
@@ -141,6 +148,10 @@ impl<S: SqlStore> AuditStore for S {
             .await?;
         rows.into_iter().map(AuditRow::entry).collect()
     }
+}
+
+fn not_found(workspace: &WorkspaceId) -> Error {
+    Error::not_found(Resource::Workspace, workspace.as_str())
 }
 
 /// The statements of this area, the same on both backends.

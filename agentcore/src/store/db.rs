@@ -22,6 +22,7 @@ use sqlx::{Arguments as _, FromRow, Pool, Postgres, Sqlite, Transaction};
 use tokio::sync::Notify;
 
 use super::add_lanes::AddLanes;
+use super::audit_lanes::AuditLanes;
 use super::readers::Read;
 use super::script::Scripts;
 use super::wake_after_commit::{SendOnDrop, WakeAfterCommit};
@@ -46,6 +47,9 @@ pub(crate) trait SqlStore: Send + Sync {
     /// PostgreSQL's lanes of adds, each agent's waiting adds committed together
     /// (`add_lanes.rs`); None on SQLite, whose adds are scripts.
     fn adds(&self) -> Option<&AddLanes>;
+    /// PostgreSQL's lanes of audit entries, each workspace's waiting entries committed
+    /// together (`audit_lanes.rs`); None on SQLite, whose one writer takes them in turn.
+    fn audits(&self) -> Option<&AuditLanes>;
     /// Starts listening for other nodes' wake-ups, where the backend has them.
     fn listener(
         &self,

@@ -13,6 +13,7 @@ mod add_lanes;
 mod agents;
 mod approvals;
 mod audit;
+mod audit_lanes;
 mod billing;
 mod budget;
 mod chat;
@@ -22,6 +23,7 @@ mod events;
 #[cfg(test)]
 mod explain;
 mod health;
+mod lanes;
 mod mcp;
 mod model_health;
 mod outbox;
@@ -226,6 +228,10 @@ pub trait Store:
     /// Adds waiting on this node for a transaction of their agent's adds in flight
     /// (PostgreSQL's lanes, `add_lanes.rs`); always 0 on SQLite.
     fn adds_waiting(&self) -> usize;
+
+    /// Audit entries waiting on this node for a transaction of their workspace's entries in
+    /// flight (PostgreSQL's lanes, `audit_lanes.rs`); always 0 on SQLite.
+    fn audit_entries_waiting(&self) -> usize;
 
     /// Closes every connection; later calls fail.
     async fn close(&self);

@@ -8,7 +8,8 @@ use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 use sqlx::{Pool, Postgres};
 use tokio::sync::Notify;
 
-use super::add_lanes::AddLanes;
+use super::add_lanes::{AddLanes, Adds};
+use super::audit_lanes::{AuditLanes, Audits};
 use super::db::{AfterCommit, Ex, Reader, SqlStore, Tx};
 use super::readers::Readers;
 use super::script::Scripts;
@@ -33,6 +34,8 @@ pub struct PostgresStore {
     wakes: Arc<WakeAfterCommit>,
     /// Each agent's adds that wait meanwhile, committed together.
     adds: AddLanes,
+    /// Each workspace's audit entries that wait meanwhile, committed together.
+    audits: AuditLanes,
 }
 
 /// A pooled connection idle longer than this is pinged before it is used again.
@@ -63,8 +66,9 @@ impl PostgresStore {
         let health = Arc::new(StorageHealth::new(url.redacted()));
         let readers = Readers::new(options, READERS, Some(TEST_IDLE_AFTER));
         let wakes = WakeAfterCommit::start(pool.clone());
-        let adds = AddLanes::new(pool.clone(), Arc::clone(&wakes));
-        Ok(Self { pool, readers, health, commits: Arc::default(), wakes, adds })
+        let adds = Adds::lanes(pool.clone(), Arc::clone(&wakes));
+        let audits = Audits::lanes(pool.clone());
+        Ok(Self { pool, readers, health, commits: Arc::default(), wakes, adds, audits })
     }
 }
 
@@ -107,6 +111,10 @@ impl SqlStore for PostgresStore {
 
     fn adds(&self) -> Option<&AddLanes> {
         Some(&self.adds)
+    }
+
+    fn audits(&self) -> Option<&AuditLanes> {
+        Some(&self.audits)
     }
 
     /// Listens on the wake-up channel, reconnecting after a lost connection (and then asking

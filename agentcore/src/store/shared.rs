@@ -158,6 +158,10 @@ impl<S: SqlStore + std::fmt::Debug + 'static> Store for S {
         self.adds().map_or(0, super::add_lanes::AddLanes::waiting)
     }
 
+    fn audit_entries_waiting(&self) -> usize {
+        self.audits().map_or(0, super::audit_lanes::AuditLanes::waiting)
+    }
+
     async fn ping(&self) -> Result<()> {
         query("SELECT 1").execute(&mut self.read().await?).await?;
         Ok(())

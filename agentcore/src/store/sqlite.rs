@@ -125,6 +125,10 @@ impl SqlStore for SqliteStore {
         None
     }
 
+    fn audits(&self) -> Option<&super::audit_lanes::AuditLanes> {
+        None
+    }
+
     /// One process per file in practice: wake-ups stay in process, with the fallback poll for
     /// anything else.
     fn listener(

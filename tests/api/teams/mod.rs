@@ -1,6 +1,7 @@
 //! Workspaces, members, roles, invites and API keys, through the real server on both backends.
 
 mod audit;
+mod audit_lanes;
 mod keys;
 mod roles;
 mod upgrade;

@@ -34,7 +34,15 @@ const SECTIONS: [(Section, &str, &[&str]); 13] = [
     (
         Section::Runtime,
         "2. Runtime throughput (tasks completed end to end)",
-        &["Scenario", "Backend", "Tasks", "Seconds", "Tasks/s", "Of the bound"],
+        &[
+            "Scenario",
+            "Backend",
+            "Tasks",
+            "Seconds",
+            "Agents started in (s)",
+            "Tasks/s",
+            "Of the bound",
+        ],
     ),
     (
         Section::Cost,

@@ -77,7 +77,7 @@ pub(super) async fn by_lane(
         entry_task: activity.task_id.clone(),
     };
     let agent = AgentKey::new(owner.as_str(), task.agent_id.as_str());
-    added(task, lanes.add(agent, add).await?)
+    added(task, lanes.write(agent, add).await?)
 }
 
 /// What an add answered: the agent's status and the creation time stored, or nothing when

@@ -155,7 +155,8 @@ fn model_env(models: &FakeModels) -> Vec<(&'static str, String)> {
 
 /// How fast `total` tasks complete once agents start: from the first completion seen to the
 /// last, by agentd's own counter.
-/// Starts `count` agents `{prefix}-i` and measures their completion rate meanwhile: the first
+/// Starts `count` agents `{prefix}-i` and measures their completion rate meanwhile (the
+/// seconds, the rate, and how long the starts took): the first
 /// completion comes while later agents are still being started (1,000 starts take seconds), so
 /// watching only once they all are would time just the tail of the run, when fewer and fewer
 /// agents have work left.
@@ -165,10 +166,16 @@ pub(super) async fn started_rate(
     prefix: &str,
     count: usize,
     total: usize,
-) -> (f64, f64) {
-    let ((), measured) =
-        tokio::join!(start_agents(server, token, prefix, count), completion_rate(server, total));
-    measured
+) -> (f64, f64, f64) {
+    let began = std::time::Instant::now();
+    let (started, (seconds, rate)) = tokio::join!(
+        async {
+            start_agents(server, token, prefix, count).await;
+            began.elapsed()
+        },
+        completion_rate(server, total)
+    );
+    (seconds, rate, started.as_secs_f64())
 }
 
 /// Tasks completed a second, from the first completion to the last (`total`): the seconds
@@ -186,7 +193,7 @@ fn runtime_row(
     scenario: &str,
     backend: &str,
     total: usize,
-    (seconds, rate): (f64, f64),
+    (seconds, rate, starts): (f64, f64, f64),
     bound: Option<f64>,
 ) {
     report.row(
@@ -196,6 +203,7 @@ fn runtime_row(
             backend.into(),
             total.to_string(),
             format!("{seconds:.2}"),
+            format!("{starts:.2}"),
             whole(rate),
             bound.map_or("—".into(), |bound| {
                 format!("{:.0}% of {bound:.0}/s", 100.0 * rate / bound)

@@ -39,7 +39,8 @@ pub(crate) async fn traces(backend: Backend, report: &mut Report) {
         let server = Agentd::start(fresh(backend).await, &env).await;
         let token = server.register(EMAIL).await;
         agents(&server, &token, "traced", AGENTS, TASKS, json!({})).await;
-        let (seconds, rate) = started_rate(&server, &token, "traced", AGENTS, AGENTS * TASKS).await;
+        let (seconds, rate, _) =
+            started_rate(&server, &token, "traced", AGENTS, AGENTS * TASKS).await;
         let of = *baseline.get_or_insert(rate);
         let exported = server.metric("agentd_trace_spans_exported_total").await;
         let dropped =
