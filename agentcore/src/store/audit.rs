@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 
 use super::audit_lanes::Pending;
 use super::db::{SqlStore, query, query_as};
-use super::shared::watched;
+use super::shared::{watched, watched_if};
 use super::workspaces::lock_workspace;
 use crate::domain::audit::{AuditEntry, GENESIS, NewAuditEntry};
 use crate::domain::workspace::WorkspaceId;
@@ -94,8 +94,10 @@ impl<S: SqlStore> AuditStore for S {
     ) -> Result<AuditEntry> {
         if let Some(lanes) = self.audits() {
             let pending = Pending { entry, at };
-            let written = watched(self.storage_health(), lanes.write(workspace.clone(), pending));
-            return written.await?.ok_or_else(|| not_found(workspace));
+            // No such workspace writes nothing: no proof that writes work.
+            let write = lanes.write(workspace.clone(), pending);
+            let written = watched_if(self.storage_health(), write, Option::is_some).await?;
+            return written.ok_or_else(|| not_found(workspace));
         }
         watched(self.storage_health(), async {
             let mut tx = self.begin_write().await?;

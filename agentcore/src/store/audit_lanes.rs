@@ -10,12 +10,16 @@
 //! transaction of the workspace's entries is in flight go together as the next one, chained
 //! one after another in the order the node received them, after the last entry read under the
 //! lock, and inserted by one statement: one lock taken, one flush for all of them. The chain
-//! is what it would be had they come one at a time in that order.
+//! is what it would be had they come one at a time in that order. An entry whose caller
+//! stopped waiting (a client gone) is written all the same: the change it records is made.
+
+use std::sync::LazyLock;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::{Pool, Postgres};
 
+use super::Backend;
 use super::audit::sql::LAST;
 use super::lanes::{Batch, Lanes};
 use crate::domain::audit::{AuditEntry, GENESIS, NewAuditEntry};
@@ -24,7 +28,10 @@ use crate::domain::workspace::WorkspaceId;
 /// The most entries in one transaction: a bound on how long one holds the workspace's lock.
 const MOST_IN_A_TRANSACTION: usize = 100;
 
-const LOCK: &str = "SELECT id FROM workspaces WHERE id = $1 FOR UPDATE";
+/// The workspace's row lock, as `workspaces::lock_workspace` takes it.
+static LOCK: LazyLock<String> = LazyLock::new(|| {
+    format!("SELECT id FROM workspaces WHERE id = $1{}", Backend::Postgres.lock())
+});
 
 /// The entries, one array per column, in `audit_log`'s order.
 const INSERT_ALL: &str = "INSERT INTO audit_log (workspace_id, seq, at, actor_kind, actor_id, \
@@ -61,6 +68,8 @@ impl Batch for Audits {
     type Item = Pending;
     type Answer = Option<AuditEntry>;
     const MOST: usize = MOST_IN_A_TRANSACTION;
+    /// The change an entry records is made already: its entry is written all the same.
+    const KEEPS_ABANDONED: bool = true;
 
     async fn write(
         &self,
@@ -68,8 +77,10 @@ impl Batch for Audits {
         pending: &[&Pending],
     ) -> std::result::Result<Vec<Option<AuditEntry>>, sqlx::Error> {
         let mut tx = self.pool.begin().await?;
-        let found: Option<String> =
-            sqlx::query_scalar(LOCK).bind(workspace.as_str()).fetch_optional(&mut *tx).await?;
+        let found: Option<String> = sqlx::query_scalar(LOCK.as_str())
+            .bind(workspace.as_str())
+            .fetch_optional(&mut *tx)
+            .await?;
         if found.is_none() {
             return Ok(pending.iter().map(|_| None).collect());
         }

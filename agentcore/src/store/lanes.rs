@@ -11,8 +11,10 @@
 //! orders one node's transactions against another's.
 //!
 //! How many writes wait is bounded by the callers in flight: each caller waits for its
-//! answer, and a write whose caller stopped waiting before its transaction began is dropped
-//! unwritten, so a client that tries again gets one write. A transaction runs to its end when
+//! answer. A write whose caller stopped waiting before its transaction began is dropped
+//! unwritten, so that a client that tries again gets one write, unless the kind keeps such
+//! writes ([`Batch::KEEPS_ABANDONED`]; those go at up to [`Batch::MOST`] a transaction, far
+//! faster than the changes that make them). A transaction runs to its end when
 //! its callers stop waiting, as a single write does. When the database refuses one write of a
 //! transaction of several (a data exception, a constraint, a raise in a trigger: nothing of the
 //! transaction is written), each runs again alone, so that write's error is its own; any other
@@ -39,6 +41,11 @@ pub(crate) trait Batch: Send + Sync + 'static {
 
     /// The most writes in one transaction: a bound on how long one holds the lock.
     const MOST: usize;
+
+    /// Whether a write whose caller stopped waiting before its transaction began is made all
+    /// the same (an audit entry, whose change is made), or dropped (an add: a client that
+    /// tries again gets one task, not two).
+    const KEEPS_ABANDONED: bool = false;
 
     /// Writes `items`, of `key`, in one transaction: each one's answer, in order.
     async fn write(
@@ -131,9 +138,10 @@ impl<B: Batch> Lane<B> {
             let mut lanes = crate::sync::lock(&self.inner.lanes);
             let Some(waiting) = lanes.get_mut(&self.key) else { break };
             // A write whose caller stopped waiting before its transaction began (a request's
-            // deadline, a client gone) is not made, as a write still waiting for a connection
-            // was not: a client that tries again gets one, not two.
-            waiting.retain(|job| !job.answer.is_closed());
+            // deadline, a client gone) is not made, unless the batch keeps such writes.
+            if !B::KEEPS_ABANDONED {
+                waiting.retain(|job| !job.answer.is_closed());
+            }
             if waiting.is_empty() {
                 lanes.remove(&self.key);
                 break;

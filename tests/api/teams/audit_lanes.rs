@@ -1,7 +1,8 @@
 //! PostgreSQL's audit entries of one workspace, committed together (`store/audit_lanes.rs`):
 //! the entries that arrive on a node while a transaction of the workspace's entries is in
-//! flight wait there and go as the next transaction, chained in the order they came. SQLite's
-//! one writer takes them in turn; its tests are the audit log's.
+//! flight wait there and go as the next transaction, chained in the order they came, written
+//! even when their callers stopped waiting. SQLite's one writer takes them in turn; its tests
+//! are the audit log's.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -9,7 +10,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::backlog_adds::one_waits_for_the_lock;
-use crate::helpers::{Backend, eventually, quiet_app};
+use crate::helpers::{Backend, TestDb, app_with, eventually, quiet_app};
 use crate::metrics::scrape;
 
 const WAITING: &str = "agentd_audit_entries_waiting";
@@ -101,4 +102,65 @@ async fn entries_waiting_for_their_workspace_commit_together_and_chain_in_order(
     assert_eq!(verified.assert_status(200)["intact"], true, "{}", verified.body);
     assert_eq!(verified.body["last_seq"], before + 10);
     assert_eq!(scrape(&app, None).await.get(WAITING).copied(), Some(0.0));
+}
+
+/// A change whose request outlived the server's deadline while its entry waited for the
+/// workspace's lock is made, and so is its entry, once the lock is free: an entry is never
+/// dropped for its caller having stopped waiting (as an add to a backlog is).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_entry_whose_caller_stopped_waiting_is_written_all_the_same() {
+    let Some(db) = TestDb::create(Backend::Postgres).await else { return };
+    let app = app_with(db, |o| {
+        o.http.request_timeout = Duration::from_secs(1);
+        o.runtime.poll = Duration::from_secs(60);
+    })
+    .await;
+    let ada = app.register("ada@example.com").await;
+    app.create_agent(&ada, "a0").await;
+    let db = sqlx::PgPool::connect(&app.db.url_for_process()).await.unwrap();
+    let workspace: String =
+        sqlx::query_scalar("SELECT workspace_id FROM audit_log ORDER BY seq LIMIT 1")
+            .fetch_one(&db)
+            .await
+            .unwrap();
+    let before: i64 = sqlx::query_scalar("SELECT max(seq) FROM audit_log WHERE workspace_id = $1")
+        .bind(&workspace)
+        .fetch_one(&db)
+        .await
+        .unwrap();
+    let rename = |name: &'static str| {
+        let (app, ada) = (&app, &ada);
+        async move { app.patch("/api/agents/a0", ada, json!({"name": name})).await.status.as_u16() }
+    };
+
+    let mut lock = db.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM workspaces WHERE id = $1 FOR UPDATE")
+        .bind(&workspace)
+        .execute(&mut *lock)
+        .await
+        .unwrap();
+    let (begun, abandoned) = tokio::join!(rename("Begun"), async {
+        eventually(Duration::from_secs(10), "the first entry waits for the lock", || {
+            one_waits_for_the_lock(&db)
+        })
+        .await;
+        rename("Abandoned").await
+    });
+    // Both requests outlived the deadline, the second while its entry waited on the node.
+    assert_eq!((begun, abandoned), (408, 408));
+    assert_eq!(scrape(&app, None).await.get(WAITING).copied(), Some(1.0));
+    lock.commit().await.unwrap();
+
+    eventually(Duration::from_secs(10), "both entries written", || async {
+        written(&db, &workspace, before).await.len() == 2
+    })
+    .await;
+    let names: Vec<String> = written(&db, &workspace, before)
+        .await
+        .iter()
+        .map(|(_, _, after)| serde_json::from_str::<Value>(after).unwrap()["name"].to_string())
+        .collect();
+    assert_eq!(names, [r#""Begun""#, r#""Abandoned""#]);
+    let verified = app.get("/api/audit/verify", &ada).await;
+    assert_eq!(verified.assert_status(200)["intact"], true, "{}", verified.body);
 }
