@@ -29,6 +29,28 @@ async fn written(db: &sqlx::PgPool, workspace: &str, after: i64) -> Vec<(i64, St
     .unwrap()
 }
 
+/// The one workspace's id (the user's own) and the number of its last entry.
+async fn the_workspace_and_its_last_entry(db: &sqlx::PgPool) -> (String, i64) {
+    sqlx::query_as("SELECT workspace_id, max(seq) FROM audit_log GROUP BY workspace_id")
+        .fetch_one(db)
+        .await
+        .unwrap()
+}
+
+/// Takes the workspace's row lock in a transaction of the test's, as an entry in flight does.
+async fn lock_the_workspace(
+    db: &sqlx::PgPool,
+    workspace: &str,
+) -> sqlx::Transaction<'static, sqlx::Postgres> {
+    let mut lock = db.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM workspaces WHERE id = $1 FOR UPDATE")
+        .bind(workspace)
+        .execute(&mut *lock)
+        .await
+        .unwrap();
+    lock
+}
+
 /// The test holds the workspace's row lock, as an entry in flight does, while one change and
 /// then nine more are made: the nine entries wait on the node and are written by one
 /// transaction, chained after the first, and the whole chain verifies.
@@ -40,16 +62,7 @@ async fn entries_waiting_for_their_workspace_commit_together_and_chain_in_order(
         app.create_agent(&ada, &format!("a{n}")).await;
     }
     let db = sqlx::PgPool::connect(&app.db.url_for_process()).await.unwrap();
-    let workspace: String =
-        sqlx::query_scalar("SELECT workspace_id FROM audit_log ORDER BY seq LIMIT 1")
-            .fetch_one(&db)
-            .await
-            .unwrap();
-    let before: i64 = sqlx::query_scalar("SELECT max(seq) FROM audit_log WHERE workspace_id = $1")
-        .bind(&workspace)
-        .fetch_one(&db)
-        .await
-        .unwrap();
+    let (workspace, before) = the_workspace_and_its_last_entry(&db).await;
     let rename = |n: usize| {
         let (app, ada) = (&app, &ada);
         async move {
@@ -59,12 +72,7 @@ async fn entries_waiting_for_their_workspace_commit_together_and_chain_in_order(
         }
     };
 
-    let mut lock = db.begin().await.unwrap();
-    sqlx::query("SELECT 1 FROM workspaces WHERE id = $1 FOR UPDATE")
-        .bind(&workspace)
-        .execute(&mut *lock)
-        .await
-        .unwrap();
+    let lock = lock_the_workspace(&db, &workspace).await;
     let (statuses, ()) = tokio::join!(
         async {
             let (first, rest) = tokio::join!(rename(0), async {
@@ -118,27 +126,13 @@ async fn an_entry_whose_caller_stopped_waiting_is_written_all_the_same() {
     let ada = app.register("ada@example.com").await;
     app.create_agent(&ada, "a0").await;
     let db = sqlx::PgPool::connect(&app.db.url_for_process()).await.unwrap();
-    let workspace: String =
-        sqlx::query_scalar("SELECT workspace_id FROM audit_log ORDER BY seq LIMIT 1")
-            .fetch_one(&db)
-            .await
-            .unwrap();
-    let before: i64 = sqlx::query_scalar("SELECT max(seq) FROM audit_log WHERE workspace_id = $1")
-        .bind(&workspace)
-        .fetch_one(&db)
-        .await
-        .unwrap();
+    let (workspace, before) = the_workspace_and_its_last_entry(&db).await;
     let rename = |name: &'static str| {
         let (app, ada) = (&app, &ada);
         async move { app.patch("/api/agents/a0", ada, json!({"name": name})).await.status.as_u16() }
     };
 
-    let mut lock = db.begin().await.unwrap();
-    sqlx::query("SELECT 1 FROM workspaces WHERE id = $1 FOR UPDATE")
-        .bind(&workspace)
-        .execute(&mut *lock)
-        .await
-        .unwrap();
+    let lock = lock_the_workspace(&db, &workspace).await;
     let (begun, abandoned) = tokio::join!(rename("Begun"), async {
         eventually(Duration::from_secs(10), "the first entry waits for the lock", || {
             one_waits_for_the_lock(&db)
