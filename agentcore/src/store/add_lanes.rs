@@ -21,7 +21,7 @@ use chrono::{DateTime, Utc};
 use sqlx::{Pool, Postgres};
 
 use super::Notice;
-use super::lanes::{Batch, Lanes};
+use super::lanes::{Batch, Lanes, column};
 use super::wake_after_commit::WakeAfterCommit;
 use crate::domain::runtime::AgentKey;
 
@@ -101,9 +101,6 @@ async fn add_tasks(
     agent: &AgentKey,
     adds: &[&Add],
 ) -> std::result::Result<Vec<Added>, sqlx::Error> {
-    fn column<T>(adds: &[&Add], value: impl Fn(&Add) -> T) -> Vec<T> {
-        adds.iter().map(|add| value(add)).collect()
-    }
     let rows: Vec<(String, DateTime<Utc>)> = sqlx::query_as(ADD_TASKS)
         .bind(&agent.owner_id)
         .bind(&agent.agent_id)

@@ -21,7 +21,7 @@ use sqlx::{Pool, Postgres};
 
 use super::Backend;
 use super::audit::sql::LAST;
-use super::lanes::{Batch, Lanes};
+use super::lanes::{Batch, Lanes, column};
 use crate::domain::audit::{AuditEntry, GENESIS, NewAuditEntry};
 use crate::domain::workspace::WorkspaceId;
 
@@ -33,10 +33,11 @@ static LOCK: LazyLock<String> = LazyLock::new(|| {
     format!("SELECT id FROM workspaces WHERE id = $1{}", Backend::Postgres.lock())
 });
 
-/// The entries, one array per column, in `audit_log`'s order.
+/// The workspace's entries: `$1` the workspace, then one array per column, in `audit_log`'s
+/// order.
 const INSERT_ALL: &str = "INSERT INTO audit_log (workspace_id, seq, at, actor_kind, actor_id, \
     actor_label, address, action, target_kind, target_id, before, after, prev_hash, hash) \
-    SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::timestamptz[], $4::text[], $5::text[], \
+    SELECT $1::text, * FROM UNNEST($2::bigint[], $3::timestamptz[], $4::text[], $5::text[], \
     $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], \
     $13::text[], $14::text[])";
 
@@ -94,7 +95,7 @@ impl Batch for Audits {
             prev.clone_from(&entry.hash);
             entries.push(entry);
         }
-        insert_all(&mut tx, &entries).await?;
+        insert_all(&mut tx, workspace, &entries).await?;
         tx.commit().await?;
         Ok(entries.into_iter().map(Some).collect())
     }
@@ -103,14 +104,12 @@ impl Batch for Audits {
 /// Inserts `entries` in one statement.
 async fn insert_all(
     tx: &mut sqlx::Transaction<'static, Postgres>,
+    workspace: &WorkspaceId,
     entries: &[AuditEntry],
 ) -> std::result::Result<(), sqlx::Error> {
-    fn column<T>(entries: &[AuditEntry], value: impl Fn(&AuditEntry) -> T) -> Vec<T> {
-        entries.iter().map(value).collect()
-    }
     let json = |value: &Option<serde_json::Value>| value.as_ref().map(ToString::to_string);
     sqlx::query(INSERT_ALL)
-        .bind(column(entries, |e| e.workspace_id.clone()))
+        .bind(workspace.as_str())
         .bind(column(entries, |e| e.seq))
         .bind(column(entries, |e| e.at))
         .bind(column(entries, |e| e.actor_kind.clone()))

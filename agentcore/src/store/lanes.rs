@@ -182,6 +182,11 @@ impl<B: Batch> Lane<B> {
     }
 }
 
+/// One column of a transaction's writes, as an array to bind (`UNNEST` takes one per column).
+pub(crate) fn column<I, T>(items: &[I], value: impl Fn(&I) -> T) -> Vec<T> {
+    items.iter().map(value).collect()
+}
+
 /// Whether `error` is one write's own (its values refused: a data exception, a constraint, a
 /// raise in a trigger), which the other writes of its transaction would not meet alone.
 fn its_own(error: &sqlx::Error) -> bool {
