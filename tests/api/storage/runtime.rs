@@ -67,6 +67,7 @@ backend_tests! { store;
     a_task_held_by_a_live_node_blocks_the_next_and_an_expired_one_runs_again,
     a_task_cut_off_max_attempts_times_is_failed_at_its_next_claim,
     releasing_a_node_requeues_its_tasks_and_frees_its_agents,
+    releasing_an_agent_requeues_what_the_node_left_in_progress,
     the_database_clock_is_what_the_store_reports,
     a_finish_takes_the_next_claim_in_its_own_transaction,
 }
@@ -194,6 +195,24 @@ async fn releasing_a_node_requeues_its_tasks_and_frees_its_agents(store: TestSto
     assert_eq!((task.status, task.attempts), (TaskStatus::Queued, 1));
     assert_eq!(s.runtime_load().await.unwrap().nodes, 0);
     assert_eq!(s.claim_agents(B, secs(30), 10).await.unwrap(), [key]);
+}
+
+/// A worker that leaves (its agent stopped or handed to another node) after a run it could
+/// not finish (the database out of reach) gives the task back: the node's heartbeat would
+/// otherwise renew its lease for as long as the node lives, and no node would run it.
+async fn releasing_an_agent_requeues_what_the_node_left_in_progress(store: TestStore) {
+    let s = store.store.as_ref();
+    let (owner, key, _) = active(s, &[0]).await;
+    s.claim_agents(A, secs(30), 10).await.unwrap();
+    let running = claimed(s.claim_task(&key, A, secs(30), 5).await.unwrap());
+    s.heartbeat(A, secs(30)).await.unwrap();
+    s.release_agent(&key, A).await.unwrap();
+    let task = s.task(&owner.ws(), &id("r"), &running.id).await.unwrap();
+    assert_eq!((task.status, task.attempts), (TaskStatus::Queued, 1));
+    // Another node takes the agent and runs the task at once, not after a lease.
+    assert_eq!(s.claim_agents(B, secs(30), 10).await.unwrap(), [key.clone()]);
+    let again = claimed(s.claim_task(&key, B, secs(30), 5).await.unwrap());
+    assert_eq!((again.id, again.attempts), (running.id, 2));
 }
 
 async fn the_database_clock_is_what_the_store_reports(store: TestStore) {

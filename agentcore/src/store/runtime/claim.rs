@@ -62,8 +62,8 @@ pub(super) async fn claim_in(
         // process. Fail it and let the agent go on with its next one.
         let error = format!(
             "Interrupted {} times: each run of this task stopped before it \
-                 finished (the server stopped or lost the task), so it is not run \
-                 again. Retry it to run it once more.",
+                 finished (the server stopped, lost the task or lost its database), \
+                 so it is not run again. Retry it to run it once more.",
             task.attempts
         );
         let outcome = Outcome::Failed { error, permanent: false };

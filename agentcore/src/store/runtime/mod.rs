@@ -38,7 +38,8 @@ pub trait RuntimeStore: Send + Sync {
     async fn database_time(&self) -> Result<DateTime<Utc>>;
     /// Leases up to `limit` active agents that nobody holds to `node`, for `lease`.
     async fn claim_agents(&self, node: &str, lease: Duration, limit: i64) -> Result<Vec<AgentKey>>;
-    /// Gives up `node`'s lease on the agent, if it still holds it.
+    /// Gives up `node`'s lease on the agent, if it still holds it, and queues again the
+    /// agent's tasks `node` left in progress (its worker is leaving: nothing runs them).
     async fn release_agent(&self, agent: &AgentKey, node: &str) -> Result<()>;
     /// Gives up everything `node` holds; its tasks in progress go back to the queue.
     async fn release_node(&self, node: &str) -> Result<()>;
@@ -183,8 +184,18 @@ impl<S: SqlStore> RuntimeStore for S {
                 .bind(node)
                 .execute(&mut tx)
                 .await?;
+            let requeued = query(sql::REQUEUE_AGENT_TASKS_OF_NODE)
+                .bind(&agent.owner_id)
+                .bind(&agent.agent_id)
+                .bind(node)
+                .bind(crate::domain::now())
+                .execute(&mut tx)
+                .await?;
             if released.rows_affected() > 0 {
                 publish(&mut tx, &Notice::Claimable).await?;
+            } else if requeued.rows_affected() > 0 {
+                // Another node holds the agent already: its worker waits for this task's lease.
+                publish(&mut tx, &Notice::Agent(agent.clone())).await?;
             }
             tx.commit().await?;
             Ok(())

@@ -61,6 +61,11 @@ pub(crate) const RELEASE_AGENTS_OF_NODE: &str =
 pub(crate) const REQUEUE_TASKS_OF_NODE: &str = "UPDATE tasks SET status = 'queued', \
     lease_owner = NULL, lease_until = NULL, started_at = NULL, updated_at = $2 \
     WHERE lease_owner = $1 AND status = 'in_progress'";
+/// What a leaving worker left in progress (a run interrupted, an outcome never written) goes
+/// back to the queue: the node's heartbeat would otherwise renew its lease while nothing runs it.
+pub(crate) const REQUEUE_AGENT_TASKS_OF_NODE: &str = "UPDATE tasks SET status = 'queued', \
+    lease_owner = NULL, lease_until = NULL, started_at = NULL, updated_at = $4 \
+    WHERE owner_id = $1 AND agent_id = $2 AND lease_owner = $3 AND status = 'in_progress'";
 /// Tasks whose node stopped renewing their lease go back to the queue.
 pub(crate) fn requeue_expired_tasks(clock: Clock) -> String {
     format!(

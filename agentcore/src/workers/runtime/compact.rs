@@ -5,7 +5,7 @@
 //! (when, where to cut, what the conversation holds) are `domain::compaction`'s; a resumed run
 //! rebuilds the same conversation from the stored steps with [`conversation`].
 
-use super::Node;
+use super::{Node, Unanswered};
 use crate::domain::budget::StepCost;
 use crate::domain::compaction::{self, cut, in_context, summary_message};
 use crate::domain::runtime::{AgentKey, ClaimedTask, Outcome};
@@ -20,6 +20,9 @@ pub(super) enum Plan {
     Compact(Compaction),
     /// The run ends: even its shortest conversation does not fit, or its steps cannot be read.
     Stop(Outcome),
+    /// The database is out of reach: the run stops and resumes later
+    /// ([`Unanswered::Interrupted`]).
+    Interrupted,
 }
 
 /// A compaction about to be asked for.
@@ -57,15 +60,17 @@ pub(super) async fn plan(
         node.config.retry_base,
         node.config.lease / 2,
         task,
-        "read a task's steps",
+        "read the task's steps",
         read,
     )
     .await
     {
         Ok(context) => context.steps,
         Err(error) => {
-            let error = format!("cannot read the task's steps: {}", error.public_message());
-            return Plan::Stop(Outcome::Failed { error, permanent: false });
+            return match super::read_failed(task, &error, "read the task's steps") {
+                Unanswered::Ended(outcome) => Plan::Stop(outcome),
+                Unanswered::Interrupted => Plan::Interrupted,
+            };
         }
     };
     let context = in_context(&steps);

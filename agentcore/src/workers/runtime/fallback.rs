@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 
 use super::model::{Attempts, call_model};
-use super::{ATTEMPTS_PER_CALL, Node, spend, trace};
+use super::{ATTEMPTS_PER_CALL, Node, Unanswered, spend, trace};
 use crate::domain::budget::StepCost;
 use crate::domain::fallback::{Access, HealthRecord, Tried};
 use crate::domain::runtime::{ClaimedTask, Outcome};
@@ -51,7 +51,7 @@ pub(super) async fn ask(
     claimed: &ClaimedTask,
     first: First<'_>,
     retries: &mut i32,
-) -> Result<Answered, Outcome> {
+) -> Result<Answered, Unanswered> {
     let models = node.core.models();
     let agent = &claimed.agent;
     let chain = models.chain_of(agent.model.as_deref(), agent.fallback_models.as_deref());
@@ -115,23 +115,25 @@ pub(super) async fn ask(
                     return Ok(Answered { completion, cost, tried });
                 }
                 // Sent nowhere (the runtime stops), or refused for good: not the model's health.
-                Err(outcome @ Outcome::Failed { permanent: true, .. }) => return Err(outcome),
-                Err(outcome) if called.attempts == 0 => return Err(outcome),
+                Err(outcome @ Outcome::Failed { permanent: true, .. }) => {
+                    return Err(outcome.into());
+                }
+                Err(outcome) if called.attempts == 0 => return Err(outcome.into()),
                 Err(Outcome::Failed { error, permanent: false }) => {
                     record_failure(node, name).await;
                     trace::fell_back(name, &error, has_next);
                     tried.push(Tried { model: name.clone(), error: error.clone() });
                     failed = Some(error);
                 }
-                Err(outcome) => return Err(outcome),
+                Err(outcome) => return Err(outcome.into()),
             }
         }
         match (failed, back_at) {
-            (Some(error), _) => return Err(all_failed(&tried, error)),
+            (Some(error), _) => return Err(all_failed(&tried, error).into()),
             (None, Some(at)) => wait_until(node, at).await,
             (None, None) => {
                 let error = tried.last().map_or_else(String::new, |t| t.error.clone());
-                return Err(Outcome::Failed { error, permanent: true });
+                return Err(Outcome::Failed { error, permanent: true }.into());
             }
         }
     }

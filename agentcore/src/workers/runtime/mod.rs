@@ -36,6 +36,7 @@ use std::sync::Arc;
 use tokio::sync::{Semaphore, watch};
 
 use crate::core::{Core, RuntimeConfig};
+use crate::domain::runtime::Outcome;
 use crate::wakeups::Wakeups;
 
 /// Attempts at one model call (the first and two retries) before the task fails.
@@ -80,7 +81,8 @@ pub(super) const READ_TRIES: u32 = 4;
 /// as a connection is refused, where writes wait for one, and a task should not fail for a
 /// blip. At most [`READ_TRIES`] tries, and none that would start after `within` (half the
 /// task's lease: each try may itself wait for a connection, and a run should not go on long
-/// after its node could renew the lease). Any other error, or the last try's, is returned.
+/// after its node could renew the lease). Any other error, or the last try's, is returned;
+/// [`read_failed`] says what it does to the run.
 ///
 /// A node that stops meanwhile waits for these tries like any run in progress, within its
 /// shutdown grace; a run still waiting after it is dropped, and its task goes back to the
@@ -117,6 +119,41 @@ where
 
 fn unavailable(error: &crate::Error) -> bool {
     matches!(error, crate::Error::Storage { fault: crate::error::StorageFault::Unavailable, .. })
+}
+
+/// Where a model call, or the read before it, left a run that got no answer.
+#[derive(Debug)]
+pub(super) enum Unanswered {
+    /// The task ends with this outcome.
+    Ended(Outcome),
+    /// The database stayed out of reach for a read the run cannot go on without: the run
+    /// stops with nothing more written, and the task runs again, from its last stored step,
+    /// at the worker's next claim (which queues again what this node left in progress).
+    /// Failing the task instead would blame it for the database, and would be written just
+    /// when the database is back.
+    Interrupted,
+}
+
+impl From<Outcome> for Unanswered {
+    fn from(outcome: Outcome) -> Self {
+        Unanswered::Ended(outcome)
+    }
+}
+
+/// What a read that [`read_retrying`] gave up on does to the run: a database out of reach
+/// interrupts it; any other error (one that would only come again) fails the task, saying it
+/// could not `what`.
+pub(super) fn read_failed(
+    task: &crate::domain::task::TaskId,
+    error: &crate::Error,
+    what: &str,
+) -> Unanswered {
+    if unavailable(error) {
+        tracing::warn!(%error, %task, "run interrupted: cannot {what}; the task runs again once the database answers");
+        return Unanswered::Interrupted;
+    }
+    let error = format!("cannot {what}: {}", error.public_message());
+    Unanswered::Ended(Outcome::Failed { error, permanent: false })
 }
 
 #[derive(Debug)]
@@ -203,8 +240,9 @@ mod tests {
     use std::cell::Cell;
     use std::time::Duration;
 
-    use super::{READ_TRIES, read_retrying};
+    use super::{READ_TRIES, Unanswered, read_failed, read_retrying};
     use crate::Error;
+    use crate::domain::runtime::Outcome;
     use crate::domain::task::TaskId;
     use crate::error::StorageFault;
 
@@ -264,6 +302,21 @@ mod tests {
         // 5 s, wait 2 s, 5 s (12 s): a wait of 4 s would end past 15 s.
         assert_eq!(made.get(), 2);
         assert_eq!(started.elapsed(), Duration::from_secs(12));
+    }
+
+    /// A database out of reach interrupts the run (the task runs again); an error that would
+    /// only come again fails the task, saying what could not be done.
+    #[test]
+    fn a_read_given_up_interrupts_the_run_only_when_the_database_is_out_of_reach() {
+        let task = TaskId::generate();
+        assert!(matches!(read_failed(&task, &unavailable(), "read"), Unanswered::Interrupted));
+        let full = Error::Storage { fault: StorageFault::Full, cause: "disk full".into() };
+        match read_failed(&task, &full, "check the budgets") {
+            Unanswered::Ended(Outcome::Failed { error, permanent: false }) => {
+                assert!(error.starts_with("cannot check the budgets: "), "{error}");
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     /// A full disk does not pass in seconds, and any other error would only come again.

@@ -14,13 +14,13 @@ use std::time::{Duration, Instant};
 
 use tracing::Instrument as _;
 
-use super::Node;
 use super::approval::Gate;
 use super::compact::{self, Plan};
 use super::fallback::{Answered, First, ask as ask_chain};
 use super::offer::offered;
 use super::tools::{self, McpTools, Work};
 use super::trace;
+use super::{Node, Unanswered};
 use crate::domain::approval::needs_approval;
 use crate::domain::event::{Event, StepStarted};
 use crate::domain::runtime::{AgentKey, ClaimedTask, Outcome};
@@ -46,6 +46,10 @@ pub(super) enum Ran {
     Parked,
     /// The task's lease was lost: nothing more may be written.
     Lost,
+    /// The database stayed out of reach for a read the run needs: nothing more is written,
+    /// and the task, still this node's, runs again at the worker's next claim
+    /// ([`super::Unanswered::Interrupted`]).
+    Interrupted,
 }
 
 /// Runs `claimed` to its end, resuming after its stored steps, in its `invoke_agent` span
@@ -68,15 +72,17 @@ async fn run(node: &Node, agent: &AgentKey, claimed: &ClaimedTask) -> Ran {
         node.config.retry_base,
         node.config.lease / 2,
         &task.id,
-        "read a task's steps",
+        "read the task's steps",
         read,
     )
     .await
     {
         Ok(context) => context,
         Err(error) => {
-            let error = format!("cannot read the task's steps: {}", error.public_message());
-            return Ran::Finished(Outcome::Failed { error, permanent: false }, 0, None);
+            return match super::read_failed(&task.id, &error, "read the task's steps") {
+                Unanswered::Ended(outcome) => Ran::Finished(outcome, 0, None),
+                Unanswered::Interrupted => Ran::Interrupted,
+            };
         }
     };
     let offer = offered(node, agent, claimed, kind, None).await;
@@ -117,6 +123,7 @@ async fn run(node: &Node, agent: &AgentKey, claimed: &ClaimedTask) -> Ran {
         Ok(outcome) => Ran::Finished(outcome, 1 + run.counts.retries, run.last.take()),
         Err(Halt::Parked) => Ran::Parked,
         Err(Halt::LeaseLost) => Ran::Lost,
+        Err(Halt::Interrupted) => Ran::Interrupted,
     }
 }
 
@@ -139,12 +146,21 @@ enum State {
 }
 
 /// Why a run stops with nothing more to write: the task's lease is lost (or its steps cannot
-/// be stored, and the lease will run out), or the task is parked at a call waiting for a
-/// person's approval.
+/// be stored, and the lease will run out), the task is parked at a call waiting for a
+/// person's approval, or the database is out of reach for a read ([`Ran::Interrupted`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Halt {
     LeaseLost,
     Parked,
+    Interrupted,
+}
+
+/// A model call that got no answer, as the run goes on: the task's outcome, or a halt.
+fn unanswered(unanswered: Unanswered) -> Result<State, Halt> {
+    match unanswered {
+        Unanswered::Ended(outcome) => Ok(State::Ended(outcome)),
+        Unanswered::Interrupted => Err(Halt::Interrupted),
+    }
 }
 
 /// The model a run talks to, and the conversation so far.
@@ -232,7 +248,7 @@ impl Run<'_> {
             state = match state {
                 State::Calling { calls, stop } => self.call_all(calls, stop).await?,
                 State::Compacting => self.compact().await?,
-                State::Asking => self.ask_next().await,
+                State::Asking => self.ask_next().await?,
                 State::Summarising(stop) => State::Ended(self.summarise(stop).await?),
                 State::Ended(outcome) => return Ok(outcome),
             };
@@ -276,6 +292,7 @@ impl Run<'_> {
         let compaction = match plan {
             Plan::Fits => return Ok(State::Asking),
             Plan::Stop(outcome) => return Ok(State::Ended(outcome)),
+            Plan::Interrupted => return Err(Halt::Interrupted),
             Plan::Compact(compaction) => compaction,
         };
         let started = Instant::now();
@@ -288,7 +305,7 @@ impl Run<'_> {
         self.model.request.tool_choice = ToolChoice::Auto;
         let Answered { completion: answer, cost, tried } = match answered {
             Err(_) => return Ok(State::Summarising(self.timeout())),
-            Ok(Err(outcome)) => return Ok(State::Ended(outcome)),
+            Ok(Err(no)) => return unanswered(no),
             Ok(Ok(answered)) => answered,
         };
         let mut step = compaction.step(self.next_seq(), answer, cost, millis(started));
@@ -299,13 +316,13 @@ impl Run<'_> {
     }
 
     /// [`State::Asking`]: the model's answer ends the run, or asks for calls.
-    async fn ask_next(&mut self) -> State {
+    async fn ask_next(&mut self) -> Result<State, Halt> {
         let started = Instant::now();
         let remaining = self.deadline.saturating_duration_since(started);
         let Answered { completion: answer, cost, tried } =
             match tokio::time::timeout(remaining, self.ask(StepKind::Model)).await {
-                Err(_) => return State::Summarising(self.timeout()),
-                Ok(Err(outcome)) => return State::Ended(outcome),
+                Err(_) => return Ok(State::Summarising(self.timeout())),
+                Ok(Err(no)) => return unanswered(no),
                 Ok(Ok(answered)) => answered,
             };
         let calls: Vec<StepCall> = answer.tool_calls.iter().map(from_call).collect();
@@ -322,7 +339,7 @@ impl Run<'_> {
             // Stored with the outcome: one transaction fewer for every task.
             self.last = Some(step);
             let tool_calls = self.counts.tool_calls;
-            return State::Ended(Outcome::Complete { text: answer.text, tool_calls });
+            return Ok(State::Ended(Outcome::Complete { text: answer.text, tool_calls }));
         }
         self.asked = Some(step);
         self.counts.model_calls += 1;
@@ -330,13 +347,13 @@ impl Run<'_> {
             .request
             .messages
             .push(Message::Assistant { text: answer.text, tool_calls: answer.tool_calls });
-        State::Calling { calls, stop: None }
+        Ok(State::Calling { calls, stop: None })
     }
 
     /// One model call of kind `step` with the conversation so far, along the agent's fallback
     /// chain, counting its retries; its cost is reserved before each model is sent it and
     /// settled when one answers (see [`super::fallback`] and [`super::spend`]).
-    async fn ask(&mut self, step: StepKind) -> Result<Answered, Outcome> {
+    async fn ask(&mut self, step: StepKind) -> Result<Answered, Unanswered> {
         let run = RunRef { agent: self.agent, task: &self.claimed.task.id, node: self.node.id() };
         let Model { provider, request, .. } = &self.model;
         self.started(step, None);
@@ -415,10 +432,10 @@ impl Run<'_> {
         let grace = SUMMARY_GRACE.max(self.node.config.retry_max);
         let answered = match tokio::time::timeout(grace, self.ask(StepKind::Summary)).await {
             Ok(answered) => answered,
-            Err(_) => Err(Outcome::Failed {
+            Err(_) => Err(Unanswered::Ended(Outcome::Failed {
                 error: "the summary call ran out of time".into(),
                 permanent: false,
-            }),
+            })),
         };
         let (summary, usage, cost, tried) = match answered {
             Ok(Answered { completion, cost, tried }) if !completion.text.trim().is_empty() => {
@@ -427,8 +444,11 @@ impl Run<'_> {
             Ok(Answered { completion, cost, tried }) => {
                 ("(The model gave no summary.)".to_owned(), completion.usage, cost, tried)
             }
-            Err(exhausted @ Outcome::BudgetExhausted { .. }) => return Ok(exhausted),
-            Err(_) => (
+            Err(Unanswered::Ended(exhausted @ Outcome::BudgetExhausted { .. })) => {
+                return Ok(exhausted);
+            }
+            Err(Unanswered::Interrupted) => return Err(Halt::Interrupted),
+            Err(Unanswered::Ended(_)) => (
                 "(The summary could not be asked for: the model call failed.)".to_owned(),
                 None,
                 None,

@@ -2,7 +2,7 @@
 //! budgets of its agent and owner (a call that could cross one is not sent, and the run ends
 //! `budget_exhausted`); after it answers, its cost is settled into the month's spend.
 
-use super::Node;
+use super::{Node, Unanswered};
 use crate::domain::budget::{Price, StepCost};
 use crate::domain::runtime::Outcome;
 use crate::domain::task::Usage;
@@ -21,7 +21,8 @@ pub(super) struct Reserved {
 
 /// Reserves the worst case of `request` (for the agent's `model`, of provider `label`);
 /// `Ok(None)` for `echo`, which costs nothing; the outcome that ends the run when a budget
-/// could be crossed or cannot be checked.
+/// could be crossed or cannot be checked, or [`Unanswered::Interrupted`] when the database is
+/// out of reach.
 ///
 /// The worst case counts the request's input tokens with [`Models::input_tokens_bound`]. Where
 /// that is the byte bound (a model without a published tokenizer) and it would cross a budget,
@@ -36,7 +37,7 @@ pub(super) async fn reserve(
     model: Option<&str>,
     kind: ModelKind<'_>,
     request: &CompletionRequest,
-) -> Result<Option<Reserved>, Outcome> {
+) -> Result<Option<Reserved>, Unanswered> {
     if kind == ModelKind::Echo {
         return Ok(None);
     }
@@ -63,25 +64,22 @@ pub(super) async fn reserve(
     }
     let error = refusal.message();
     tracing::warn!(task = %run.task, %error, "model call not sent: it could cross a budget");
-    Err(Outcome::BudgetExhausted { error })
+    Err(Outcome::BudgetExhausted { error }.into())
 }
 
-/// The budgets' answer to holding `worst`: whether a hold was written, or the refusal; the
-/// outcome that ends the run when the budgets cannot be checked.
+/// The budgets' answer to holding `worst`: whether a hold was written, or the refusal; what
+/// becomes of the run when the budgets cannot be checked ([`super::read_failed`]).
 async fn try_reserve(
     node: &Node,
     run: RunRef<'_>,
     worst: i64,
-) -> Result<Result<bool, crate::domain::budget::Refusal>, Outcome> {
+) -> Result<Result<bool, crate::domain::budget::Refusal>, Unanswered> {
     let read = || node.core.run_store().reserve(run, worst);
     let what = "check the budgets";
     let reserved =
         super::read_retrying(node.config.retry_base, node.config.lease / 2, run.task, what, read)
             .await;
-    reserved.map_err(|error| Outcome::Failed {
-        error: format!("cannot check the budgets: {}", error.public_message()),
-        permanent: false,
-    })
+    reserved.map_err(|error| super::read_failed(run.task, &error, what))
 }
 
 /// The provider's own count of `request`'s input tokens, with [`EXACT_MARGIN_PERCENT`] and

@@ -60,6 +60,7 @@ pub(super) fn run_ended(span: &Span, ran: &Ran) {
         Ran::Finished(Outcome::BudgetExhausted { .. }, ..) => "budget_exhausted",
         Ran::Parked => "awaiting_approval",
         Ran::Lost => "lease_lost",
+        Ran::Interrupted => "interrupted",
     };
     span.record("agentd.run.end", end);
     if let Ran::Finished(Outcome::Failed { .. } | Outcome::BudgetExhausted { .. }, ..) = ran {

@@ -95,6 +95,8 @@ async fn run_task(
             node.core.wake_outbox();
             return None;
         }
+        // Still this node's: the next claim queues it again and runs it from its last step.
+        Ran::Interrupted => return None,
     };
     let store = node.core.run_store();
     let finish = || {
