@@ -127,6 +127,23 @@ impl Drop for PrivatePostgres {
     }
 }
 
+/// agentd on `pg`, its models faked by `models`, with leases of 2 s and a poll of 0.5 s.
+fn agentd_env(
+    pg: &PrivatePostgres,
+    models: &FakeModels,
+    data_dir: &tempfile::TempDir,
+) -> Vec<(&'static str, String)> {
+    vec![
+        ("AGENTD_DATA_DIR", data_dir.path().display().to_string()),
+        ("AGENTD_DATABASE_URL", pg.url()),
+        ("AGENTD_MODELS__DEFAULT", "openai:gpt-test".into()),
+        ("AGENTD_MODELS__OPENAI_BASE_URL", models.openai_base()),
+        ("AGENTD_MODELS__OPENAI_API_KEY", crate::fake_models::OPENAI_KEY.into()),
+        ("AGENTD_RUNTIME__LEASE_SECONDS", "2".into()),
+        ("AGENTD_RUNTIME__POLL_SECONDS", "0.5".into()),
+    ]
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_postgresql_restart_mid_run_loses_nothing_and_repeats_nothing() {
     const AGENTS: usize = 3;
@@ -138,16 +155,8 @@ async fn a_postgresql_restart_mid_run_loses_nothing_and_repeats_nothing() {
     discord.add_bot("pg-bot.1", "PgBot");
     discord.add_guild("333", "Restart", &["pg-bot.1"]);
     let data_dir = tempfile::tempdir().unwrap();
-    let env = [
-        ("AGENTD_DATA_DIR", data_dir.path().display().to_string()),
-        ("AGENTD_DATABASE_URL", pg.url()),
-        ("AGENTD_MODELS__DEFAULT", "openai:gpt-test".into()),
-        ("AGENTD_MODELS__OPENAI_BASE_URL", models.openai_base()),
-        ("AGENTD_MODELS__OPENAI_API_KEY", crate::fake_models::OPENAI_KEY.into()),
-        ("AGENTD_DISCORD__API_BASE", discord.api_base.clone()),
-        ("AGENTD_RUNTIME__LEASE_SECONDS", "2".into()),
-        ("AGENTD_RUNTIME__POLL_SECONDS", "0.5".into()),
-    ];
+    let mut env = agentd_env(&pg, &models, &data_dir);
+    env.push(("AGENTD_DISCORD__API_BASE", discord.api_base.clone()));
     let server = Server::start(&env).await;
     let token = server.register("restart@example.com").await;
     server.connect(&token, "pg-bot.1", "333").await;
@@ -256,17 +265,9 @@ async fn a_run_that_cannot_read_its_budgets_while_the_database_is_down_runs_agai
     models.set_latency_for("gpt-busy", Duration::from_secs(5));
     models.repeat_for("gpt-busy", Script::Status(503, None));
     let data_dir = tempfile::tempdir().unwrap();
-    let env = [
-        ("AGENTD_DATA_DIR", data_dir.path().display().to_string()),
-        ("AGENTD_DATABASE_URL", pg.url()),
-        ("AGENTD_MODELS__DEFAULT", "openai:gpt-test".into()),
-        ("AGENTD_MODELS__OPENAI_BASE_URL", models.openai_base()),
-        ("AGENTD_MODELS__OPENAI_API_KEY", crate::fake_models::OPENAI_KEY.into()),
-        // Half a lease (1 s) is shorter than one read's wait for a connection: a read the
-        // database cannot answer is given up after its first try.
-        ("AGENTD_RUNTIME__LEASE_SECONDS", "2".into()),
-        ("AGENTD_RUNTIME__POLL_SECONDS", "0.5".into()),
-    ];
+    // Half a lease (1 s) is shorter than one read's wait for a connection: a read the
+    // database cannot answer is given up after its first try.
+    let env = agentd_env(&pg, &models, &data_dir);
     let server = Server::start(&env).await;
     let token = server.register("budgets@example.com").await;
     let agent = json!({"id": "steady", "name": "Steady", "role_prompt": "Work.", "channel": "c"});
