@@ -9,6 +9,7 @@
 mod clock;
 mod discord;
 mod disk;
+mod interrupted;
 mod logs;
 mod nodes;
 mod poison;

@@ -1,8 +1,6 @@
 //! The PostgreSQL server goes away under a running node, with tasks in flight and posts
 //! pending, and comes back: everything completes exactly once, each result is posted once,
-//! and `/readyz` says "not ready" while the database is gone and "ready" after. A run that
-//! cannot read what it needs meanwhile (its budgets) runs again once the database is back;
-//! its task does not fail for the database's outage.
+//! and `/readyz` says "not ready" while the database is gone and "ready" after.
 //!
 //! The test runs a PostgreSQL server of its own (initdb in a temporary directory, on a free
 //! port), so stopping it disturbs no other test.
@@ -16,12 +14,12 @@ use sqlx::Connection;
 
 use super::{free_port, get};
 use crate::fake_discord::FakeDiscord;
-use crate::fake_models::{FakeModels, Script};
+use crate::fake_models::FakeModels;
 use crate::helpers::eventually;
 use crate::process::{Server, posted_titles};
 
 /// A PostgreSQL server in a temporary directory, stopped when dropped.
-struct PrivatePostgres {
+pub(super) struct PrivatePostgres {
     bin: PathBuf,
     data: PathBuf,
     port: u16,
@@ -30,7 +28,7 @@ struct PrivatePostgres {
 
 impl PrivatePostgres {
     /// `None` when PostgreSQL's server programs are not installed (and not required).
-    fn start() -> Option<Self> {
+    pub(super) fn start() -> Option<Self> {
         let bin = std::fs::read_dir("/usr/lib/postgresql").ok().and_then(|versions| {
             versions
                 .filter_map(Result::ok)
@@ -72,7 +70,7 @@ impl PrivatePostgres {
         format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
     }
 
-    fn ctl(&self, action: &[&str]) {
+    pub(super) fn ctl(&self, action: &[&str]) {
         let options = format!(
             "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off",
             self.port,
@@ -128,7 +126,7 @@ impl Drop for PrivatePostgres {
 }
 
 /// agentd on `pg`, its models faked by `models`, with leases of 2 s and a poll of 0.5 s.
-fn agentd_env(
+pub(super) fn agentd_env(
     pg: &PrivatePostgres,
     models: &FakeModels,
     data_dir: &tempfile::TempDir,
@@ -247,63 +245,6 @@ async fn a_postgresql_restart_mid_run_loses_nothing_and_repeats_nothing() {
     })
     .await;
     assert!(results().values().all(|n| *n == 1), "a result was posted twice");
-    let exit = server.signal("-TERM").await;
-    assert!(exit.success(), "{exit:?}");
-}
-
-/// A run between two model calls when the database goes away: its next call's budgets cannot
-/// be read. The run stops and its task runs again from its last step once the database is
-/// back, on the fallback model; before, the task failed ("cannot check the budgets"), its
-/// failure written as soon as the database answered again.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_run_that_cannot_read_its_budgets_while_the_database_is_down_runs_again_after() {
-    let Some(pg) = PrivatePostgres::start() else { return };
-    let models = FakeModels::start().await;
-    // The agent's model is overloaded: each of its two attempts answers 503 after 5 s (time
-    // enough for the database to stop meanwhile), then the call goes to the fallback, whose
-    // budgets are read first.
-    models.set_latency_for("gpt-busy", Duration::from_secs(5));
-    models.repeat_for("gpt-busy", Script::Status(503, None));
-    let data_dir = tempfile::tempdir().unwrap();
-    // Half a lease (1 s) is shorter than one read's wait for a connection: a read the
-    // database cannot answer is given up after its first try.
-    let env = agentd_env(&pg, &models, &data_dir);
-    let server = Server::start(&env).await;
-    let token = server.register("budgets@example.com").await;
-    let agent = json!({"id": "steady", "name": "Steady", "role_prompt": "Work.", "channel": "c"});
-    server.post("/api/agents", &token, agent, 201).await;
-    let models_of = json!({"model": "openai:gpt-busy", "fallback_models": ["openai:gpt-test"]});
-    server.patch("/api/agents/steady", &token, models_of, 200).await;
-    let task = server
-        .post("/api/agents/steady/backlog", &token, json!({"title": "Steady work"}), 201)
-        .await;
-    server.post("/api/agents/steady/start", &token, Value::Null, 200).await;
-    let calls_to = |model: &str| models.calls().iter().filter(|c| c.body["model"] == model).count();
-    eventually(Duration::from_secs(30), "the busy model's second attempt is open", || async {
-        calls_to("gpt-busy") == 2
-    })
-    .await;
-
-    pg.ctl(&["stop"]);
-    eventually(Duration::from_secs(90), "agentd gives up reading the budgets", || async {
-        server.logged("cannot check the budgets")
-    })
-    .await;
-    assert_eq!(calls_to("gpt-test"), 0, "the fallback is not called unchecked");
-    pg.ctl(&["start"]);
-
-    let path = format!("/api/agents/steady/backlog/{}", task["id"].as_str().unwrap());
-    let read =
-        || async { server.send(reqwest::Method::GET, &path, Some(&token), Value::Null).await.1 };
-    eventually(Duration::from_secs(60), "the task ends", || async {
-        matches!(read().await["status"].as_str(), Some("complete" | "failed"))
-    })
-    .await;
-    let done = read().await;
-    assert_eq!(done["status"], "complete", "{done}");
-    assert_eq!(done["result"], "Answer to: Steady work", "the fallback's answer");
-    assert_eq!(calls_to("gpt-busy"), 4, "two attempts in the interrupted run, two in the next");
-    assert_eq!(calls_to("gpt-test"), 1, "the fallback answered once");
     let exit = server.signal("-TERM").await;
     assert!(exit.success(), "{exit:?}");
 }

@@ -210,7 +210,7 @@ async fn releasing_an_agent_requeues_what_the_node_left_in_progress(store: TestS
     let task = s.task(&owner.ws(), &id("r"), &running.id).await.unwrap();
     assert_eq!((task.status, task.attempts), (TaskStatus::Queued, 1));
     // Another node takes the agent and runs the task at once, not after a lease.
-    assert_eq!(s.claim_agents(B, secs(30), 10).await.unwrap(), [key.clone()]);
+    assert_eq!(s.claim_agents(B, secs(30), 10).await.unwrap(), std::slice::from_ref(&key));
     let again = claimed(s.claim_task(&key, B, secs(30), 5).await.unwrap());
     assert_eq!((again.id, again.attempts), (running.id, 2));
 }

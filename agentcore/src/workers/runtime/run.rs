@@ -396,7 +396,13 @@ impl Run<'_> {
                     .record_tool(call, Ok(String::new()), millis(started), Some(effect))
                     .await;
             }
-            Work::ReadMemory => tools::read_memory(self.node, &owner, own).await,
+            Work::ReadMemory => {
+                let task = &self.claimed.task.id;
+                match tools::read_memory(self.node, task, &owner, own).await {
+                    Some(result) => result,
+                    None => return Err(Halt::Interrupted),
+                }
+            }
             Work::Remote(remote) => {
                 self.store_asked().await?;
                 let deadline = self.deadline;

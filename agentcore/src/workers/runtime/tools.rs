@@ -9,6 +9,7 @@ use super::Node;
 use crate::domain::agent::AgentId;
 use crate::domain::runtime::AgentRun;
 use crate::domain::steps::{Effect, StepCall};
+use crate::domain::task::TaskId;
 use crate::domain::tool_result::{ToolError, ToolResult};
 use crate::domain::tools::ToolName;
 use crate::domain::workspace::WorkspaceId;
@@ -89,13 +90,27 @@ pub(super) fn work(call: &StepCall, own: &AgentId, agent: &AgentRun, mcp: &McpTo
     }
 }
 
-/// `memory` with `action: read`.
-pub(super) async fn read_memory(node: &Node, owner: &WorkspaceId, own: &AgentId) -> ToolResult {
-    match node.core.run_store().memory(owner, own).await {
-        Ok(memory) => Ok(memory::read_answer(memory)),
-        Err(error) => {
-            Err(ToolError::failed(format!("could not read memory: {}", error.public_message())))
-        }
+/// `memory` with `action: read`, for the run of `task`: its result, or `None` when the
+/// database stayed out of reach (the run is interrupted rather than told its memory failed:
+/// see [`super::read_failed`]).
+pub(super) async fn read_memory(
+    node: &Node,
+    task: &TaskId,
+    owner: &WorkspaceId,
+    own: &AgentId,
+) -> Option<ToolResult> {
+    let read = || node.core.run_store().memory(owner, own);
+    let what = "read the agent's memory";
+    let retry_base = node.config.retry_base;
+    match super::read_retrying(retry_base, node.config.lease / 2, task, what, read).await {
+        Ok(memory) => Some(Ok(memory::read_answer(memory))),
+        Err(error) => match super::read_failed(task, &error, what) {
+            super::Unanswered::Interrupted => None,
+            super::Unanswered::Ended(_) => Some(Err(ToolError::failed(format!(
+                "could not read memory: {}",
+                error.public_message()
+            )))),
+        },
     }
 }
 
