@@ -258,6 +258,9 @@ pub struct RuntimeStats {
     pub results_dropped: u64,
     /// Runs stopped because a person cancelled their task.
     pub tasks_cancelled: u64,
+    /// Runs stopped because the database stayed out of reach for a read they needed; their
+    /// tasks run again.
+    pub runs_interrupted: u64,
     /// Agents this node runs now.
     pub agents_running: u64,
 }
@@ -269,6 +272,7 @@ pub(crate) struct Counters {
     pub(crate) failed: AtomicU64,
     pub(crate) dropped: AtomicU64,
     pub(crate) cancelled: AtomicU64,
+    pub(crate) interrupted: AtomicU64,
     pub(crate) webhooks_delivered: AtomicU64,
     pub(crate) webhook_attempts_failed: AtomicU64,
     pub(crate) webhooks_failed: AtomicU64,
@@ -298,6 +302,7 @@ impl Counters {
             failed: AtomicU64::default(),
             dropped: AtomicU64::default(),
             cancelled: AtomicU64::default(),
+            interrupted: AtomicU64::default(),
             webhooks_delivered: AtomicU64::default(),
             webhook_attempts_failed: AtomicU64::default(),
             webhooks_failed: AtomicU64::default(),

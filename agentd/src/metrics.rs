@@ -179,13 +179,14 @@ fn render_node(out: &mut String, node: &Metrics) {
         out,
         "agentd_tasks_total",
         "counter",
-        "Tasks this node finished, by outcome (dropped: the task or its agent was gone; cancelled: its run was stopped by a cancel).",
+        "Tasks this node finished, by outcome (dropped: the task or its agent was gone; cancelled: its run was stopped by a cancel; interrupted: its run stopped, the database out of reach, and the task runs again).",
     );
     for (outcome, count) in [
         ("completed", node.runtime.tasks_completed),
         ("failed", node.runtime.tasks_failed),
         ("dropped", node.runtime.results_dropped),
         ("cancelled", node.runtime.tasks_cancelled),
+        ("interrupted", node.runtime.runs_interrupted),
     ] {
         let _ = writeln!(out, "agentd_tasks_total{{outcome=\"{outcome}\"}} {count}");
     }

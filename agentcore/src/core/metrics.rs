@@ -64,6 +64,7 @@ impl Core {
             tasks_failed: counters.failed.load(Ordering::Relaxed),
             results_dropped: counters.dropped.load(Ordering::Relaxed),
             tasks_cancelled: counters.cancelled.load(Ordering::Relaxed),
+            runs_interrupted: counters.interrupted.load(Ordering::Relaxed),
             agents_running: self.wakeups().running() as u64,
         }
     }

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::metric;
 use super::restart::{PrivatePostgres, agentd_env};
 use crate::fake_models::{FakeModels, Script};
 use crate::helpers::eventually;
@@ -67,7 +68,7 @@ async fn outage(
     pg.ctl(&["start"]);
 }
 
-/// The task once it ended, and its steps.
+/// The task once it ended, and its steps; the node counted one interrupted run.
 async fn ended(server: &Server, token: &str, path: &str) -> (Value, Value) {
     let read = |path: String| async move {
         server.send(reqwest::Method::GET, &path, Some(token), Value::Null).await.1
@@ -76,6 +77,8 @@ async fn ended(server: &Server, token: &str, path: &str) -> (Value, Value) {
         matches!(read(path.to_owned()).await["status"].as_str(), Some("complete" | "failed"))
     })
     .await;
+    let interrupted = metric(server, r#"agentd_tasks_total{outcome="interrupted"}"#).await;
+    assert_eq!(interrupted, 1.0, "runs interrupted");
     (read(path.to_owned()).await, read(format!("{path}/steps")).await)
 }
 

@@ -23,6 +23,9 @@ pub(super) enum Gate {
     /// The lease is gone, or the store failed: the run ends, and resumes from its stored
     /// steps when the task is claimed again.
     Lost,
+    /// The database stayed out of reach: the run stops and its task runs again
+    /// ([`super::Unanswered::Interrupted`]).
+    Interrupted,
 }
 
 /// Looks up the call's approval, asking for one (and parking the task) the first time;
@@ -35,17 +38,23 @@ pub(super) async fn gate(
     asked: &mut Option<Step>,
 ) -> Gate {
     let store = node.core.run_store();
-    match store.approval_of_call(run.task, &call.id).await {
+    let read = || store.approval_of_call(run.task, &call.id);
+    let what = "read a call's approval";
+    let retry_base = node.config.retry_base;
+    match super::read_retrying(retry_base, node.config.lease / 2, run.task, what, read).await {
         Ok(Some(approval)) => {
             let status = KeyValue::new("agentd.approval.status", approval.status.as_str());
             super::trace::approval_event("agentd.approval.decided", vec![status]);
             decided(&approval, run)
         }
         Ok(None) => park(node, run, claimed, call, asked).await,
-        Err(error) => {
-            tracing::warn!(%error, task = %run.task, "cannot read a call's approval");
-            Gate::Lost
-        }
+        Err(error) => match super::read_failed(run.task, &error, what) {
+            super::Unanswered::Interrupted => Gate::Interrupted,
+            super::Unanswered::Ended(_) => {
+                tracing::warn!(%error, task = %run.task, "cannot read a call's approval");
+                Gate::Lost
+            }
+        },
     }
 }
 

@@ -376,6 +376,7 @@ impl Run<'_> {
                 Gate::Denied(error) => return self.record_tool(call, Err(error), 0, None).await,
                 Gate::Parked => return Err(Halt::Parked),
                 Gate::Lost => return Err(Halt::LeaseLost),
+                Gate::Interrupted => return Err(Halt::Interrupted),
             }
         }
         self.started(StepKind::Tool, Some(&call.name));

@@ -96,7 +96,10 @@ async fn run_task(
             return None;
         }
         // Still this node's: the next claim queues it again and runs it from its last step.
-        Ran::Interrupted => return None,
+        Ran::Interrupted => {
+            node.core.counters().interrupted.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
     };
     let store = node.core.run_store();
     let finish = || {
