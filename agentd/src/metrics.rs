@@ -179,17 +179,23 @@ fn render_node(out: &mut String, node: &Metrics) {
         out,
         "agentd_tasks_total",
         "counter",
-        "Tasks this node finished, by outcome (dropped: the task or its agent was gone; cancelled: its run was stopped by a cancel; interrupted: its run stopped, the database out of reach, and the task runs again).",
+        "Tasks this node finished, by outcome (dropped: the task or its agent was gone; cancelled: its run was stopped by a cancel).",
     );
     for (outcome, count) in [
         ("completed", node.runtime.tasks_completed),
         ("failed", node.runtime.tasks_failed),
         ("dropped", node.runtime.results_dropped),
         ("cancelled", node.runtime.tasks_cancelled),
-        ("interrupted", node.runtime.runs_interrupted),
     ] {
         let _ = writeln!(out, "agentd_tasks_total{{outcome=\"{outcome}\"}} {count}");
     }
+    header(
+        out,
+        "agentd_runs_interrupted_total",
+        "counter",
+        "Runs this node stopped because the database stayed out of reach for a read they needed; their tasks run again.",
+    );
+    let _ = writeln!(out, "agentd_runs_interrupted_total {}", node.runtime.runs_interrupted);
     header(
         out,
         "agentd_webhook_attempts_total",

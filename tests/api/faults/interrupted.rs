@@ -77,7 +77,7 @@ async fn ended(server: &Server, token: &str, path: &str) -> (Value, Value) {
         matches!(read(path.to_owned()).await["status"].as_str(), Some("complete" | "failed"))
     })
     .await;
-    let interrupted = metric(server, r#"agentd_tasks_total{outcome="interrupted"}"#).await;
+    let interrupted = metric(server, "agentd_runs_interrupted_total").await;
     assert_eq!(interrupted, 1.0, "runs interrupted");
     (read(path.to_owned()).await, read(format!("{path}/steps")).await)
 }
@@ -94,7 +94,8 @@ async fn a_run_that_cannot_read_its_budgets_while_the_database_is_down_runs_agai
     let settings = json!({"model": "openai:gpt-busy", "fallback_models": ["openai:gpt-test"]});
     let (server, token, path) = one_task(&pg, &models, &data_dir, settings).await;
 
-    outage(&pg, &models, &server, ("gpt-busy", 2), "cannot check the budgets").await;
+    let gave_up = "run interrupted: cannot check the budgets";
+    outage(&pg, &models, &server, ("gpt-busy", 2), gave_up).await;
     assert_eq!(calls_to(&models, "gpt-test"), 0, "the fallback is not called unchecked");
 
     let (done, _) = ended(&server, &token, &path).await;
@@ -120,7 +121,8 @@ async fn a_run_that_cannot_read_its_memory_while_the_database_is_down_runs_again
     let settings = json!({"model": "openai:gpt-memo", "tools": ["memory"]});
     let (server, token, path) = one_task(&pg, &models, &data_dir, settings).await;
 
-    outage(&pg, &models, &server, ("gpt-memo", 1), "cannot read the agent's memory").await;
+    let gave_up = "run interrupted: cannot read the agent's memory";
+    outage(&pg, &models, &server, ("gpt-memo", 1), gave_up).await;
 
     let (done, steps) = ended(&server, &token, &path).await;
     assert_eq!(done["status"], "complete", "{done}");

@@ -95,10 +95,12 @@ async fn run_task(
             node.core.wake_outbox();
             return None;
         }
-        // Still this node's: the next claim queues it again and runs it from its last step.
+        // Still this node's: the next claim queues it again and runs it from its last step,
+        // after a poll interval (or a wake-up), not at once: a database that answers writes
+        // but not reads (its pool busy) would otherwise see the attempts spent in a minute.
         Ran::Interrupted => {
             node.core.counters().interrupted.fetch_add(1, Ordering::Relaxed);
-            return None;
+            return Some(Claim::Wait(Some(node.config.poll)));
         }
     };
     let store = node.core.run_store();
