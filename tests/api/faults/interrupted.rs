@@ -1,8 +1,9 @@
 //! A run that needs the database to go on while it is gone: PostgreSQL (a server of the
 //! test's own) stops while a model call is open, so what the run reads next (the fallback's
-//! budgets, the agent's memory) cannot be read. The run stops, and its task runs again once
-//! the database is back: it does not end failed, nor does the model see a failed read, for the
-//! database's outage. Before, the failure was written as soon as the database answered again.
+//! budgets, the agent's memory, a call's approval) cannot be read. The run stops, and its task
+//! runs again once the database is back: it does not end failed, nor does the model see a
+//! failed read, for the database's outage. Before, the failure was written as soon as the
+//! database answered again.
 
 use std::time::Duration;
 
@@ -130,6 +131,50 @@ async fn a_run_that_cannot_read_its_memory_while_the_database_is_down_runs_again
     assert!(answer.starts_with("Done: ") && !answer.contains("could not"), "{answer}");
     assert!(!steps.to_string().contains("could not read memory"), "{steps}");
     assert_eq!(calls_to(&models, "gpt-memo"), 3, "the interrupted call, then the next run's two");
+    let exit = server.signal("-TERM").await;
+    assert!(exit.success(), "{exit:?}");
+}
+
+/// The model calls a tool that needs a person's approval while the database stops: the look
+/// for the call's approval cannot be made, so the run stops; the next run asks for the
+/// approval, and once given the call runs once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_that_cannot_read_an_approval_while_the_database_is_down_runs_again_after() {
+    let Some(pg) = PrivatePostgres::start() else { return };
+    let models = FakeModels::start().await;
+    models.set_latency_for("gpt-careful", OPEN_CALL);
+    let note = Script::Call {
+        name: "memory".into(),
+        arguments: json!({"action": "append", "text": "Approved note."}),
+    };
+    models.plan_for("gpt-careful", vec![note, Script::Answer("Saved.".into())]);
+    let data_dir = tempfile::tempdir().unwrap();
+    let settings =
+        json!({"model": "openai:gpt-careful", "tools": ["memory"], "approval_tools": ["memory"]});
+    let (server, token, path) = one_task(&pg, &models, &data_dir, settings).await;
+
+    let gave_up = "run interrupted: cannot read a call's approval";
+    outage(&pg, &models, &server, ("gpt-careful", 1), gave_up).await;
+    let status =
+        || async { server.send(reqwest::Method::GET, &path, Some(&token), Value::Null).await.1 };
+    eventually(Duration::from_secs(60), "the task waits for approval", || async {
+        status().await["status"] == "awaiting_approval"
+    })
+    .await;
+    server.post(&format!("{path}/approve"), &token, Value::Null, 200).await;
+
+    let (done, _) = ended(&server, &token, &path).await;
+    assert_eq!(done["status"], "complete", "{done}");
+    assert_eq!(done["result"], "Saved.");
+    let (_, memory) = server
+        .send(reqwest::Method::GET, "/api/agents/steady/memory", Some(&token), Value::Null)
+        .await;
+    assert_eq!(memory.to_string().matches("Approved note.").count(), 1, "{memory}");
+    assert_eq!(
+        calls_to(&models, "gpt-careful"),
+        3,
+        "the interrupted call, then the next run's two"
+    );
     let exit = server.signal("-TERM").await;
     assert!(exit.success(), "{exit:?}");
 }
