@@ -37,7 +37,7 @@ pub(super) struct Answered {
     pub(super) tried: Vec<Tried>,
 }
 
-/// The run's model, as `run.rs` resolved it: the first of its chain.
+/// The run's model, as `run/` resolved it: the first of its chain.
 pub(super) struct First<'a> {
     pub(super) provider: &'a Arc<dyn ModelProvider>,
     pub(super) request: &'a CompletionRequest,

@@ -6,14 +6,14 @@
 //! over the live nodes, rounded up) and lets go of agents above its share between tasks, so work
 //! spreads as nodes come and go. An agent this node runs gets a worker: a task that waits on a
 //! wake-up or its throttle timer, claims the next task in one fenced transaction, calls the
-//! run (`run.rs`: model calls and tool calls, each a step stored fenced on the lease; each model
+//! run (`run/`: model calls and tool calls, each a step stored fenced on the lease; each model
 //! call bounded by a node-wide semaphore, 3 attempts with backoff for transient failures) and
 //! writes the outcome fenced on the task's lease, with its activity and channel posts.
 //!
 //! Wake-ups reach workers through `wakeups.rs`; a slow fallback poll covers the rest
 //! (missed notifications, expired leases, takeovers). An idle agent costs a parked task, not a
 //! polling loop. The runtime is a client of [`Core`]: `dispatch.rs` is the node's main loop,
-//! `worker.rs` one agent's loop, `run.rs` a task's run of steps, `model.rs` one model call with
+//! `worker.rs` one agent's loop, `run/` a task's run of steps, `model.rs` one model call with
 //! its retries, `ratelimit.rs` its slot of the rate limits every node shares.
 //!
 //! See docs/decisions.md and ARCHITECTURE.md for the reasoning.

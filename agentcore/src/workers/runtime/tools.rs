@@ -1,6 +1,6 @@
 //! One tool call of a run: what the name the model called stands for (a tool of one of the
 //! agent's MCP servers, a built-in tool, or nothing it may call) and running it. An effect is
-//! not run here: the store applies it with the call's step (see `run.rs`).
+//! not run here: the store applies it with the call's step (see `run/calling.rs`).
 
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
