@@ -24,7 +24,7 @@ pub(super) enum Gate {
     /// steps when the task is claimed again.
     Lost,
     /// The database stayed out of reach: the run stops and its task runs again
-    /// ([`super::Unanswered::Interrupted`]).
+    /// ([`super::ReadFailed::Interrupted`]).
     Interrupted,
 }
 
@@ -39,22 +39,16 @@ pub(super) async fn gate(
 ) -> Gate {
     let store = node.core.run_store();
     let read = || store.approval_of_call(run.task, &call.id);
-    let what = "read a call's approval";
-    let retry_base = node.config.retry_base;
-    match super::read_retrying(retry_base, node.config.lease / 2, run.task, what, read).await {
+    match super::read_for_run(node, run.task, "read a call's approval", read).await {
         Ok(Some(approval)) => {
             let status = KeyValue::new("agentd.approval.status", approval.status.as_str());
             super::trace::approval_event("agentd.approval.decided", vec![status]);
             decided(&approval, run)
         }
         Ok(None) => park(node, run, claimed, call, asked).await,
-        Err(error) => match super::read_failed(run.task, &error, what) {
-            super::Unanswered::Interrupted => Gate::Interrupted,
-            super::Unanswered::Ended(_) => {
-                tracing::warn!(%error, task = %run.task, "cannot read a call's approval");
-                Gate::Lost
-            }
-        },
+        Err(super::ReadFailed::Interrupted) => Gate::Interrupted,
+        // Logged by the read: the run ends, and resumes when the task is claimed again.
+        Err(super::ReadFailed::Failed(_)) => Gate::Lost,
     }
 }
 

@@ -5,7 +5,7 @@
 //! (when, where to cut, what the conversation holds) are `domain::compaction`'s; a resumed run
 //! rebuilds the same conversation from the stored steps with [`conversation`].
 
-use super::{Node, Unanswered};
+use super::{Node, ReadFailed};
 use crate::domain::budget::StepCost;
 use crate::domain::compaction::{self, cut, in_context, summary_message};
 use crate::domain::runtime::{AgentKey, ClaimedTask, Outcome};
@@ -21,7 +21,7 @@ pub(super) enum Plan {
     /// The run ends: even its shortest conversation does not fit, or its steps cannot be read.
     Stop(Outcome),
     /// The database is out of reach: the run stops and resumes later
-    /// ([`Unanswered::Interrupted`]).
+    /// ([`ReadFailed::Interrupted`]).
     Interrupted,
 }
 
@@ -56,22 +56,12 @@ pub(super) async fn plan(
     }
     let task = &claimed.task.id;
     let read = || node.core.run_store().run_context(agent, task, stored, 0);
-    let steps = match super::read_retrying(
-        node.config.retry_base,
-        node.config.lease / 2,
-        task,
-        "read the task's steps",
-        read,
-    )
-    .await
-    {
+    let steps = match super::read_for_run(node, task, "read the task's steps", read).await {
         Ok(context) => context.steps,
-        Err(error) => {
-            return match super::read_failed(task, &error, "read the task's steps") {
-                Unanswered::Ended(outcome) => Plan::Stop(outcome),
-                Unanswered::Interrupted => Plan::Interrupted,
-            };
+        Err(ReadFailed::Failed(error)) => {
+            return Plan::Stop(Outcome::Failed { error, permanent: false });
         }
+        Err(ReadFailed::Interrupted) => return Plan::Interrupted,
     };
     let context = in_context(&steps);
     let fits = |needed: usize| needed <= usize::try_from(window).unwrap_or(usize::MAX);

@@ -81,8 +81,8 @@ pub(super) const READ_TRIES: u32 = 4;
 /// as a connection is refused, where writes wait for one, and a task should not fail for a
 /// blip. At most [`READ_TRIES`] tries, and none that would start after `within` (half the
 /// task's lease: each try may itself wait for a connection, and a run should not go on long
-/// after its node could renew the lease). Any other error, or the last try's, is returned;
-/// [`read_failed`] says what it does to the run.
+/// after its node could renew the lease). Any other error, or the last try's, is returned.
+/// Runs read through [`read_for_run`], which says what a give-up does to them.
 ///
 /// A node that stops meanwhile waits for these tries like any run in progress, within its
 /// shutdown grace; a run still waiting after it is dropped, and its task goes back to the
@@ -140,20 +140,52 @@ impl From<Outcome> for Unanswered {
     }
 }
 
-/// What a read that [`read_retrying`] gave up on does to the run: a database out of reach
-/// interrupts it; any other error (one that would only come again) fails the task, saying it
-/// could not `what`.
-pub(super) fn read_failed(
+/// A read a run cannot go on without, given up ([`read_for_run`]).
+#[derive(Debug)]
+pub(super) enum ReadFailed {
+    /// The database stayed out of reach: the run is interrupted
+    /// ([`Unanswered::Interrupted`]).
+    Interrupted,
+    /// Any other error, one that would only come again: what could not be done, for the task
+    /// (or the tool call) to fail with.
+    Failed(String),
+}
+
+impl From<ReadFailed> for Unanswered {
+    fn from(failed: ReadFailed) -> Self {
+        match failed {
+            ReadFailed::Interrupted => Unanswered::Interrupted,
+            ReadFailed::Failed(error) => Outcome::Failed { error, permanent: false }.into(),
+        }
+    }
+}
+
+/// Runs `read`, which the run of `task` cannot go on without, with this node's retries
+/// ([`read_retrying`] within half the lease); a give-up says whether the run is interrupted
+/// or fails, and how (`cannot <what>: ...`).
+pub(super) async fn read_for_run<T, Read>(
+    node: &Node,
     task: &crate::domain::task::TaskId,
-    error: &crate::Error,
     what: &str,
-) -> Unanswered {
+    read: impl FnMut() -> Read,
+) -> Result<T, ReadFailed>
+where
+    Read: Future<Output = crate::Result<T>>,
+{
+    let within = node.config.lease / 2;
+    let read = read_retrying(node.config.retry_base, within, task, what, read).await;
+    read.map_err(|error| read_failed(task, &error, what))
+}
+
+/// What a read that [`read_retrying`] gave up on does to the run: a database out of reach
+/// interrupts it; any other error fails it, saying it could not `what`.
+fn read_failed(task: &crate::domain::task::TaskId, error: &crate::Error, what: &str) -> ReadFailed {
     if unavailable(error) {
         tracing::warn!(%error, %task, "run interrupted: cannot {what}; the task runs again once the database answers");
-        return Unanswered::Interrupted;
+        return ReadFailed::Interrupted;
     }
-    let error = format!("cannot {what}: {}", error.public_message());
-    Unanswered::Ended(Outcome::Failed { error, permanent: false })
+    tracing::warn!(%error, %task, "cannot {what}");
+    ReadFailed::Failed(format!("cannot {what}: {}", error.public_message()))
 }
 
 #[derive(Debug)]
@@ -240,9 +272,8 @@ mod tests {
     use std::cell::Cell;
     use std::time::Duration;
 
-    use super::{READ_TRIES, Unanswered, read_failed, read_retrying};
+    use super::{READ_TRIES, ReadFailed, read_failed, read_retrying};
     use crate::Error;
-    use crate::domain::runtime::Outcome;
     use crate::domain::task::TaskId;
     use crate::error::StorageFault;
 
@@ -309,10 +340,10 @@ mod tests {
     #[test]
     fn a_read_given_up_interrupts_the_run_only_when_the_database_is_out_of_reach() {
         let task = TaskId::generate();
-        assert!(matches!(read_failed(&task, &unavailable(), "read"), Unanswered::Interrupted));
+        assert!(matches!(read_failed(&task, &unavailable(), "read"), ReadFailed::Interrupted));
         let full = Error::Storage { fault: StorageFault::Full, cause: "disk full".into() };
         match read_failed(&task, &full, "check the budgets") {
-            Unanswered::Ended(Outcome::Failed { error, permanent: false }) => {
+            ReadFailed::Failed(error) => {
                 assert!(error.starts_with("cannot check the budgets: "), "{error}");
             }
             other => panic!("{other:?}"),

@@ -68,18 +68,15 @@ pub(super) async fn reserve(
 }
 
 /// The budgets' answer to holding `worst`: whether a hold was written, or the refusal; what
-/// becomes of the run when the budgets cannot be checked ([`super::read_failed`]).
+/// becomes of the run when the budgets cannot be checked ([`super::read_for_run`]).
 async fn try_reserve(
     node: &Node,
     run: RunRef<'_>,
     worst: i64,
 ) -> Result<Result<bool, crate::domain::budget::Refusal>, Unanswered> {
     let read = || node.core.run_store().reserve(run, worst);
-    let what = "check the budgets";
-    let reserved =
-        super::read_retrying(node.config.retry_base, node.config.lease / 2, run.task, what, read)
-            .await;
-    reserved.map_err(|error| super::read_failed(run.task, &error, what))
+    let reserved = super::read_for_run(node, run.task, "check the budgets", read).await;
+    reserved.map_err(Unanswered::from)
 }
 
 /// The provider's own count of `request`'s input tokens, with [`EXACT_MARGIN_PERCENT`] and

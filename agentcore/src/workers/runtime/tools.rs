@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
-use super::Node;
+use super::{Node, ReadFailed};
 use crate::domain::agent::AgentId;
 use crate::domain::runtime::AgentRun;
 use crate::domain::steps::{Effect, StepCall};
@@ -92,7 +92,7 @@ pub(super) fn work(call: &StepCall, own: &AgentId, agent: &AgentRun, mcp: &McpTo
 
 /// `memory` with `action: read`, for the run of `task`: its result, or `None` when the
 /// database stayed out of reach (the run is interrupted rather than told its memory failed:
-/// see [`super::read_failed`]).
+/// see [`super::read_for_run`]).
 pub(super) async fn read_memory(
     node: &Node,
     task: &TaskId,
@@ -100,17 +100,10 @@ pub(super) async fn read_memory(
     own: &AgentId,
 ) -> Option<ToolResult> {
     let read = || node.core.run_store().memory(owner, own);
-    let what = "read the agent's memory";
-    let retry_base = node.config.retry_base;
-    match super::read_retrying(retry_base, node.config.lease / 2, task, what, read).await {
+    match super::read_for_run(node, task, "read the agent's memory", read).await {
         Ok(memory) => Some(Ok(memory::read_answer(memory))),
-        Err(error) => match super::read_failed(task, &error, what) {
-            super::Unanswered::Interrupted => None,
-            super::Unanswered::Ended(_) => Some(Err(ToolError::failed(format!(
-                "could not read memory: {}",
-                error.public_message()
-            )))),
-        },
+        Err(ReadFailed::Failed(error)) => Some(Err(ToolError::failed(error))),
+        Err(ReadFailed::Interrupted) => None,
     }
 }
 

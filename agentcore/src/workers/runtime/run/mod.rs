@@ -21,7 +21,7 @@ use super::fallback::{Answered, First, ask as ask_chain};
 use super::offer::offered;
 use super::tools::McpTools;
 use super::trace;
-use super::{Node, Unanswered};
+use super::{Node, ReadFailed, Unanswered};
 use crate::domain::event::{Event, StepStarted};
 use crate::domain::runtime::{AgentKey, ClaimedTask, Outcome};
 use crate::domain::steps::{Effect, LoopGuard, Step, StepCall, StepKind, Stop};
@@ -67,22 +67,12 @@ async fn run(node: &Node, agent: &AgentKey, claimed: &ClaimedTask) -> Ran {
     let recent = if kind == ModelKind::Echo { 0 } else { crate::domain::steps::RECENT_TASKS };
     let task = &claimed.task;
     let read = || node.core.run_store().run_context(agent, &task.id, task.steps, recent);
-    let context = match super::read_retrying(
-        node.config.retry_base,
-        node.config.lease / 2,
-        &task.id,
-        "read the task's steps",
-        read,
-    )
-    .await
-    {
+    let context = match super::read_for_run(node, &task.id, "read the task's steps", read).await {
         Ok(context) => context,
-        Err(error) => {
-            return match super::read_failed(&task.id, &error, "read the task's steps") {
-                Unanswered::Ended(outcome) => Ran::Finished(outcome, 0, None),
-                Unanswered::Interrupted => Ran::Interrupted,
-            };
+        Err(ReadFailed::Failed(error)) => {
+            return Ran::Finished(Outcome::Failed { error, permanent: false }, 0, None);
         }
+        Err(ReadFailed::Interrupted) => return Ran::Interrupted,
     };
     let offer = offered(node, agent, claimed, kind, None).await;
     let names: Vec<&str> = offer.tools.iter().map(|t| t.name.as_str()).collect();
