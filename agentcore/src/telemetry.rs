@@ -114,6 +114,12 @@ pub struct Metrics {
     /// Audit entries waiting on this node for a transaction of their workspace's entries in
     /// flight, to be committed together in the next (PostgreSQL; 0 on SQLite).
     pub audit_entries_waiting: usize,
+    /// Finished tasks waiting on this node for a transaction of finishes in flight, to be
+    /// committed together in the next (both backends).
+    pub finishes_waiting: usize,
+    /// Transactions of finished tasks this node committed since it started: with
+    /// `tasks_completed` and `tasks_failed`, how many finishes share a commit.
+    pub finish_transactions: u64,
 }
 
 /// What this node's webhooks' worker did since it started.

@@ -233,6 +233,19 @@ fn render_node(out: &mut String, node: &Metrics) {
         "Audit entries waiting on this node for their workspace's entries in flight, to be committed together next (PostgreSQL).",
         node.audit_entries_waiting,
     );
+    gauge(
+        out,
+        "agentd_task_finishes_waiting",
+        "Finished tasks waiting on this node for a transaction of finishes in flight, to be committed together next.",
+        node.finishes_waiting,
+    );
+    header(
+        out,
+        "agentd_task_finish_transactions_total",
+        "counter",
+        "Transactions of finished tasks this node committed (finishes waiting meanwhile share the next).",
+    );
+    let _ = writeln!(out, "agentd_task_finish_transactions_total {}", node.finish_transactions);
     let backlog = [
         (
             "agentd_tasks_queued",

@@ -53,6 +53,8 @@ impl Core {
             model_cooldowns: self.model_cooldowns().await,
             adds_waiting: self.store().adds_waiting(),
             audit_entries_waiting: self.store().audit_entries_waiting(),
+            finishes_waiting: self.store().finishes_waiting(),
+            finish_transactions: self.store().finish_transactions(),
         })
     }
 

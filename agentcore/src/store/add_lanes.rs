@@ -76,6 +76,7 @@ impl Batch for Adds {
     type Key = AgentKey;
     type Item = Add;
     type Answer = Added;
+    type Error = sqlx::Error;
     const MOST: usize = MOST_IN_A_TRANSACTION;
 
     async fn write(
@@ -84,6 +85,10 @@ impl Batch for Adds {
         adds: &[&Add],
     ) -> std::result::Result<Vec<Added>, sqlx::Error> {
         add_tasks(&self.pool, agent, adds).await
+    }
+
+    fn its_own(error: &sqlx::Error) -> bool {
+        super::lanes::values_refused(error)
     }
 
     /// An active agent's nodes are woken before its adds are answered.

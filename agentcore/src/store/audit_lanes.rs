@@ -68,6 +68,7 @@ impl Batch for Audits {
     type Key = WorkspaceId;
     type Item = Pending;
     type Answer = Option<AuditEntry>;
+    type Error = sqlx::Error;
     const MOST: usize = MOST_IN_A_TRANSACTION;
     /// The change an entry records is made already: its entry is written all the same.
     const KEEPS_ABANDONED: bool = true;
@@ -98,6 +99,10 @@ impl Batch for Audits {
         insert_all(&mut tx, workspace, &entries).await?;
         tx.commit().await?;
         Ok(entries.into_iter().map(Some).collect())
+    }
+
+    fn its_own(error: &sqlx::Error) -> bool {
+        super::lanes::values_refused(error)
     }
 }
 

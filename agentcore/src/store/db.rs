@@ -23,6 +23,7 @@ use tokio::sync::Notify;
 
 use super::add_lanes::AddLanes;
 use super::audit_lanes::AuditLanes;
+use super::finish_lanes::FinishLanes;
 use super::readers::Read;
 use super::script::Scripts;
 use super::wake_after_commit::{SendOnDrop, WakeAfterCommit};
@@ -50,6 +51,9 @@ pub(crate) trait SqlStore: Send + Sync {
     /// PostgreSQL's lanes of audit entries, each workspace's waiting entries committed
     /// together (`audit_lanes.rs`); None on SQLite, whose one writer takes them in turn.
     fn audits(&self) -> Option<&AuditLanes>;
+    /// The lanes of finished tasks, the node's waiting finishes committed together
+    /// (`finish_lanes.rs`).
+    fn finishes(&self) -> &FinishLanes;
     /// Starts listening for other nodes' wake-ups, where the backend has them.
     fn listener(
         &self,
@@ -104,6 +108,35 @@ impl<'c> From<&'c mut PgConnection> for Ex<'c> {
 pub(crate) enum Tx {
     Sqlite(Transaction<'static, Sqlite>),
     Postgres(Transaction<'static, Postgres>, AfterCommit),
+}
+
+/// What begins a write transaction, apart from its store: a lane's task keeps one.
+#[derive(Debug, Clone)]
+pub(crate) enum Begin {
+    /// `BEGIN IMMEDIATE` on the one writer connection.
+    Sqlite(Pool<Sqlite>),
+    Postgres {
+        pool: Pool<Postgres>,
+        commits: Arc<Notify>,
+        wakes: Arc<WakeAfterCommit>,
+    },
+}
+
+impl Begin {
+    /// [`SqlStore::begin_write`].
+    pub(crate) async fn begin(&self) -> Result<Tx> {
+        Ok(match self {
+            Begin::Sqlite(writer) => Tx::Sqlite(writer.begin_with("BEGIN IMMEDIATE").await?),
+            Begin::Postgres { pool, commits, wakes } => {
+                let after = AfterCommit {
+                    commits: Arc::clone(commits),
+                    wakes: Arc::clone(wakes),
+                    noted: Vec::new(),
+                };
+                Tx::Postgres(pool.begin().await?, after)
+            }
+        })
+    }
 }
 
 /// What a PostgreSQL transaction does once it has committed.

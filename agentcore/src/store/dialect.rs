@@ -54,6 +54,16 @@ impl Backend {
         }
     }
 
+    /// The suffix that locks an agent's selected rows in the order of their keys, as Rust
+    /// orders `AgentKey`s (bytes: PostgreSQL's `"C"` collation), the order in which a
+    /// transaction of finishes locks its agents (`finish_lanes.rs`).
+    pub(crate) const fn lock_agents_in_key_order(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "",
+            Backend::Postgres => " ORDER BY owner_id COLLATE \"C\", id COLLATE \"C\" FOR UPDATE",
+        }
+    }
+
     /// The suffix of a claim: on PostgreSQL two nodes claiming at once take different agents
     /// instead of waiting on each other; SQLite's single writer already keeps claims apart.
     pub(crate) const fn skip_locked(self) -> &'static str {

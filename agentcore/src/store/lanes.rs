@@ -1,14 +1,16 @@
-//! Lanes: PostgreSQL writes that go one at a time under one row lock, each holding it through
-//! its commit's WAL flush (an agent's adds, `add_lanes.rs`; a workspace's audit entries,
-//! `audit_lanes.rs`), committed together instead.
+//! Lanes: writes that would each be a transaction and a commit of their own, committed
+//! together instead: PostgreSQL's writes that go one at a time under one row lock, each holding
+//! it through its commit's WAL flush (an agent's adds, `add_lanes.rs`; a workspace's audit
+//! entries, `audit_lanes.rs`), and a node's finished tasks on both backends
+//! (`finish_lanes.rs`).
 //!
-//! Each key (the agent, the workspace) has a lane on the node while a write of it is in
-//! flight. The first write to a free lane starts a transaction at once, in a task of its own;
-//! the writes to that key arriving meanwhile wait in the lane and go together as the next
-//! transaction, at most [`Batch::MOST`]: one lock taken, one flush for all of them, each
-//! written as it would be alone, in the order the node received them. Lanes of different keys
-//! run side by side, as many as the pool has connections. Across nodes the row lock still
-//! orders one node's transactions against another's.
+//! Each key (the agent, the workspace, a share of the node's agents) has a lane on the node
+//! while a write of it is in flight. The first write to a free lane starts a transaction at
+//! once, in a task of its own; the writes to that key arriving meanwhile wait in the lane and
+//! go together as the next transaction, at most [`Batch::MOST`]: one lock taken, one flush for
+//! all of them, each written as it would be alone. Lanes of different keys run side by side,
+//! as many as the pool has connections. Across nodes the row lock still orders one node's
+//! transactions against another's.
 //!
 //! How many writes wait is bounded by the callers in flight: each caller waits for its
 //! answer. A write whose caller stopped waiting before its transaction began is dropped
@@ -16,9 +18,10 @@
 //! writes ([`Batch::KEEPS_ABANDONED`]; those go at up to [`Batch::MOST`] a transaction, far
 //! faster than the changes that make them). A transaction runs to its end when
 //! its callers stop waiting, as a single write does. When the database refuses one write of a
-//! transaction of several (a data exception, a constraint, a raise in a trigger: nothing of the
-//! transaction is written), each runs again alone, so that write's error is its own; any other
-//! error (a storage fault, a timeout) is answered to every write of the transaction at once.
+//! transaction of several ([`Batch::its_own`]: for statements, a data exception, a constraint,
+//! a raise in a trigger; nothing of the transaction is written), each runs again alone, so that
+//! write's error is its own; any other error (a storage fault, a timeout) is answered to every
+//! write of the transaction at once.
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -38,6 +41,8 @@ pub(crate) trait Batch: Send + Sync + 'static {
     type Item: Send + Sync + 'static;
     /// What the write's caller gets.
     type Answer: Send + 'static;
+    /// What a transaction's failure is.
+    type Error: Into<Error> + std::fmt::Display + Send;
 
     /// The most writes in one transaction: a bound on how long one holds the lock.
     const MOST: usize;
@@ -52,7 +57,11 @@ pub(crate) trait Batch: Send + Sync + 'static {
         &self,
         key: &Self::Key,
         items: &[&Self::Item],
-    ) -> std::result::Result<Vec<Self::Answer>, sqlx::Error>;
+    ) -> std::result::Result<Vec<Self::Answer>, Self::Error>;
+
+    /// Whether `error` is one write's own, which the other writes of its transaction would not
+    /// meet alone: they then run again, each alone.
+    fn its_own(error: &Self::Error) -> bool;
 
     /// A transaction of `key` committed with these answers (before they are told).
     fn committed(&self, _key: &Self::Key, _answers: &[Self::Answer]) {}
@@ -90,6 +99,11 @@ struct Inner<B: Batch> {
 impl<B: Batch> Lanes<B> {
     pub(crate) fn new(batch: B) -> Self {
         Self { inner: Arc::new(Inner { batch, lanes: Mutex::default() }) }
+    }
+
+    /// What writes the lanes.
+    pub(crate) fn batch(&self) -> &B {
+        &self.inner.batch
     }
 
     /// How many writes wait for their lane's transaction in flight.
@@ -158,13 +172,15 @@ impl<B: Batch> Lane<B> {
         let items: Vec<&B::Item> = batch.iter().map(|job| &job.item).collect();
         match self.inner.batch.write(&self.key, &items).await {
             Ok(answers) => self.answer(batch, answers),
-            Err(error) if batch.len() > 1 && its_own(&error) => {
+            Err(error) if batch.len() > 1 && B::its_own(&error) => {
                 tracing::debug!(%error, size = batch.len(), "a write of a transaction was refused; each runs alone");
                 let mut jobs = batch.into_iter();
                 while let Some(job) = jobs.next() {
                     match self.inner.batch.write(&self.key, &[&job.item]).await {
                         Ok(answers) => self.answer(vec![job], answers),
-                        Err(error) if its_own(&error) => drop(job.answer.send(Err(error.into()))),
+                        Err(error) if B::its_own(&error) => {
+                            drop(job.answer.send(Err(error.into())))
+                        }
                         // Not this write's (a fault, a timeout): the ones left would meet it too.
                         Err(error) => return refuse(std::iter::once(job).chain(jobs), error),
                     }
@@ -187,17 +203,17 @@ pub(crate) fn column<I, T>(items: &[I], value: impl Fn(&I) -> T) -> Vec<T> {
     items.iter().map(value).collect()
 }
 
-/// Whether `error` is one write's own (its values refused: a data exception, a constraint, a
-/// raise in a trigger), which the other writes of its transaction would not meet alone.
-fn its_own(error: &sqlx::Error) -> bool {
+/// Whether the database refused one write's values (a data exception, a constraint, a raise in
+/// a trigger): [`Batch::its_own`] for the lanes of statements.
+pub(crate) fn values_refused(error: &sqlx::Error) -> bool {
     let sqlx::Error::Database(db) = error else { return false };
     db.code().is_some_and(|code| ["22", "23", "P0"].iter().any(|class| code.starts_with(class)))
 }
 
 /// Answers every job with `error`: a storage fault as itself, anything else as an internal
 /// error with its text.
-fn refuse<B: Batch>(jobs: impl IntoIterator<Item = Job<B>>, error: sqlx::Error) {
-    let error = Error::from(error);
+fn refuse<B: Batch>(jobs: impl IntoIterator<Item = Job<B>>, error: B::Error) {
+    let error: Error = error.into();
     for job in jobs {
         let copy = match &error {
             Error::Storage { fault, cause } => {

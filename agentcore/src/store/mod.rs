@@ -22,6 +22,7 @@ mod dialect;
 mod events;
 #[cfg(test)]
 mod explain;
+mod finish_lanes;
 mod health;
 mod lanes;
 mod mcp;
@@ -232,6 +233,13 @@ pub trait Store:
     /// Audit entries waiting on this node for a transaction of their workspace's entries in
     /// flight (PostgreSQL's lanes, `audit_lanes.rs`); always 0 on SQLite.
     fn audit_entries_waiting(&self) -> usize;
+
+    /// Finished tasks waiting on this node for a transaction of finishes in flight
+    /// (`finish_lanes.rs`).
+    fn finishes_waiting(&self) -> usize;
+
+    /// Transactions of finished tasks this store committed (`finish_lanes.rs`).
+    fn finish_transactions(&self) -> u64;
 
     /// Closes every connection; later calls fail.
     async fn close(&self);

@@ -10,7 +10,8 @@ use tokio::sync::Notify;
 
 use super::add_lanes::{AddLanes, Adds};
 use super::audit_lanes::{AuditLanes, Audits};
-use super::db::{AfterCommit, Ex, Reader, SqlStore, Tx};
+use super::db::{Begin, Ex, Reader, SqlStore, Tx};
+use super::finish_lanes::FinishLanes;
 use super::readers::Readers;
 use super::script::Scripts;
 use super::wake_after_commit::WakeAfterCommit;
@@ -22,6 +23,9 @@ const MAX_CONNECTIONS: u32 = 16;
 const READERS: usize = 8;
 /// The channel wake-ups travel on: `owner/agent` for one agent, empty for "look again".
 const WAKE_CHANNEL: &str = "agentd_wake";
+/// Transactions of finished tasks in flight at once, each of a quarter of the node's agents
+/// (`finish_lanes.rs`): a quarter of the pool.
+const FINISH_LANES: u8 = 4;
 
 #[derive(Debug, Clone)]
 pub struct PostgresStore {
@@ -36,6 +40,10 @@ pub struct PostgresStore {
     adds: AddLanes,
     /// Each workspace's audit entries that wait meanwhile, committed together.
     audits: AuditLanes,
+    /// Transactions begin here: the pool, and what follows each commit.
+    begin: Begin,
+    /// The node's finished tasks that wait meanwhile, committed together.
+    finishes: FinishLanes,
 }
 
 /// A pooled connection idle longer than this is pinged before it is used again.
@@ -68,7 +76,14 @@ impl PostgresStore {
         let wakes = WakeAfterCommit::start(pool.clone());
         let adds = Adds::lanes(pool.clone(), Arc::clone(&wakes));
         let audits = Audits::lanes(pool.clone());
-        Ok(Self { pool, readers, health, commits: Arc::default(), wakes, adds, audits })
+        let commits = Arc::default();
+        let begin = Begin::Postgres {
+            pool: pool.clone(),
+            commits: Arc::clone(&commits),
+            wakes: Arc::clone(&wakes),
+        };
+        let finishes = FinishLanes::new(begin.clone(), FINISH_LANES);
+        Ok(Self { pool, readers, health, commits, wakes, adds, audits, begin, finishes })
     }
 }
 
@@ -91,12 +106,7 @@ impl SqlStore for PostgresStore {
     }
 
     async fn begin_write(&self) -> Result<Tx> {
-        let after = AfterCommit {
-            commits: Arc::clone(&self.commits),
-            wakes: Arc::clone(&self.wakes),
-            noted: Vec::new(),
-        };
-        Ok(Tx::Postgres(self.pool.begin().await?, after))
+        self.begin.begin().await
     }
 
     /// Statements go one by one: PostgreSQL takes no multi-statement query with parameters,
@@ -115,6 +125,10 @@ impl SqlStore for PostgresStore {
 
     fn audits(&self) -> Option<&AuditLanes> {
         Some(&self.audits)
+    }
+
+    fn finishes(&self) -> &FinishLanes {
+        &self.finishes
     }
 
     /// Listens on the wake-up channel, reconnecting after a lost connection (and then asking

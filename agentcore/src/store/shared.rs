@@ -162,6 +162,14 @@ impl<S: SqlStore + std::fmt::Debug + 'static> Store for S {
         self.audits().map_or(0, super::audit_lanes::AuditLanes::waiting)
     }
 
+    fn finishes_waiting(&self) -> usize {
+        self.finishes().waiting()
+    }
+
+    fn finish_transactions(&self) -> u64 {
+        self.finishes().transactions()
+    }
+
     async fn ping(&self) -> Result<()> {
         query("SELECT 1").execute(&mut self.read().await?).await?;
         Ok(())

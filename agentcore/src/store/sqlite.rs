@@ -13,7 +13,8 @@ use std::time::Duration;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Connection as _, Pool, Sqlite};
 
-use super::db::{Ex, Reader, SqlStore, Tx};
+use super::db::{Begin, Ex, Reader, SqlStore, Tx};
+use super::finish_lanes::FinishLanes;
 use super::readers::Readers;
 use super::script::Scripts;
 use super::{Backend, DatabaseUrl, StorageHealth, Wake};
@@ -30,6 +31,8 @@ pub struct SqliteStore {
     readers: Option<Readers<Sqlite>>,
     scripts: Scripts,
     health: Arc<StorageHealth>,
+    /// The node's finished tasks that wait for the writer meanwhile, committed together.
+    finishes: FinishLanes,
 }
 
 impl SqliteStore {
@@ -82,7 +85,9 @@ impl SqliteStore {
         // A local file's connection never goes stale: no ping before use.
         let readers = (!in_memory).then(|| Readers::new(options.read_only(true), READERS, None));
         let scripts = Scripts::start(writer.clone());
-        Ok(Self { writer, readers, scripts, health })
+        // One lane: one writer.
+        let finishes = FinishLanes::new(Begin::Sqlite(writer.clone()), 1);
+        Ok(Self { writer, readers, scripts, health, finishes })
     }
 }
 
@@ -109,7 +114,7 @@ impl SqlStore for SqliteStore {
     }
 
     async fn begin_write(&self) -> Result<Tx> {
-        Ok(Tx::Sqlite(self.writer.begin_with("BEGIN IMMEDIATE").await?))
+        Begin::Sqlite(self.writer.clone()).begin().await
     }
 
     fn scripts(&self) -> Option<&Scripts> {
@@ -127,6 +132,10 @@ impl SqlStore for SqliteStore {
 
     fn audits(&self) -> Option<&super::audit_lanes::AuditLanes> {
         None
+    }
+
+    fn finishes(&self) -> &FinishLanes {
+        &self.finishes
     }
 
     /// One process per file in practice: wake-ups stay in process, with the fallback poll for

@@ -454,6 +454,9 @@ async fn concurrent_inserts_of_one_agent_id_keep_exactly_one(store: TestStore) {
 
 mod counters;
 
+/// Finishes that wait together, committed together.
+mod finishes;
+
 mod outbox;
 
 mod rate_limits;

@@ -19,6 +19,7 @@ use crate::domain::workspace::WorkspaceId;
 use crate::error::Result;
 use crate::store::Notice;
 use crate::store::db::{Arg, SqlStore, Tx, query, query_as, query_scalar};
+use crate::store::finish_lanes::Finishing;
 use crate::store::rows::{AgentKeyRow, AgentRunRow};
 use crate::store::shared::{
     housekeeping, insert_activity, nth_instant, publish, queue_post, watched_if,
@@ -133,11 +134,14 @@ impl<S: SqlStore> RuntimeStore for S {
             let lease = lease.as_secs_f64();
             let mut tx = self.begin_write().await?;
             query(&sql::upsert_node(clock)).bind(node).bind(lease).execute(&mut tx).await?;
-            let held: Vec<AgentKeyRow> = query_as(&sql::renew_agent_leases(clock))
-                .bind(node)
-                .bind(lease)
-                .fetch_all(&mut tx)
-                .await?;
+            let held: Vec<AgentKeyRow> = query_as(&sql::renew_agent_leases(
+                clock,
+                self.dialect().lock_agents_in_key_order(),
+            ))
+            .bind(node)
+            .bind(lease)
+            .fetch_all(&mut tx)
+            .await?;
             query(&sql::renew_task_leases(clock)).bind(node).bind(lease).execute(&mut tx).await?;
             // Nodes silent for an hour are gone; live counting only looks at `alive_until`.
             query(&sql::forget_dead_nodes(clock)).bind(-3600.0_f64).execute(&mut tx).await?;
@@ -258,22 +262,17 @@ impl<S: SqlStore> RuntimeStore for S {
         last: Option<&crate::domain::steps::Step>,
         next: NextClaim,
     ) -> Result<(bool, Option<Claim>)> {
-        watched_if(
-            self.storage_health(),
-            async {
-                let mut tx = self.begin_write().await?;
-                let finished = finish::finish_then_claim(
-                    &mut tx, agent, task, node, outcome, calls, last, next,
-                )
-                .await?;
-                if finished.0 {
-                    tx.commit().await?;
-                }
-                Ok(finished)
-            },
-            |(written, _)| *written,
-        )
-        .await
+        let finishing = Finishing {
+            agent: agent.clone(),
+            task: task.clone(),
+            node: node.to_owned(),
+            outcome: outcome.clone(),
+            calls,
+            last: last.cloned(),
+            next,
+        };
+        watched_if(self.storage_health(), self.finishes().write(finishing), |(written, _)| *written)
+            .await
     }
 
     async fn agents_with_work(&self, node: &str) -> Result<Vec<AgentKey>> {
@@ -398,4 +397,7 @@ async fn lock_agent_run(
 
 mod claim;
 mod finish;
+/// A finish and the next claim in `tx` (the caller commits): what one finish of a lane writes
+/// (`finish_lanes.rs`).
+pub(crate) use finish::finish_then_claim as finish_in;
 pub(super) mod sql;

@@ -17,10 +17,13 @@ pub(crate) fn forget_dead_nodes(clock: Clock) -> String {
     format!("DELETE FROM runtime_nodes WHERE alive_until < {}", (clock.plus)("$1"))
 }
 pub(crate) const DELETE_NODE: &str = "DELETE FROM runtime_nodes WHERE id = $1";
-/// Only active agents stay held: a stopped one is let go even if no wake-up said so.
-pub(crate) fn renew_agent_leases(clock: Clock) -> String {
+/// Only active agents stay held: a stopped one is let go even if no wake-up said so. The rows
+/// are locked by `lock` (`Backend::lock_agents_in_key_order`): in the order a transaction of
+/// finishes locks them, so that neither waits for the other in a circle.
+pub(crate) fn renew_agent_leases(clock: Clock, lock: &str) -> String {
     format!(
-        "UPDATE agents SET lease_until = {} WHERE lease_owner = $1 AND status = 'active' \
+        "UPDATE agents SET lease_until = {} WHERE (owner_id, id) IN (SELECT owner_id, id \
+         FROM agents WHERE lease_owner = $1 AND status = 'active'{lock}) \
          RETURNING owner_id, id AS agent_id",
         (clock.plus)("$2")
     )

@@ -46,7 +46,7 @@ use crate::store::rows::{NextTaskRow, RunAndTaskRow};
 
 /// [`super::RuntimeStore::finish_then_claim`], in `tx`; the caller commits.
 #[allow(clippy::too_many_arguments, reason = "finish_then_claim's, and its transaction")]
-pub(super) async fn finish_then_claim(
+pub(crate) async fn finish_then_claim(
     tx: &mut Tx,
     agent: &AgentKey,
     task: &TaskId,
