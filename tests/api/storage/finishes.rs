@@ -81,9 +81,10 @@ async fn finishes_arriving_together_commit_together_each_as_alone(store: TestSto
     // claimed, in fewer transactions than finishes (they waited for the one in flight and
     // went together in the next).
     let before = s.finish_transactions();
-    let finishes = agents.iter().map(|(key, first, _)| {
-        s.finish_then_claim(key, &first.id, NODE, &answer("done"), 1, None, next)
-    });
+    let done = answer("done");
+    let finishes = agents
+        .iter()
+        .map(|(key, first, _)| s.finish_then_claim(key, &first.id, NODE, &done, 1, None, next));
     let answers = futures::future::join_all(finishes).await;
     let transactions = s.finish_transactions() - before;
     for ((key, first, second), answer) in agents.iter().zip(answers) {
