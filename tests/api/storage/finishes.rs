@@ -25,22 +25,7 @@ async fn agents_with_two_tasks(s: &dyn Store) -> (UserRecord, Vec<(AgentKey, Tas
         s.insert_agent(&owner.ws(), &new_agent(&name, None), now, &created(), unlimited())
             .await
             .unwrap();
-        s.update_agent(&owner.ws(), &id(&name), &|current| {
-            Ok(Some(AgentChange {
-                agent: Agent {
-                    summary: AgentSummary {
-                        status: AgentStatus::Active,
-                        throttle_seconds: 0.0,
-                        ..current.summary.clone()
-                    },
-                    ..current.clone()
-                },
-                activity: vec![],
-                post: None,
-            }))
-        })
-        .await
-        .unwrap();
+        set_agent(s, &owner, &name, AgentStatus::Active, 0.0).await;
         let (first, second) = (task(&name, "first", 1), task(&name, "second", 0));
         for t in [&first, &second] {
             s.insert_task(&owner.ws(), t, &NewActivity::new(Action::TaskAdded, "added"))

@@ -79,6 +79,32 @@ fn id(value: &str) -> AgentId {
     AgentId::parse(value).unwrap()
 }
 
+/// Sets `agent`'s status and throttle as a PATCH would.
+async fn set_agent(
+    s: &dyn agentcore::store::Store,
+    owner: &UserRecord,
+    agent: &str,
+    status: AgentStatus,
+    throttle: f64,
+) {
+    s.update_agent(&owner.ws(), &id(agent), &|current| {
+        Ok(Some(AgentChange {
+            agent: Agent {
+                summary: AgentSummary {
+                    status,
+                    throttle_seconds: throttle,
+                    ..current.summary.clone()
+                },
+                ..current.clone()
+            },
+            activity: vec![],
+            post: None,
+        }))
+    })
+    .await
+    .unwrap();
+}
+
 backend_tests! { store;
     users_are_unique_by_email_key_and_found_by_key_and_id,
     a_secret_is_stored_once_and_the_first_value_wins,

@@ -230,30 +230,10 @@ async fn status_of(s: &dyn Store, owner: &UserRecord, task: &Task) -> TaskStatus
     s.task(&owner.ws(), &id("r"), &task.id).await.unwrap().status
 }
 
-/// Sets the agent's status and throttle as a PATCH would.
-async fn set_agent(s: &dyn Store, owner: &UserRecord, status: AgentStatus, throttle: f64) {
-    s.update_agent(&owner.ws(), &id("r"), &|current| {
-        Ok(Some(AgentChange {
-            agent: Agent {
-                summary: AgentSummary {
-                    status,
-                    throttle_seconds: throttle,
-                    ..current.summary.clone()
-                },
-                ..current.clone()
-            },
-            activity: vec![],
-            post: None,
-        }))
-    })
-    .await
-    .unwrap();
-}
-
 async fn a_finish_takes_the_next_claim_in_its_own_transaction(store: TestStore) {
     let s = store.store.as_ref();
     let (owner, key, tasks) = active(s, &[3, 2, 1]).await;
-    set_agent(s, &owner, AgentStatus::Active, 0.0).await;
+    set_agent(s, &owner, "r", AgentStatus::Active, 0.0).await;
     s.claim_agents(A, secs(30), 10).await.unwrap();
     let next = NextClaim::Leased { lease: secs(30), max_attempts: 5 };
     // The finish writes the outcome and takes the next task: started, its attempt counted.
@@ -282,7 +262,7 @@ async fn a_finish_takes_the_next_claim_in_its_own_transaction(store: TestStore) 
     assert_eq!(status_of(s, &owner, &tasks[2]).await, TaskStatus::Queued);
 
     // A throttle holds the next task back: the claim says for how long.
-    set_agent(s, &owner, AgentStatus::Active, 20.0).await;
+    set_agent(s, &owner, "r", AgentStatus::Active, 20.0).await;
     let third = claimed(s.claim_task(&key, A, secs(30), 5).await.unwrap());
     let extra = task("r", "t3", 0);
     s.insert_task(&owner.ws(), &extra, &NewActivity::new(Action::TaskAdded, "added"))
@@ -299,7 +279,7 @@ async fn a_finish_takes_the_next_claim_in_its_own_transaction(store: TestStore) 
     // An agent stopped while its task ran is no longer the node's to claim for.
     store.db.travel(21).await;
     let last = claimed(s.claim_task(&key, A, secs(30), 5).await.unwrap());
-    set_agent(s, &owner, AgentStatus::Idle, 0.0).await;
+    set_agent(s, &owner, "r", AgentStatus::Idle, 0.0).await;
     let stopped = s.finish_then_claim(&key, &last.id, A, &done(), 1, None, next).await.unwrap();
     assert!(matches!(stopped, (true, Some(Claim::Lost))), "{stopped:?}");
     assert_eq!(status_of(s, &owner, &last).await, TaskStatus::Complete);
