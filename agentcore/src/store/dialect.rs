@@ -54,13 +54,15 @@ impl Backend {
         }
     }
 
-    /// The suffix that locks an agent's selected rows in the order of their keys, as Rust
-    /// orders `AgentKey`s (bytes: PostgreSQL's `"C"` collation), the order in which a
-    /// transaction of finishes locks its agents (`finish_lanes.rs`).
+    /// The suffix that locks the selected rows of `agents a` in the order of their keys, as
+    /// Rust orders `AgentKey`s (bytes: PostgreSQL's `"C"` collation), the order in which a
+    /// transaction of finishes locks its agents (`finish_lanes.rs`); none on SQLite.
     pub(crate) const fn lock_agents_in_key_order(self) -> &'static str {
         match self {
             Backend::Sqlite => "",
-            Backend::Postgres => " ORDER BY owner_id COLLATE \"C\", id COLLATE \"C\" FOR UPDATE",
+            Backend::Postgres => {
+                " ORDER BY a.owner_id COLLATE \"C\", a.id COLLATE \"C\" FOR UPDATE"
+            }
         }
     }
 

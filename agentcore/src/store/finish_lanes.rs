@@ -11,13 +11,15 @@
 //! The lanes split the node's agents: one on SQLite (one writer), a few on PostgreSQL
 //! ([`FinishLanes::new`]), each agent always in the same one, so that the transactions in
 //! flight at once never share an agent. Within a transaction the finishes go in the order of
-//! their agents' keys, the order in which the heartbeat locks the node's agents
-//! (`sql::renew_agent_leases`), so that the two never wait on each other in a circle. Another
-//! writer that locks several agents in another order (a workspace deleted, a plan's agents
-//! paused) may still meet a transaction of finishes in a deadlock: PostgreSQL then cancels
-//! one of the two, and when it is the finishes', each runs again alone, as every error that is
-//! not a storage fault does (a finish refused alone fails alone). A storage fault is every
-//! finish's answer at once: the runtime retries those.
+//! their agents' keys, and each locks a task only under its agent's lock. The writers that
+//! lock many of a node's agents, its heartbeat and its release, first lock every agent the
+//! node holds or runs a task of in that same order (`sql::lock_agents_of_node`), so that they
+//! and the finishes never wait on each other in a circle. Another writer that locks several
+//! agents or tasks in another order (a workspace deleted, a plan's agents paused, expired
+//! task leases queued again) may still meet a transaction of finishes in a deadlock:
+//! PostgreSQL then cancels one of the two, and when it is the finishes', each runs again
+//! alone, as every error that is not a storage fault does (a finish refused alone fails
+//! alone). A storage fault is every finish's answer at once: the runtime retries those.
 //!
 //! A finish whose worker stopped waiting before its transaction began is dropped unwritten:
 //! its task stays in progress under the node's lease, and the worker that replaces it (or

@@ -20,8 +20,8 @@
 //! its callers stop waiting, as a single write does. When the database refuses one write of a
 //! transaction of several ([`Batch::its_own`]: for statements, a data exception, a constraint,
 //! a raise in a trigger; nothing of the transaction is written), each runs again alone, so that
-//! write's error is its own; any other error (a storage fault, a timeout) is answered to every
-//! write of the transaction at once.
+//! write's error is its own; any other error (for statements: a storage fault, a timeout) is
+//! answered to every write of the transaction at once.
 
 use std::collections::HashMap;
 use std::hash::Hash;

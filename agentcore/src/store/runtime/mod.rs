@@ -134,14 +134,12 @@ impl<S: SqlStore> RuntimeStore for S {
             let lease = lease.as_secs_f64();
             let mut tx = self.begin_write().await?;
             query(&sql::upsert_node(clock)).bind(node).bind(lease).execute(&mut tx).await?;
-            let held: Vec<AgentKeyRow> = query_as(&sql::renew_agent_leases(
-                clock,
-                self.dialect().lock_agents_in_key_order(),
-            ))
-            .bind(node)
-            .bind(lease)
-            .fetch_all(&mut tx)
-            .await?;
+            lock_agents_of_node(&mut tx, node).await?;
+            let held: Vec<AgentKeyRow> = query_as(&sql::renew_agent_leases(clock))
+                .bind(node)
+                .bind(lease)
+                .fetch_all(&mut tx)
+                .await?;
             query(&sql::renew_task_leases(clock)).bind(node).bind(lease).execute(&mut tx).await?;
             // Nodes silent for an hour are gone; live counting only looks at `alive_until`.
             query(&sql::forget_dead_nodes(clock)).bind(-3600.0_f64).execute(&mut tx).await?;
@@ -212,6 +210,7 @@ impl<S: SqlStore> RuntimeStore for S {
         housekeeping(self.storage_health(), async {
             let mut tx = self.begin_write().await?;
             // Agents before tasks, the lock order of every writer.
+            lock_agents_of_node(&mut tx, node).await?;
             query(sql::RELEASE_AGENTS_OF_NODE).bind(node).execute(&mut tx).await?;
             query(sql::REQUEUE_TASKS_OF_NODE).bind(node).bind(now).execute(&mut tx).await?;
             query(sql::DELETE_NODE).bind(node).execute(&mut tx).await?;
@@ -373,6 +372,14 @@ pub(super) async fn write_after_task(
     }
     for post in &done.posts {
         queue_post(&mut *tx, owner, id, post, at).await?;
+    }
+    Ok(())
+}
+
+/// Locks, in key order, every agent `node` holds or runs a task of (`sql::lock_agents_of_node`).
+async fn lock_agents_of_node(tx: &mut Tx, node: &str) -> Result<()> {
+    if let Some(statement) = sql::lock_agents_of_node(tx.dialect().lock_agents_in_key_order()) {
+        query(&statement).bind(node).execute(&mut *tx).await?;
     }
     Ok(())
 }

@@ -17,13 +17,25 @@ pub(crate) fn forget_dead_nodes(clock: Clock) -> String {
     format!("DELETE FROM runtime_nodes WHERE alive_until < {}", (clock.plus)("$1"))
 }
 pub(crate) const DELETE_NODE: &str = "DELETE FROM runtime_nodes WHERE id = $1";
-/// Only active agents stay held: a stopped one is let go even if no wake-up said so. The rows
-/// are locked by `lock` (`Backend::lock_agents_in_key_order`): in the order a transaction of
-/// finishes locks them, so that neither waits for the other in a circle.
-pub(crate) fn renew_agent_leases(clock: Clock, lock: &str) -> String {
+/// Locks, in the order of their keys (`$1` the node; `lock` is
+/// `Backend::lock_agents_in_key_order`), every agent the node holds or runs a task of, before
+/// a statement that changes many of them: the heartbeat's renewals, a node's release. A
+/// transaction of finishes locks its agents in that order too, and each task only under its
+/// agent's lock, so neither waits for the other in a circle (`finish_lanes.rs`). `None` where
+/// the backend needs no row locks (SQLite's writer holds the file).
+pub(crate) fn lock_agents_of_node(lock: &str) -> Option<String> {
+    (!lock.is_empty()).then(|| {
+        format!(
+            "SELECT a.owner_id FROM agents a WHERE (a.owner_id, a.id) IN (SELECT owner_id, id \
+             FROM agents WHERE lease_owner = $1 UNION SELECT owner_id, agent_id FROM tasks \
+             WHERE lease_owner = $1 AND status = 'in_progress'){lock}"
+        )
+    })
+}
+/// Only active agents stay held: a stopped one is let go even if no wake-up said so.
+pub(crate) fn renew_agent_leases(clock: Clock) -> String {
     format!(
-        "UPDATE agents SET lease_until = {} WHERE (owner_id, id) IN (SELECT owner_id, id \
-         FROM agents WHERE lease_owner = $1 AND status = 'active'{lock}) \
+        "UPDATE agents SET lease_until = {} WHERE lease_owner = $1 AND status = 'active' \
          RETURNING owner_id, id AS agent_id",
         (clock.plus)("$2")
     )
