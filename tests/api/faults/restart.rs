@@ -131,15 +131,7 @@ pub(super) fn agentd_env(
     models: &FakeModels,
     data_dir: &tempfile::TempDir,
 ) -> Vec<(&'static str, String)> {
-    vec![
-        ("AGENTD_DATA_DIR", data_dir.path().display().to_string()),
-        ("AGENTD_DATABASE_URL", pg.url()),
-        ("AGENTD_MODELS__DEFAULT", "openai:gpt-test".into()),
-        ("AGENTD_MODELS__OPENAI_BASE_URL", models.openai_base()),
-        ("AGENTD_MODELS__OPENAI_API_KEY", crate::fake_models::OPENAI_KEY.into()),
-        ("AGENTD_RUNTIME__LEASE_SECONDS", "2".into()),
-        ("AGENTD_RUNTIME__POLL_SECONDS", "0.5".into()),
-    ]
+    crate::process::runtime_env_on(pg.url(), data_dir, models)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

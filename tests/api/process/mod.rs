@@ -254,9 +254,18 @@ pub(crate) fn runtime_env(
     data_dir: &tempfile::TempDir,
     models: &FakeModels,
 ) -> Vec<(&'static str, String)> {
+    runtime_env_on(db.url_for_process(), data_dir, models)
+}
+
+/// [`runtime_env`] on the database at `url`.
+pub(crate) fn runtime_env_on(
+    url: String,
+    data_dir: &tempfile::TempDir,
+    models: &FakeModels,
+) -> Vec<(&'static str, String)> {
     vec![
         ("AGENTD_DATA_DIR", data_dir.path().display().to_string()),
-        ("AGENTD_DATABASE_URL", db.url_for_process()),
+        ("AGENTD_DATABASE_URL", url),
         ("AGENTD_MODELS__DEFAULT", "openai:gpt-test".into()),
         ("AGENTD_MODELS__OPENAI_BASE_URL", models.openai_base()),
         ("AGENTD_MODELS__OPENAI_API_KEY", OPENAI_KEY.into()),
