@@ -22,7 +22,7 @@ use tokio::sync::{Notify, watch};
 
 use super::{Core, Inner};
 use crate::domain::workspace::WorkspaceId;
-use crate::store::Backend;
+use crate::store::{Backend, NUMBERED_OWNERS};
 
 /// How often every node numbers whatever is left, woken or not.
 pub(crate) const SWEEP: Duration = Duration::from_secs(1);
@@ -93,13 +93,20 @@ const CALLS_PER_ROUND: usize = 10;
 /// longest first), until none is left or [`CALLS_PER_ROUND`] calls, and tells this node's
 /// streams and the webhooks' worker of each owner's new events (other nodes hear the
 /// notification each numbering sends).
+///
+/// A call that numbered fewer owners than it may ends the round: it found every owner with
+/// events committed before it, and numbered them or lost them to another node's numbering.
+/// What commits after it wakes the loop again. (Calling once more to find nothing cost a scan
+/// of the staged events and a transaction every wake-up.) The one case this leaves for the
+/// next wake-up or the [`SWEEP`]: more owners waiting than a call numbers, while another node
+/// numbers some of the same ones.
 async fn number_all(core: &Core) {
+    let page = usize::try_from(NUMBERED_OWNERS).unwrap_or(usize::MAX);
     for _ in 0..CALLS_PER_ROUND {
         match core.store().number_events(None).await {
             Ok(owners) => {
                 announce(core, &owners);
-                // None numbered: none left, or another numbering took them.
-                if owners.is_empty() {
+                if owners.len() < page {
                     return;
                 }
             }

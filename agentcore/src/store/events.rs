@@ -176,8 +176,8 @@ impl<S: SqlStore> EventStore for S {
 }
 
 /// Owners one [`EventStore::number_events`] call numbers at most: one transaction holds each
-/// one's counter until it ends.
-const NUMBERED_OWNERS: i32 = 100;
+/// one's counter until it ends. A call that numbered fewer left no committed event behind.
+pub(crate) const NUMBERED_OWNERS: i32 = 100;
 
 /// The columns every event row has; the source's columns are read as their own records.
 #[derive(Debug, sqlx::FromRow)]

@@ -69,6 +69,7 @@ pub use billing::{BillingStore, UserPlan};
 pub use budget::{BudgetStore, UserBudget};
 pub use chat::{ChatStore, ConnectionRecord};
 pub use events::{EventBounds, EventStore};
+pub(crate) use events::NUMBERED_OWNERS;
 pub use health::{StorageFaultCounts, StorageHealth};
 pub use mcp::{McpServerRecord, McpStore};
 pub use model_health::ModelHealthStore;

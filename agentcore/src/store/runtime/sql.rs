@@ -46,10 +46,14 @@ pub(crate) fn renew_task_leases(clock: Clock) -> String {
         (clock.plus)("$2")
     )
 }
+/// The queued and running tasks summed over the agents' kept counts (`backlog_counts`, one row
+/// an agent), not counted over the tasks, whose history only grows; the undelivered posts
+/// through their partial index.
 pub(crate) const BACKLOGS: &str = "SELECT \
-    (SELECT COUNT(*) FROM tasks WHERE status = 'queued') AS queued_tasks, \
-    (SELECT COUNT(*) FROM tasks WHERE status = 'in_progress') AS tasks_in_progress, \
-    (SELECT COUNT(*) FROM outbox WHERE delivered_at IS NULL) AS outbox_pending";
+    CAST(COALESCE(SUM(queued), 0) AS BIGINT) AS queued_tasks, \
+    CAST(COALESCE(SUM(in_progress), 0) AS BIGINT) AS tasks_in_progress, \
+    (SELECT COUNT(*) FROM outbox WHERE delivered_at IS NULL) AS outbox_pending \
+    FROM backlog_counts";
 pub(crate) fn runtime_load(clock: Clock) -> String {
     format!(
         "SELECT (SELECT COUNT(*) FROM agents WHERE status = 'active') AS active, \
