@@ -67,7 +67,7 @@ impl Core {
     pub(super) async fn stop_numbering(&self) {
         let _ = self.inner.numbering.stop.send(true);
         if self.backend() == Backend::Postgres {
-            number_all(self).await;
+            number_all(self, Round::Last).await;
         }
     }
 }
@@ -81,8 +81,15 @@ async fn run(inner: Weak<Inner>, wake: Arc<Notify>, mut stop: watch::Receiver<bo
             () = tokio::time::sleep(SWEEP) => {}
         }
         let Some(inner) = inner.upgrade() else { return };
-        number_all(&Core { inner }).await;
+        number_all(&Core { inner }, Round::Loop).await;
     }
+}
+
+/// Which round [`number_all`] makes: the loop's, after a wake-up, or a closing node's last.
+#[derive(Clone, Copy)]
+enum Round {
+    Loop,
+    Last,
 }
 
 /// Calls of one round at most: under a steady stream of commits the round ends, and the
@@ -90,23 +97,29 @@ async fn run(inner: Weak<Inner>, wake: Arc<Notify>, mut stop: watch::Receiver<bo
 const CALLS_PER_ROUND: usize = 10;
 
 /// Numbers every owner's committed events, a hundred owners a transaction (those waiting
-/// longest first), until none is left or [`CALLS_PER_ROUND`] calls, and tells this node's
-/// streams and the webhooks' worker of each owner's new events (other nodes hear the
-/// notification each numbering sends).
+/// longest first), and tells this node's streams and the webhooks' worker of each owner's new
+/// events (other nodes hear the notification each numbering sends). At most
+/// [`CALLS_PER_ROUND`] calls.
 ///
-/// A call that numbered fewer owners than it may ends the round: it found every owner with
-/// events committed before it, and numbered them or lost them to another node's numbering.
-/// What commits after it wakes the loop again. (Calling once more to find nothing cost a scan
-/// of the staged events and a transaction every wake-up.) The one case this leaves for the
-/// next wake-up or the [`SWEEP`]: more owners waiting than a call numbers, while another node
-/// numbers some of the same ones.
-async fn number_all(core: &Core) {
+/// A loop's round (`Round::Loop`) ends with a call that numbered fewer owners than it may: it
+/// found every owner with events committed before it, and numbered them or lost them to
+/// another numbering (another node's, a stream's, the webhooks' worker's). What commits after
+/// it wakes the loop again; calling once more to find nothing cost a scan of the staged events
+/// and a transaction every wake-up. The one case this leaves for the next wake-up or the
+/// [`SWEEP`]: more owners waiting than a call numbers, while another numbering takes some of
+/// the same ones. The last round of a closing node (`Round::Last`) goes on until a call
+/// numbers nothing, as no wake-up follows it here.
+async fn number_all(core: &Core, round: Round) {
     let page = usize::try_from(NUMBERED_OWNERS).unwrap_or(usize::MAX);
     for _ in 0..CALLS_PER_ROUND {
         match core.store().number_events(None).await {
             Ok(owners) => {
                 announce(core, &owners);
-                if owners.len() < page {
+                let done = match round {
+                    Round::Loop => owners.len() < page,
+                    Round::Last => owners.is_empty(),
+                };
+                if done {
                     return;
                 }
             }

@@ -176,7 +176,9 @@ impl<S: SqlStore> EventStore for S {
 }
 
 /// Owners one [`EventStore::number_events`] call numbers at most: one transaction holds each
-/// one's counter until it ends. A call that numbered fewer left no committed event behind.
+/// one's counter until it ends. A call that numbered fewer found every owner with events
+/// committed before it (some may have gone to a numbering at the same time, and with them
+/// owners beyond its first hundred).
 pub(crate) const NUMBERED_OWNERS: i32 = 100;
 
 /// The columns every event row has; the source's columns are read as their own records.

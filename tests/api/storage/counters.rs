@@ -163,15 +163,24 @@ async fn run_sequence(
             );
         }
     }
-    // A task moved to another agent of its owner: no operation of the service does it, but
-    // the counts follow the tasks whatever changes them.
+    // A task moved to another agent of its owner, then back with a new status: no operation
+    // of the service does either, but the counts follow the tasks whatever changes them.
     let (from, to) = (&subjects[0], &subjects[1]);
     if let Some(task) = s.tasks(&from.owner, &from.id, None).await.unwrap().first() {
-        let moved = [to.id.as_str(), task.id.as_str()];
-        store.db.execute("UPDATE tasks SET agent_id = $1 WHERE id = $2", &moved).await;
-        for subject in [from, to] {
-            let (shown, counted) = counts(s, subject).await;
-            assert_eq!(shown, counted, "seed {seed}: {}'s counts after a task moved", subject.id);
+        let moves = [
+            ("UPDATE tasks SET agent_id = $1 WHERE id = $2", to),
+            (
+                "UPDATE tasks SET agent_id = $1, status = CASE WHEN status = 'queued' \
+                 THEN 'failed' ELSE 'queued' END WHERE id = $2",
+                from,
+            ),
+        ];
+        for (sql, destination) in moves {
+            store.db.execute(sql, &[destination.id.as_str(), task.id.as_str()]).await;
+            for subject in [from, to] {
+                let (shown, counted) = counts(s, subject).await;
+                assert_eq!(shown, counted, "seed {seed}: {}'s counts after {sql}", subject.id);
+            }
         }
     }
     // Nothing is left for agents that are gone, and no row is missing for those that remain.
